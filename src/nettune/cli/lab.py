@@ -1,0 +1,62 @@
+"""`nettune lab up|down|status`: the built-in lab by hand."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ..plan.points import expand_and_check
+from ..spec import load_study
+from ..targets import labnet
+from .main import app, console, user_errors
+
+lab_app = typer.Typer(help="The built-in lab: network namespaces on a Linux bridge.", no_args_is_help=True)
+app.add_typer(lab_app, name="lab")
+
+
+@lab_app.command("up")
+@user_errors
+def up(file: Path = typer.Argument(..., help="Study file whose [target] kind = \"lab\".")) -> None:
+    """Create a study's lab (first point's MTU and queues) and leave it up."""
+    from ..targets.lab import LabTarget
+    from ..errors import NettuneError
+
+    study = load_study(file)
+    if study.target.kind != "lab":
+        raise NettuneError(f"{file}: target.kind is {study.target.kind!r}; `lab up` needs kind = \"lab\"")
+    first = expand_and_check(study, file.read_text(), str(file))[0]
+    target = LabTarget(study)
+    state = target.prepare(first)
+    t = Table(title=f"lab {study.name} is up (remove with: nettune lab down)", title_justify="left")
+    for h in ("host", "namespace", "interface", "address", "mtu", "queues"):
+        t.add_column(h)
+    for h, s in state["hosts"].items():
+        t.add_row(h, target.layout.ns(h), str(s["interface"]), str(s["address"]), str(s["mtu"]), str(s["tx_queues"]))
+    console.print(t)
+    console.print(f"bridge {target.layout.bridge} {target.layout.bridge_address}/{target.layout.subnet.prefixlen}; run a command in a host: ip netns exec {target.layout.ns(study.target.hosts[0])} COMMAND")
+
+
+@lab_app.command("down")
+@user_errors
+def down() -> None:
+    """Remove every nettune lab, including what a killed run left behind."""
+    removed = labnet.down_all()
+    if not any(removed.values()):
+        console.print("nothing to remove")
+        return
+    for what, names in removed.items():
+        if names:
+            console.print(f"removed {what}: {', '.join(names)}")
+
+
+@lab_app.command("status")
+@user_errors
+def status() -> None:
+    """Show nettune namespaces, links and labs present on this machine."""
+    found = labnet.leftovers()
+    if not any(found.values()):
+        console.print("no nettune lab on this machine")
+        return
+    for what, names in found.items():
+        console.print(f"{what}: {', '.join(names) if names else '-'}")

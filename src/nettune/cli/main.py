@@ -1,0 +1,55 @@
+"""The `nettune` command. Each group of commands lives in its own cli/ module and is
+registered here; user errors print one line and exit 2, never a traceback."""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+import typer
+from rich.console import Console
+
+from ..errors import NettuneError
+
+app = typer.Typer(
+    name="nettune",
+    help="Run network and VM performance studies from one file: sweep settings, measure, restore, analyse.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn NettuneError into a one-line message and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NettuneError as e:
+            err_console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            err_console.print("[yellow]interrupted[/]: cleaned up; partial results are in the database")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def _register() -> None:
+    # one import per command group; each module adds its commands to `app`
+    from . import lab, results, run  # noqa: F401
+
+
+_register()
+
+
+def main() -> None:  # pragma: no cover - entry point
+    app(prog_name="nettune")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

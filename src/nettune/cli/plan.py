@@ -1,0 +1,49 @@
+"""`nettune run --dry-run`: the plan, with the exact commands, without touching anything."""
+from __future__ import annotations
+
+import shlex
+
+from rich.table import Table
+
+from ..engines import get_engine
+from ..plan.points import expand_and_check, schedule
+from ..spec.models import Study
+from .main import console
+
+
+def _address(study: Study, host: str) -> str:
+    if study.target.kind == "lab":
+        import ipaddress
+
+        from ..targets.labnet import LabLayout, default_subnet
+
+        spec = study.target
+        subnet = ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name)
+        return LabLayout(study.name, list(spec.hosts), subnet).address(host)  # type: ignore[arg-type]
+    return "127.0.0.1"
+
+
+def print_plan(study: Study, text: str, file: str) -> None:
+    resolved = expand_and_check(study, text, file)
+    slots = schedule(study, [r.point for r in resolved])
+    console.print(f"[bold]{study.name}[/]: {len(resolved)} points x {study.repeat.warmup + study.repeat.runs} runs = {len(slots)} tests, order {study.repeat.order}; target {study.target.kind}")
+    t = Table(title_justify="left")
+    for h in ("#", "point", "target", "server command", "client command", "notes"):
+        t.add_column(h, overflow="fold")
+    for rp in resolved:
+        wl = rp.workload
+        eng = get_engine(wl.engine)
+        wl2, warns = eng.warnings(wl)
+        port = wl.port or 5201
+        version = "3.16" if wl.engine == "iperf3" else "2.1"
+        tgt = ", ".join(f"{k}={v}" for k, v in rp.target.model_dump().items() if k in ("mtu", "queues"))
+        knobs = rp.extra.get("knobs")
+        notes = "; ".join(warns + ([f"knobs: {knobs}"] if knobs else []))
+        t.add_row(
+            str(rp.point.index), rp.point.label(), tgt,
+            f"[{wl.server}] " + shlex.join(eng.server_argv(wl2, port, version)),
+            f"[{wl.client}] " + shlex.join(eng.client_argv(wl2, _address(study, wl.server), port, version)),
+            notes,
+        )
+    console.print(t)
+    console.print("[dim]dry run: nothing was created or changed (ports are chosen at run time)[/]")

@@ -1,0 +1,61 @@
+"""`nettune results` and `nettune studies`."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import NettuneError
+from ..report import table as rt
+from ..store import Store
+from .main import app, console, user_errors
+
+DB_OPT = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite).")
+
+
+def open_store(db: Path, must_exist: bool = True) -> Store:
+    if must_exist and not db.exists():
+        raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
+    return Store(db)
+
+
+@app.command()
+@user_errors
+def results(
+    study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
+    format: str = typer.Option("table", "--format", "-f", help="table, markdown, csv or json."),
+    db: Path = DB_OPT,
+    warmup: bool = typer.Option(True, "--warmup/--no-warmup", help="Include warm-up runs."),
+) -> None:
+    """Show every test of a study: parameters, throughput, CPU per side, status."""
+    if format not in ("table", "markdown", "csv", "json"):
+        raise NettuneError(f"--format {format!r}: use table, markdown, csv or json")
+    with open_store(db) as store:
+        s = store.find_study(study)
+        runs = store.runs(s["id"], include_warmup=warmup)
+    if format == "json":
+        print(rt.json_text(runs))
+    elif format == "csv":
+        print(rt.csv_text(runs), end="")
+    elif format == "markdown":
+        print(rt.markdown(runs), end="")
+    else:
+        console.print(rt.rich_table(f"{s['name']} (study #{s['id']}, {s['status']})", runs))
+
+
+@app.command()
+@user_errors
+def studies(db: Path = DB_OPT) -> None:
+    """List the studies in the results database."""
+    with open_store(db) as store:
+        rows = store.studies()
+    t = Table(title=str(db), title_justify="left")
+    for h in ("id", "name", "target", "started", "status", "points", "runs", "failed"):
+        t.add_column(h)
+    for r in rows:
+        started = dt.datetime.fromtimestamp(r["started"]).strftime("%Y-%m-%d %H:%M")
+        t.add_row(str(r["id"]), r["name"], r["target_kind"] or "", started, r["status"], str(r["points"]), str(r["runs"]), str(r["failed"]))
+    console.print(t)

@@ -1,0 +1,116 @@
+"""`nettune run`, `nettune demo`, `nettune schema`, `nettune setup`."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from ..engines.result import TestResult
+from ..plan.points import Slot
+from ..report import table as rt
+from ..spec import load_study, parse_study
+from ..spec.models import Study, json_schema
+from .main import app, console, user_errors
+from .results import DB_OPT
+from .plan import print_plan
+
+
+class RichProgress:
+    """Progress bar with ETA; one line per finished test so the log stays readable."""
+
+    def __init__(self) -> None:
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True,
+        )
+        self.task: Any = None
+
+    def start(self, study: Study, total_tests: int, expected_seconds: float) -> None:
+        m, s = divmod(int(expected_seconds), 60)
+        console.print(f"[bold]{study.name}[/]: {total_tests} tests, about {m}m{s:02d}s")
+        self.bar.start()
+        self.task = self.bar.add_task(study.name, total=total_tests)
+
+    def test_start(self, slot: Slot, index: int) -> None:
+        self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run + 1}"))
+
+    def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None:
+        what = f"{result.total_bps / 1e9:.2f} Gbit/s" if result.ok and result.total_bps is not None else f"[red]failed: {result.error}[/]"
+        console.print(f"  {slot.point.label()} run {slot.run + 1}: {what}", highlight=False)
+        self.bar.advance(self.task)
+
+    def message(self, text: str) -> None:
+        console.print(text)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+def execute(study: Study, text: str, file: str, db: Path) -> None:
+    from ..run.study import run_study
+    from ..store import Store
+
+    prog = RichProgress()
+    with Store(db) as store:
+        try:
+            outcome = run_study(study, store, text, file, progress=prog)
+        finally:
+            prog.stop()
+        runs = store.runs(outcome.study_id)
+    console.print(rt.rich_table(f"{study.name} (study #{outcome.study_id})", runs))
+    for w in outcome.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    failed = f", [red]{outcome.failed} failed[/]" if outcome.failed else ""
+    console.print(f"{outcome.tests} tests{failed}; results in [bold]{db.resolve()}[/] (nettune results {study.name} --db {db})")
+
+
+@app.command()
+@user_errors
+def run(
+    file: Path = typer.Argument(..., help="Study file (TOML)."),
+    db: Path = DB_OPT,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (points and commands); change nothing."),
+) -> None:
+    """Run a study: every point of the sweep, repeated, stored as it goes."""
+    study = load_study(file)
+    text = file.read_text()
+    if dry_run:
+        print_plan(study, text, str(file))
+        return
+    execute(study, text, str(file), db)
+
+
+@app.command()
+@user_errors
+def demo(db: Path = DB_OPT) -> None:
+    """Run the built-in demo (examples/quick.toml) on the lab: installs missing tools first."""
+    from ..setup_tools import setup
+
+    setup(echo=lambda s: console.print(f"[dim]{s}[/]"))
+    text = resources.files("nettune").joinpath("data/quick.toml").read_text()
+    study = parse_study(text, "examples/quick.toml")
+    execute(study, text, "examples/quick.toml", db)
+
+
+@app.command()
+@user_errors
+def schema() -> None:
+    """Print the JSON Schema of the study file format."""
+    print(json.dumps(json_schema(), indent=2))
+
+
+@app.command()
+@user_errors
+def setup() -> None:
+    """Install the system tools nettune drives (iperf3, iperf, ethtool, openssh-server, iproute2)."""
+    from ..setup_tools import setup as do_setup
+
+    installed = do_setup(echo=console.print)
+    if installed:
+        console.print("installed: " + ", ".join(installed))
+
+

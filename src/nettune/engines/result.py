@@ -1,0 +1,97 @@
+"""The one result record every engine produces, whatever the tool."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class SideOutput(BaseModel):
+    """One side of a test, kept verbatim: what ran, how it ended, what it printed."""
+
+    role: str  # "client" or "server"
+    host: str
+    argv: list[str]
+    exit_code: int | None = None
+    timed_out: bool = False
+    stdout: str = ""
+    stderr: str = ""
+    started: float | None = None  # unix time
+    ended: float | None = None
+
+
+class StreamResult(BaseModel):
+    id: int
+    direction: str = "forward"  # forward: client->server (or server->client with reverse); "reverse" = bidir's other way
+    sender_bps: float | None = None
+    receiver_bps: float | None = None
+    sender_bytes: int | None = None
+    receiver_bytes: int | None = None
+    retransmits: int | None = None
+    max_cwnd: int | None = None  # bytes
+    rtt_mean_us: float | None = None
+    rtt_min_us: float | None = None
+    rtt_max_us: float | None = None
+    jitter_ms: float | None = None
+    lost_packets: int | None = None
+    packets: int | None = None
+    lost_percent: float | None = None
+
+
+class Interval(BaseModel):
+    start: float
+    end: float
+    bps: float
+    direction: str = "forward"
+    retransmits: int | None = None
+    cwnd: int | None = None  # max over streams in the interval, bytes
+    rtt_us: float | None = None
+    omitted: bool = False
+    stream_bps: list[float] = Field(default_factory=list)
+
+
+class TestResult(BaseModel):
+    engine: str
+    tool_version: str = ""
+    ok: bool = True
+    error: str | None = None
+    protocol: str = "tcp"
+    duration: float | None = None
+    # main direction (client->server; server->client with reverse)
+    sender_bps: float | None = None
+    receiver_bps: float | None = None
+    sender_bytes: int | None = None
+    receiver_bytes: int | None = None
+    retransmits: int | None = None
+    max_cwnd: int | None = None
+    rtt_mean_us: float | None = None
+    rtt_min_us: float | None = None
+    rtt_max_us: float | None = None
+    jitter_ms: float | None = None
+    lost_packets: int | None = None
+    packets: int | None = None
+    lost_percent: float | None = None
+    # the other direction of a bidirectional test
+    reverse_sender_bps: float | None = None
+    reverse_receiver_bps: float | None = None
+    reverse_retransmits: int | None = None
+    streams: list[StreamResult] = Field(default_factory=list)
+    intervals: list[Interval] = Field(default_factory=list)
+    # filled by probes (percent of one core for processes, of all cores for the host)
+    cpu_client: float | None = None
+    cpu_server: float | None = None
+    cpu_host: float | None = None
+    cpu_host_softirq: float | None = None
+    cpu_extra: dict[str, float] = Field(default_factory=dict)  # other sampled hosts (e.g. hypervisor)
+    tool_cpu: dict[str, float] = Field(default_factory=dict)  # what the tool itself reported
+    warnings: list[str] = Field(default_factory=list)
+    client: SideOutput | None = None
+    server: SideOutput | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def total_bps(self) -> float | None:
+        """Receiver throughput of both directions (just the main one unless bidir)."""
+        if self.receiver_bps is None:
+            return None
+        return self.receiver_bps + (self.reverse_receiver_bps or 0.0)

@@ -1,0 +1,142 @@
+"""Run one test: server up, wait for its port, client, probes, both outputs kept.
+
+Shared by every engine. No fixed sleeps: the client starts the moment the server's
+socket is listening; every wait is bounded; a failure is recorded, never raised.
+"""
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+from ..probes.cpu import ProcessCpu, SelfCpu, machine_percent, read_machine
+from ..spec.models import Workload
+from .base import Engine
+from .result import SideOutput, TestResult
+
+SERVER_START_TIMEOUT = 10.0
+BUSY_RETRIES = 5
+
+
+def pick_port(host: Any, wanted: int | None) -> int:
+    if wanted:
+        return wanted
+    if getattr(host, "netns", None):
+        return 5201  # a namespace we created: nothing else listens there
+    # loopback: ask the kernel for a free port (tiny race, handled as "port in use")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_test(
+    engine: Engine,
+    wl: Workload,
+    server: Any,
+    client: Any,
+    tool_version: str,
+    machine: Any | None = None,
+) -> TestResult:
+    """Run one test of `wl` between two hosts. `machine` is the host whose /proc/stat
+    gives the machine-wide CPU (default: the client's)."""
+    wl, warnings = engine.warnings(wl)
+    port = pick_port(server, wl.port)
+    proto = engine.listen_proto(wl)
+    budget = wl.duration + wl.omit + (wl.timeout if wl.timeout is not None else 10.0 + 0.25 * wl.duration)
+    machine = machine or client
+
+    if server.listening(port, proto):
+        return _failed(engine, tool_version, wl, f"port {port}/{proto} is already in use on {server.name}; set [workload] port to a free one", warnings)
+
+    for attempt in range(BUSY_RETRIES):
+        srv = server.spawn(engine.server_argv(wl, port, tool_version))
+        srv_side = SideOutput(role="server", host=server.name, argv=srv.argv, started=time.time())
+        try:
+            if not _wait_listening(server, srv, port, proto):
+                srv.stop()
+                _finish(srv, srv_side)
+                why = "exited before listening" if srv.poll() is not None else f"did not listen on port {port} within {SERVER_START_TIMEOUT:.0f}s"
+                detail = (srv_side.stderr or srv_side.stdout).strip().splitlines()[-1:] or [""]
+                return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
+
+            m0 = read_machine(machine)
+            me = SelfCpu()
+            cli = client.spawn(engine.client_argv(wl, server.address, port, tool_version))
+            t0 = time.monotonic()
+            cli_side = SideOutput(role="client", host=client.name, argv=cli.argv, started=time.time())
+            srv_cpu, cli_cpu = ProcessCpu(server, srv), ProcessCpu(client, cli)
+            try:
+                cli.wait(budget)
+            except TimeoutError:
+                cli_side.timed_out = True
+                cli.stop()
+            srv_cpu.sample()
+            elapsed = time.monotonic() - t0
+            m1 = read_machine(machine)
+            self_pct = me.percent()
+            _finish(cli, cli_side)
+            _wait_server(engine, wl, srv, srv_side)
+        finally:
+            srv.stop()
+        _finish(srv, srv_side)
+
+        if engine.busy(cli_side) and attempt + 1 < BUSY_RETRIES:
+            time.sleep(0.5 * 2**attempt)  # backoff: someone else's test holds the server
+            warnings.append(f"server busy, retried (attempt {attempt + 2})")
+            continue
+        break
+
+    res = engine.parse(wl, cli_side, srv_side)
+    res.tool_version = res.tool_version or tool_version
+    res.client, res.server = cli_side, srv_side
+    res.warnings = warnings + res.warnings
+    if cli_side.timed_out:
+        res.ok = False
+        res.error = f"client did not finish within {budget:.0f}s and was stopped" + (f"; {res.error}" if res.error else "")
+    elif res.ok and cli_side.exit_code not in (0, None):
+        res.warnings.append(f"client exited with code {cli_side.exit_code}")
+    res.cpu_client = cli_cpu.percent(elapsed)
+    res.cpu_server = srv_cpu.percent(elapsed)
+    if m0 and m1:
+        res.cpu_host, res.cpu_host_softirq = machine_percent(m0, m1)
+    res.cpu_extra["nettune"] = self_pct
+    return res
+
+
+def _wait_listening(host: Any, proc: Any, port: int, proto: str) -> bool:
+    end = time.monotonic() + SERVER_START_TIMEOUT
+    delay = 0.002
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        if host.listening(port, proto, pid=proc.pid):
+            return True
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return False
+
+
+def _wait_server(engine: Engine, wl: Workload, srv: Any, side: SideOutput) -> None:
+    """Let the server write its final report: iperf3 -1 exits by itself; iperf2 is done
+    when the engine sees its final report in the output."""
+    done = getattr(engine, "server_done", None)
+    end = time.monotonic() + 10.0
+    while time.monotonic() < end and srv.poll() is None:
+        if not engine.server_exits and done is not None and done(wl, srv.output()[0]):
+            return
+        if not engine.server_exits and done is None:
+            time.sleep(0.5)
+            return
+        time.sleep(0.02)
+    if srv.poll() is None and engine.server_exits:
+        side.timed_out = True
+
+
+def _finish(proc: Any, side: SideOutput) -> None:
+    side.exit_code = proc.poll()
+    side.stdout, side.stderr = proc.output()
+    side.ended = time.time()
+
+
+def _failed(engine: Engine, version: str, wl: Workload, error: str, warnings: list[str], server: SideOutput | None = None) -> TestResult:
+    return TestResult(engine=engine.name, tool_version=version, ok=False, error=error, protocol=str(wl.protocol), duration=float(wl.duration), warnings=warnings, server=server)

@@ -1,0 +1,27 @@
+"""User-facing errors.
+
+Anything a user can cause (a bad study file, a missing tool, not being root) raises
+NettuneError with a message that fits on one line and says what to do. The CLI prints
+it without a traceback and exits 2. Everything else is a bug and keeps its traceback.
+"""
+
+
+class NettuneError(Exception):
+    """An error the user can fix; str(err) is the one-line message."""
+
+
+class SpecError(NettuneError):
+    """The study file is invalid. Raised before anything is changed on any host."""
+
+    def __init__(self, file: str, field: str, problem: str, line: int | None = None):
+        self.file, self.field, self.problem, self.line = file, field, problem, line
+        where = f"{file}:{line}" if line else file
+        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+
+
+class ToolMissing(NettuneError):
+    """A system tool nettune drives (iperf3, iperf, ethtool...) is not installed."""
+
+
+class NotRoot(NettuneError):
+    pass

@@ -1,0 +1,130 @@
+"""Turn a study's [sweep] into points, and a point into concrete settings.
+
+Lists in [sweep] form a cartesian product (in file order, last one fastest); a string
+is an expression over other parameters, evaluated per point; a scalar is a constant.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import SpecError
+from ..spec import expr
+from ..spec.models import Study, Workload
+
+
+@dataclass(frozen=True)
+class Point:
+    index: int
+    params: dict[str, Any]
+
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.params.items()) or "(single point)"
+
+
+@dataclass
+class ResolvedPoint:
+    """Concrete settings of one point: every placeholder filled and validated."""
+
+    point: Point
+    target: Any  # the target spec model with concrete values
+    workload: Workload
+    extra: dict[str, Any] = field(default_factory=dict)  # other sections filled for this point (knobs...)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One test to run: a point, its run number, and whether it is a warm-up."""
+
+    point: Point
+    run: int
+    warmup: bool
+
+
+def expand(study: Study) -> list[Point]:
+    lists = {k: v for k, v in study.sweep.items() if isinstance(v, list)}
+    consts = {k: v for k, v in study.sweep.items() if not isinstance(v, (list, str))}
+    exprs = {k: v for k, v in study.sweep.items() if isinstance(v, str)}
+    order = _expr_order(exprs, set(lists) | set(consts))
+    points = []
+    for i, combo in enumerate(itertools.product(*lists.values()) if lists else [()]):
+        env: dict[str, Any] = dict(zip(lists, combo)) | consts
+        for name in order:
+            env[name] = expr.evaluate(exprs[name], env)
+        # keep the file's key order so tables read as written
+        points.append(Point(i, {k: env[k] for k in study.sweep}))
+    return points
+
+
+def _expr_order(exprs: dict[str, str], known: set[str]) -> list[str]:
+    order: list[str] = []
+    pending = dict(exprs)
+    while pending:
+        ready = [k for k, v in pending.items() if expr.names_in(v) <= known | set(order)]
+        if not ready:
+            missing = {k: expr.names_in(v) - known - set(order) - set(pending) for k, v in pending.items()}
+            bad = next(((k, m) for k, m in missing.items() if m), None)
+            if bad:
+                raise expr.ExprError(f"{bad[0]} = {pending[bad[0]]!r} uses unknown parameter(s) {', '.join(sorted(bad[1]))}")
+            raise expr.ExprError(f"circular expressions among: {', '.join(sorted(pending))}")
+        for k in ready:
+            order.append(k)
+            del pending[k]
+    return order
+
+
+def resolve(study: Study, point: Point) -> ResolvedPoint:
+    raw = study.model_dump(mode="python")
+    env = dict(point.params)
+    target = type(study.target).model_validate(expr.fill(raw["target"], env))
+    workload = Workload.model_validate(expr.fill(raw["workload"], env))
+    extra = {k: expr.fill(v, env) for k, v in raw.items() if k not in ("target", "workload", "sweep", "repeat", "name", "description")}
+    return ResolvedPoint(point, target, workload, extra)
+
+
+def expand_and_check(study: Study, text: str = "", file: str = "<study>") -> list[ResolvedPoint]:
+    """Expand and resolve every point; any problem becomes a SpecError naming the field."""
+    from ..spec.load import _to_spec_error, find_line
+
+    try:
+        points = expand(study)
+    except expr.ExprError as e:
+        key = str(e).split(" ", 1)[0]
+        loc = ["sweep", key] if key in study.sweep else ["sweep"]
+        raise SpecError(file, ".".join(loc), str(e), find_line(text, loc)) from None
+    resolved = []
+    for p in points:
+        try:
+            resolved.append(resolve(study, p))
+        except expr.ExprError as e:
+            raise SpecError(file, "", f"at point {p.label()}: {e}") from None
+        except ValidationError as e:
+            err = _to_spec_error(e, type(study), text, file)
+            section = _section_of(e)
+            field = f"{section}.{err.field}" if section else err.field
+            raise SpecError(file, field, f"{err.problem} (at point {p.label()})", find_line(text, field.split("."))) from None
+    return resolved
+
+
+def _section_of(e: ValidationError) -> str:
+    title = e.title
+    return {"Workload": "workload", "LabTarget": "target", "LocalTarget": "target"}.get(title, "")
+
+
+def schedule(study: Study, points: list[Point]) -> list[Slot]:
+    """The order tests run in; interleaved by default so drift over time spreads evenly."""
+    rep = study.repeat
+    total = rep.warmup + rep.runs
+    per_point = [[Slot(p, r, r < rep.warmup) for r in range(total)] for p in points]
+    if rep.order == "sequential":
+        return [s for slots in per_point for s in slots]
+    rounds = [[slots[r] for slots in per_point] for r in range(total)]
+    if rep.order == "shuffled":
+        rng = random.Random(rep.seed)
+        for rnd in rounds:
+            rng.shuffle(rnd)
+    return [s for rnd in rounds for s in rnd]

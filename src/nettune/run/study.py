@@ -1,0 +1,155 @@
+"""Run a whole study: plan -> target -> (knobs) -> engine -> probes -> store.
+
+Teardown is in `finally` and SIGTERM is turned into KeyboardInterrupt, so Ctrl-C, a
+kill and an exception all end the same way: settings restored, lab removed, processes
+stopped, the study marked interrupted or failed in the database.
+"""
+from __future__ import annotations
+
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Protocol
+
+from ..engines import get_engine
+from ..engines.result import TestResult
+from ..engines.session import run_test
+from ..errors import NettuneError, ToolMissing
+from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
+from ..spec.models import Study
+from ..store import Store
+from ..targets import make_target
+
+OVERHEAD_GUESS = 0.6  # seconds per test beyond its duration, for the first ETA only
+
+
+class Progress(Protocol):
+    def start(self, study: Study, total_tests: int, expected_seconds: float) -> None: ...
+    def test_start(self, slot: Slot, index: int) -> None: ...
+    def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+class NoProgress:
+    def start(self, study: Study, total_tests: int, expected_seconds: float) -> None: ...
+    def test_start(self, slot: Slot, index: int) -> None: ...
+    def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+@dataclass
+class Outcome:
+    study_id: int
+    status: str
+    tests: int = 0
+    failed: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (and SIGHUP) unwind like Ctrl-C so every finally block runs."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def expected_seconds(study: Study, resolved: list[ResolvedPoint]) -> float:
+    per_point = {r.point.index: r.workload.duration + r.workload.omit + OVERHEAD_GUESS for r in resolved}
+    return sum(per_point[s.point.index] for s in schedule(study, [r.point for r in resolved])) + study.repeat.pause * 0
+
+
+def run_study(
+    study: Study,
+    store: Store,
+    spec_text: str | None = None,
+    spec_file: str | None = None,
+    progress: Progress | None = None,
+) -> Outcome:
+    progress = progress or NoProgress()
+    resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
+    by_index = {r.point.index: r for r in resolved}
+    slots = schedule(study, [r.point for r in resolved])
+
+    target = make_target(study)  # raises NotRoot etc. before anything is created
+    versions = preflight(study, resolved, target)
+
+    study_id = store.begin_study(study, spec_text, spec_file)
+    point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
+    outcome = Outcome(study_id, "running")
+    status = "failed"
+    current: int | None = None
+    settings: dict[str, Any] = {}
+    knobs = _knob_session(study, target, study_id)
+    progress.start(study, len(slots), expected_seconds(study, resolved))
+    try:
+        with sigterm_as_interrupt():
+            for i, slot in enumerate(slots):
+                rp = by_index[slot.point.index]
+                if current != slot.point.index:
+                    settings = target.prepare(rp)
+                    if knobs is not None:
+                        settings["knobs"] = knobs.apply_point(rp)
+                    if current is None:
+                        store.add_facts(study_id, target.facts())
+                    current = slot.point.index
+                if i and study.repeat.pause:
+                    time.sleep(study.repeat.pause)
+                progress.test_start(slot, i)
+                t0 = time.monotonic()
+                wl = rp.workload
+                engine = get_engine(wl.engine)
+                res = run_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], versions[wl.engine])
+                store.add_run(study_id, point_ids[slot.point.index], slot.run, slot.warmup, res, settings)
+                outcome.tests += 1
+                outcome.failed += 0 if res.ok else 1
+                progress.test_end(slot, res, time.monotonic() - t0)
+        status = "done"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        try:
+            if knobs is not None:
+                outcome.warnings += knobs.restore_all()
+        finally:
+            target.close()
+            store.finish_study(study_id, status)
+            outcome.status = status
+    return outcome
+
+
+def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[str, str]:
+    """Check every tool the study needs is installed on its hosts; return versions."""
+    versions: dict[str, str] = {}
+    for rp in resolved:
+        wl = rp.workload
+        if wl.engine in versions:
+            continue
+        engine = get_engine(wl.engine)
+        for role in (wl.server, wl.client):
+            host = target.hosts[role]
+            if host.which(engine.binary) is None:
+                raise ToolMissing(f"{engine.binary} is not installed on {host.name}: {engine.install_hint}")
+        r = target.hosts[wl.client].run(engine.version_argv(), timeout=10)
+        versions[wl.engine] = engine.version(r.stdout + r.stderr)
+        if not versions[wl.engine]:
+            raise NettuneError(f"cannot tell the version of {engine.binary} ({(r.stdout + r.stderr).strip()[:80]!r}); is it really {wl.engine}?")
+    return versions
+
+
+def _knob_session(study: Study, target: Any, study_id: int) -> Any:
+    """The knobs layer (issue 4) when the study sets knobs; None otherwise."""
+    if not getattr(study, "knobs", None):
+        return None
+    from ..knobs.session import KnobSession  # noqa: PLC0415 - optional layer
+
+    return KnobSession(study, target, study_id)

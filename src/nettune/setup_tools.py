@@ -1,0 +1,59 @@
+"""`nettune setup`: install the system tools nettune drives, with apt-get or dnf."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from .errors import NettuneError
+
+# tool -> (Debian package, Fedora package)
+TOOLS = {
+    "iperf3": ("iperf3", "iperf3"),
+    "iperf": ("iperf", "iperf"),
+    "ethtool": ("ethtool", "ethtool"),
+    "sshd": ("openssh-server", "openssh-server"),
+    "ip": ("iproute2", "iproute"),
+    "tc": ("iproute2", "iproute-tc"),
+}
+
+
+def missing_tools() -> list[str]:
+    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+    return [t for t in TOOLS if shutil.which(t, path=path) is None]
+
+
+def install_command(missing: list[str]) -> list[str] | None:
+    if shutil.which("apt-get"):
+        return ["apt-get", "install", "-y", "-q", *sorted({TOOLS[t][0] for t in missing})]
+    if shutil.which("dnf"):
+        return ["dnf", "install", "-y", "-q", *sorted({TOOLS[t][1] for t in missing})]
+    return None
+
+
+def install_hint(tool: str) -> str:
+    deb, rpm = TOOLS.get(tool, (tool, tool))
+    return f"install it with `nettune setup` (or: apt-get install {deb} / dnf install {rpm})"
+
+
+def setup(echo=print) -> list[str]:
+    """Install what is missing; returns the tools installed."""
+    missing = missing_tools()
+    if not missing:
+        echo("all tools present: " + ", ".join(TOOLS))
+        return []
+    cmd = install_command(missing)
+    if cmd is None:
+        raise NettuneError(f"missing {', '.join(missing)} and neither apt-get nor dnf is available; install them with your package manager")
+    if os.geteuid() != 0:
+        raise NettuneError(f"missing {', '.join(missing)}; installing needs root: sudo nettune setup")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")  # iperf3's debconf must not ask about a daemon
+    echo("installing: " + " ".join(cmd[3:]))
+    if subprocess.run(cmd, env=env).returncode != 0 and cmd[0] == "apt-get":
+        subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
+        if subprocess.run(cmd, env=env).returncode != 0:
+            raise NettuneError(f"`{' '.join(cmd)}` failed; see the output above")
+    still = missing_tools()
+    if still:
+        raise NettuneError(f"still missing after install: {', '.join(still)}")
+    return missing

@@ -1,0 +1,234 @@
+"""The results database (SQLite, WAL): every test is committed the moment it finishes.
+
+Tables: studies, points (parameters), runs (metrics), raw_outputs (both sides verbatim),
+host_facts. A killed run loses at most the test in flight.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import NettuneError
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS studies (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  spec_file TEXT,
+  spec_text TEXT,
+  spec_json TEXT NOT NULL,
+  target_kind TEXT,
+  started REAL NOT NULL,
+  finished REAL,
+  status TEXT NOT NULL DEFAULT 'running'      -- running, done, failed, interrupted, imported
+);
+CREATE INDEX IF NOT EXISTS studies_name ON studies(name);
+CREATE TABLE IF NOT EXISTS points (
+  id INTEGER PRIMARY KEY,
+  study_id INTEGER NOT NULL REFERENCES studies(id),
+  idx INTEGER NOT NULL,
+  params_json TEXT NOT NULL,
+  UNIQUE (study_id, idx)
+);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY,
+  study_id INTEGER NOT NULL REFERENCES studies(id),
+  point_id INTEGER NOT NULL REFERENCES points(id),
+  run INTEGER NOT NULL,
+  warmup INTEGER NOT NULL DEFAULT 0,
+  ok INTEGER NOT NULL,
+  error TEXT,
+  engine TEXT NOT NULL,
+  tool_version TEXT,
+  protocol TEXT,
+  started REAL,
+  duration REAL,
+  sender_bps REAL, receiver_bps REAL, sender_bytes INTEGER, receiver_bytes INTEGER,
+  retransmits INTEGER, max_cwnd INTEGER,
+  rtt_mean_us REAL, rtt_min_us REAL, rtt_max_us REAL,
+  jitter_ms REAL, lost_packets INTEGER, packets INTEGER, lost_percent REAL,
+  reverse_sender_bps REAL, reverse_receiver_bps REAL, reverse_retransmits INTEGER,
+  cpu_client REAL, cpu_server REAL, cpu_host REAL, cpu_host_softirq REAL,
+  cpu_extra_json TEXT NOT NULL DEFAULT '{}',
+  tool_cpu_json TEXT NOT NULL DEFAULT '{}',
+  warnings_json TEXT NOT NULL DEFAULT '[]',
+  streams_json TEXT NOT NULL DEFAULT '[]',
+  intervals_json TEXT NOT NULL DEFAULT '[]',
+  settings_json TEXT NOT NULL DEFAULT '{}',   -- target state and knob values in force
+  extra_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS runs_study ON runs(study_id);
+CREATE TABLE IF NOT EXISTS raw_outputs (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  side TEXT NOT NULL,
+  host TEXT,
+  command_json TEXT NOT NULL,
+  exit_code INTEGER,
+  timed_out INTEGER NOT NULL DEFAULT 0,
+  stdout TEXT NOT NULL,
+  stderr TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS raw_run ON raw_outputs(run_id);
+CREATE TABLE IF NOT EXISTS host_facts (
+  id INTEGER PRIMARY KEY,
+  study_id INTEGER NOT NULL REFERENCES studies(id),
+  host TEXT NOT NULL,
+  facts_json TEXT NOT NULL
+);
+"""
+
+METRICS = [
+    "sender_bps", "receiver_bps", "sender_bytes", "receiver_bytes", "retransmits", "max_cwnd",
+    "rtt_mean_us", "rtt_min_us", "rtt_max_us", "jitter_ms", "lost_packets", "packets", "lost_percent",
+    "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits",
+    "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq",
+]
+
+
+class Store:
+    def __init__(self, path: str | Path = "nettune.db"):
+        self.path = Path(path)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30)
+        except sqlite3.Error as e:
+            raise NettuneError(f"{self.path}: cannot open the results database: {e}") from None
+        self.db.row_factory = sqlite3.Row
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            raise NettuneError(f"{self.path}: not a nettune results database ({e}); pass another --db") from None
+
+    def _migrate(self) -> None:
+        self.db.executescript(SCHEMA)
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self.db.commit()
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise NettuneError(f"{self.path}: written by a newer nettune (schema {row[0]} > {SCHEMA_VERSION}); upgrade nettune")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------
+    def begin_study(self, study: Any, spec_text: str | None = None, spec_file: str | None = None, status: str = "running") -> int:
+        cur = self.db.execute(
+            "INSERT INTO studies (name, description, spec_file, spec_text, spec_json, target_kind, started, status) VALUES (?,?,?,?,?,?,?,?)",
+            (study.name, study.description, spec_file, spec_text, study.model_dump_json(), study.target.kind, time.time(), status),
+        )
+        self.db.commit()
+        return int(cur.lastrowid or 0)
+
+    def add_point(self, study_id: int, idx: int, params: dict[str, Any]) -> int:
+        cur = self.db.execute("INSERT INTO points (study_id, idx, params_json) VALUES (?,?,?)", (study_id, idx, json.dumps(params)))
+        self.db.commit()
+        return int(cur.lastrowid or 0)
+
+    def add_facts(self, study_id: int, facts: dict[str, dict[str, Any]]) -> None:
+        self.db.executemany("INSERT INTO host_facts (study_id, host, facts_json) VALUES (?,?,?)", [(study_id, h, json.dumps(f)) for h, f in facts.items()])
+        self.db.commit()
+
+    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: Any, settings: dict[str, Any] | None = None) -> int:
+        r = result
+        started = r.client.started if r.client else time.time()
+        values = {m: getattr(r, m) for m in METRICS}
+        cur = self.db.execute(
+            f"INSERT INTO runs (study_id, point_id, run, warmup, ok, error, engine, tool_version, protocol, started, duration, {', '.join(METRICS)},"
+            " cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json)"
+            f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7))})",
+            (study_id, point_id, run, int(warmup), int(r.ok), r.error, r.engine, r.tool_version, r.protocol, started, r.duration,
+             *values.values(), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
+             json.dumps([s.model_dump(exclude_none=True) for s in r.streams]),
+             json.dumps([i.model_dump(exclude_none=True) for i in r.intervals]),
+             json.dumps(settings or {}), json.dumps(r.extra)),
+        )
+        run_id = int(cur.lastrowid or 0)
+        for side in (r.client, r.server):
+            if side is not None:
+                self.db.execute(
+                    "INSERT INTO raw_outputs (run_id, side, host, command_json, exit_code, timed_out, stdout, stderr) VALUES (?,?,?,?,?,?,?,?)",
+                    (run_id, side.role, side.host, json.dumps(side.argv), side.exit_code, int(side.timed_out), side.stdout, side.stderr),
+                )
+        self.db.commit()  # each test is durable the moment it ends
+        return run_id
+
+    def finish_study(self, study_id: int, status: str) -> None:
+        self.db.execute("UPDATE studies SET finished=?, status=? WHERE id=?", (time.time(), status, study_id))
+        self.db.commit()
+
+    # -- reading -------------------------------------------------------------------
+    def studies(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT s.id, s.name, s.description, s.target_kind, s.started, s.finished, s.status,"
+            " (SELECT COUNT(*) FROM points p WHERE p.study_id=s.id) AS points,"
+            " (SELECT COUNT(*) FROM runs r WHERE r.study_id=s.id) AS runs,"
+            " (SELECT COUNT(*) FROM runs r WHERE r.study_id=s.id AND r.ok=0) AS failed"
+            " FROM studies s ORDER BY s.id"
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+    def find_study(self, ref: str | int | None = None) -> dict[str, Any]:
+        """A study by id ('7' or '#7') or by name (the latest run of that name); None = latest."""
+        if ref is None:
+            row = self.db.execute("SELECT * FROM studies ORDER BY id DESC LIMIT 1").fetchone()
+        elif str(ref).lstrip("#").isdigit():
+            row = self.db.execute("SELECT * FROM studies WHERE id=?", (int(str(ref).lstrip("#")),)).fetchone()
+        else:
+            row = self.db.execute("SELECT * FROM studies WHERE name=? ORDER BY id DESC LIMIT 1", (str(ref),)).fetchone()
+        if row is None:
+            names = sorted({s["name"] for s in self.studies()})
+            hint = f"studies here: {', '.join(names)}" if names else "it is empty; run a study first"
+            what = f"no study {ref!r}" if ref is not None else "no study"
+            raise NettuneError(f"{self.path}: {what}; {hint} (see `nettune studies`)")
+        return dict(row)
+
+    def runs(self, study_id: int, include_warmup: bool = True) -> list[dict[str, Any]]:
+        q = (
+            "SELECT r.*, p.idx AS point_idx, p.params_json, s.name AS study FROM runs r"
+            " JOIN points p ON p.id=r.point_id JOIN studies s ON s.id=r.study_id WHERE r.study_id=?"
+        )
+        if not include_warmup:
+            q += " AND r.warmup=0"
+        rows = self.db.execute(q + " ORDER BY r.id", (study_id,)).fetchall()
+        out = []
+        for row in rows:
+            d = dict(row)
+            d["point"] = json.loads(d.pop("params_json"))
+            for k in [k for k in d if k.endswith("_json")]:
+                d[k[: -len("_json")]] = json.loads(d.pop(k))
+            d["ok"], d["warmup"] = bool(d["ok"]), bool(d["warmup"])
+            out.append(d)
+        return out
+
+    def points(self, study_id: int) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT id, idx, params_json FROM points WHERE study_id=? ORDER BY idx", (study_id,)).fetchall()
+        return [{"id": r["id"], "idx": r["idx"], "point": json.loads(r["params_json"])} for r in rows]
+
+    def facts(self, study_id: int) -> dict[str, dict[str, Any]]:
+        rows = self.db.execute("SELECT host, facts_json FROM host_facts WHERE study_id=? ORDER BY id", (study_id,)).fetchall()
+        return {r["host"]: json.loads(r["facts_json"]) for r in rows}
+
+    def raw_outputs(self, run_id: int) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+        return [dict(r) | {"command": json.loads(r["command_json"])} for r in rows]
+
+    def iter_runs(self, study_ids: list[int]) -> Iterator[dict[str, Any]]:
+        for sid in study_ids:
+            yield from self.runs(sid)

@@ -1,0 +1,28 @@
+"""Targets: where tests run. One file per kind; this registry maps `[target] kind` to it."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .base import CommandResult, Host, Proc, Target
+
+
+def _lab(study: Any) -> Target:
+    from .lab import LabTarget
+
+    return LabTarget(study)
+
+
+def _local(study: Any) -> Target:
+    from .local import LocalTarget
+
+    return LocalTarget(study)
+
+
+TARGETS: dict[str, Callable[[Any], Target]] = {"lab": _lab, "local": _local}
+
+
+def make_target(study: Any) -> Target:
+    return TARGETS[study.target.kind](study)
+
+
+__all__ = ["CommandResult", "Host", "Proc", "Target", "TARGETS", "make_target"]

@@ -1,0 +1,107 @@
+"""The built-in lab target: hosts are network namespaces on a Linux bridge."""
+from __future__ import annotations
+
+import ipaddress
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .base import CommandResult
+from .facts import linux_facts
+from .labnet import LabLayout, LabNet, default_subnet, require_root
+from .procs import LocalProc, port_listening, run_local
+
+# Paths whose content differs per network namespace: read/write them from inside it.
+_NS_PATHS = ("/proc/sys/net/", "/sys/class/net/", "/proc/net/")
+
+
+class LabHost:
+    os = "linux"
+
+    def __init__(self, name: str, netns: str, address: str, interface: str):
+        self.name = name
+        self.netns = netns
+        self.address = address
+        self.interface = interface  # the host's NIC inside its namespace
+
+    def _wrap(self, argv: list[str]) -> list[str]:
+        # `ip netns exec` setns()es and then execs argv, so the PID we get is the tool's own
+        return ["ip", "netns", "exec", self.netns, *argv]
+
+    def spawn(self, argv: list[str]) -> LocalProc:
+        return LocalProc(self._wrap(argv), pid_argv=argv)
+
+    def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        r = run_local(self._wrap(argv), timeout)
+        r.argv = argv
+        return r
+
+    def read_text(self, path: str) -> str:
+        if path.startswith(_NS_PATHS):
+            r = self.run(["cat", path], timeout=10)
+            if r.returncode != 0:
+                raise OSError(r.stderr.strip() or f"cannot read {path} in {self.netns}")
+            return r.stdout
+        return Path(path).read_text()
+
+    def write_text(self, path: str, text: str) -> None:
+        if path.startswith(_NS_PATHS):
+            r = self.run(["sh", "-c", 'printf "%s" "$1" > "$2"', "sh", text, path], timeout=10)
+            if r.returncode != 0:
+                raise OSError(r.stderr.strip() or f"cannot write {path} in {self.netns}")
+            return
+        Path(path).write_text(text)
+
+    def which(self, tool: str) -> str | None:
+        return shutil.which(tool)
+
+    def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
+        texts = []
+        for name in (proto, proto + "6"):
+            try:
+                # /proc/PID/net shows the network namespace of that process
+                texts.append(Path(f"/proc/{pid}/net/{name}").read_text() if pid else self.read_text(f"/proc/net/{name}"))
+            except OSError:
+                pass
+        return port_listening(texts, port, proto)
+
+
+class LabTarget:
+    kind = "lab"
+
+    def __init__(self, study: Any):
+        require_root()
+        spec = study.target
+        subnet = ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name)
+        self.layout = LabLayout(study.name, list(spec.hosts), subnet)  # type: ignore[arg-type]
+        self.net = LabNet(self.layout)
+        self.hosts = {
+            h: LabHost(h, self.layout.ns(h), self.layout.address(h), self.layout.ns_if(h)) for h in spec.hosts
+        }
+        self._mtu: int | None = None
+        self._queues: int | None = None
+
+    def prepare(self, resolved: Any) -> dict[str, Any]:
+        spec = resolved.target
+        if self._mtu is None:
+            self.net.up(spec.mtu, spec.queues)
+        else:
+            if spec.queues != self._queues:
+                for h in self.layout.hosts:
+                    self.net.recreate_veth(h, spec.mtu, spec.queues)
+            elif spec.mtu != self._mtu:
+                self.net.set_mtu(spec.mtu)
+        self._mtu, self._queues = spec.mtu, spec.queues
+        return {"hosts": self.net.state()}
+
+    def up(self, mtu: int, queues: int) -> None:
+        self.net.up(mtu, queues)
+        self._mtu, self._queues = mtu, queues
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        base = linux_facts(next(iter(self.hosts.values())))
+        state = self.net.state() if self._mtu is not None else {}
+        return {h: base | {"namespace": self.layout.ns(h), "interface": state.get(h, {})} for h in self.hosts}
+
+    def close(self) -> None:
+        self.net.down()

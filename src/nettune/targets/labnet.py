@@ -1,0 +1,249 @@
+"""The lab's network: one namespace per host, a bridge, one veth pair per host (pyroute2).
+
+Names are derived from the study name so that two studies never collide and so that a
+killed run can be cleaned up from names alone:
+  namespace  nettune-<study>-<host>
+  bridge     nt<id>br        (id = 5 hex chars of sha1(study))
+  veth       nt<id>r<i> on the bridge, nt<id>n<i> inside the host's namespace
+Addresses come from 198.18.0.0/15 (RFC 2544 benchmarking): a /24 per study, the bridge
+gets .1 and host i gets .(10+i).
+"""
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyroute2 import IPRoute, NetNS, netns
+from pyroute2.netlink.exceptions import NetlinkError
+
+from ..errors import NettuneError, NotRoot
+from .procs import STATE_DIR, kill_pid, stop_recorded
+
+LAB_DIR = STATE_DIR / "labs"
+NETNS_DIR = Path("/var/run/netns")
+LINK_RE = re.compile(r"^nt[0-9a-f]{5}(br|r\d+)$")
+BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
+
+
+def require_root(what: str = "the lab target") -> None:
+    if os.geteuid() != 0:
+        raise NotRoot(
+            f"{what} creates network namespaces and needs root: run it with sudo, "
+            'or use [target] kind = "local" for loopback tests'
+        )
+
+
+def short_id(study: str) -> str:
+    return hashlib.sha1(study.encode()).hexdigest()[:5]
+
+
+def default_subnet(study: str) -> ipaddress.IPv4Network:
+    # 512 /24s in 198.18.0.0/15; skip the .0 network of each half for readability
+    n = int(hashlib.sha1(study.encode()).hexdigest()[5:11], 16) % 510 + 1
+    base = int(BENCH_NET.network_address) + (n + (1 if n >= 256 else 0)) * 256
+    return ipaddress.ip_network(f"{ipaddress.ip_address(base)}/24")
+
+
+@dataclass
+class LabLayout:
+    study: str
+    hosts: list[str]
+    subnet: ipaddress.IPv4Network
+    sid: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sid = short_id(self.study)
+        if not self.subnet.subnet_of(BENCH_NET):  # type: ignore[arg-type]
+            raise NettuneError(f"lab subnet {self.subnet} is outside 198.18.0.0/15 (the benchmarking range); pick one inside it")
+
+    @property
+    def bridge(self) -> str:
+        return f"nt{self.sid}br"
+
+    def ns(self, host: str) -> str:
+        return f"nettune-{self.study}-{host}"
+
+    def root_if(self, host: str) -> str:
+        return f"nt{self.sid}r{self.hosts.index(host)}"
+
+    def ns_if(self, host: str) -> str:
+        return f"nt{self.sid}n{self.hosts.index(host)}"
+
+    def address(self, host: str) -> str:
+        return str(self.subnet.network_address + 10 + self.hosts.index(host))
+
+    @property
+    def bridge_address(self) -> str:
+        return str(self.subnet.network_address + 1)
+
+
+class LabNet:
+    """Creates, adjusts and removes one study's lab network."""
+
+    def __init__(self, layout: LabLayout):
+        self.layout = layout
+
+    def up(self, mtu: int, queues: int | dict[str, int]) -> None:
+        require_root()
+        lay = self.layout
+        self._save_state()
+        with IPRoute() as ipr:
+            if not ipr.link_lookup(ifname=lay.bridge):
+                ipr.link("add", ifname=lay.bridge, kind="bridge")
+            br = ipr.link_lookup(ifname=lay.bridge)[0]
+            ipr.link("set", index=br, mtu=mtu, state="up")
+            _ensure_addr(ipr, br, lay.bridge_address, lay.subnet.prefixlen)
+        for h in lay.hosts:
+            if lay.ns(h) not in netns.listnetns():
+                netns.create(lay.ns(h))
+            with NetNS(lay.ns(h)) as ns:
+                ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
+            self.recreate_veth(h, mtu, queues[h] if isinstance(queues, dict) else queues)
+
+    def recreate_veth(self, host: str, mtu: int, queues: int) -> None:
+        """(Re)create a host's veth pair: the lab's stand-in for restarting a VM's NIC."""
+        lay = self.layout
+        rif, nif, nsname = lay.root_if(host), lay.ns_if(host), lay.ns(host)
+        with IPRoute() as ipr:
+            for idx in ipr.link_lookup(ifname=rif):
+                ipr.link("del", index=idx)
+            with NetNS(nsname) as ns:
+                for idx in ns.link_lookup(ifname=nif):
+                    ns.link("del", index=idx)
+            ipr.link(
+                "add", ifname=rif, kind="veth", num_tx_queues=queues, num_rx_queues=queues,
+                peer={"ifname": nif, "net_ns_fd": nsname, "num_tx_queues": queues, "num_rx_queues": queues},
+            )
+            br = ipr.link_lookup(ifname=lay.bridge)[0]
+            idx = ipr.link_lookup(ifname=rif)[0]
+            ipr.link("set", index=idx, mtu=mtu, master=br, state="up")
+        with NetNS(nsname) as ns:
+            idx = ns.link_lookup(ifname=nif)[0]
+            ns.link("set", index=idx, mtu=mtu, state="up")
+            _ensure_addr(ns, idx, lay.address(host), lay.subnet.prefixlen)
+            _wait_oper_up(ns, idx)
+
+    def set_mtu(self, mtu: int) -> None:
+        lay = self.layout
+        with IPRoute() as ipr:
+            # the bridge takes the smallest MTU of its ports, so raise ports before it
+            for h in lay.hosts:
+                for idx in ipr.link_lookup(ifname=lay.root_if(h)):
+                    ipr.link("set", index=idx, mtu=mtu)
+            ipr.link("set", index=ipr.link_lookup(ifname=lay.bridge)[0], mtu=mtu)
+        for h in lay.hosts:
+            with NetNS(lay.ns(h)) as ns:
+                ns.link("set", index=ns.link_lookup(ifname=lay.ns_if(h))[0], mtu=mtu)
+
+    def state(self) -> dict[str, dict[str, int | str]]:
+        """Actual MTU and queue counts of each host's interface, read back from netlink."""
+        out: dict[str, dict[str, int | str]] = {}
+        for h in self.layout.hosts:
+            with NetNS(self.layout.ns(h)) as ns:
+                idx = ns.link_lookup(ifname=self.layout.ns_if(h))
+                if not idx:
+                    continue
+                link = ns.get_links(idx[0])[0]
+                out[h] = {
+                    "interface": self.layout.ns_if(h),
+                    "address": self.layout.address(h),
+                    "mtu": link.get("mtu"),
+                    "tx_queues": link.get("num_tx_queues"),
+                    "rx_queues": link.get("num_rx_queues"),
+                }
+        return out
+
+    def down(self) -> None:
+        lay = self.layout
+        for h in lay.hosts:
+            remove_namespace(lay.ns(h))
+        with IPRoute() as ipr:
+            for name in [lay.bridge] + [lay.root_if(h) for h in lay.hosts]:
+                for idx in ipr.link_lookup(ifname=name):
+                    try:
+                        ipr.link("del", index=idx)
+                    except NetlinkError:
+                        pass
+        (LAB_DIR / f"{lay.study}.json").unlink(missing_ok=True)
+
+    def _save_state(self) -> None:
+        LAB_DIR.mkdir(parents=True, exist_ok=True)
+        lay = self.layout
+        (LAB_DIR / f"{lay.study}.json").write_text(
+            json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "created": time.time()})
+        )
+
+
+def _ensure_addr(ipr: IPRoute | NetNS, idx: int, address: str, prefixlen: int) -> None:
+    have = {a.get("address") for a in ipr.get_addr(index=idx)}
+    if address not in have:
+        ipr.addr("add", index=idx, address=address, prefixlen=prefixlen)
+
+
+def _wait_oper_up(ns: NetNS, idx: int, timeout: float = 5.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if ns.get_links(idx)[0].get("operstate") == "UP":
+            return
+        time.sleep(0.02)
+
+
+def pids_in_namespace(name: str) -> list[int]:
+    """PIDs whose network namespace is this named one (processes nettune ran in the lab)."""
+    try:
+        ino = os.stat(NETNS_DIR / name).st_ino
+    except OSError:
+        return []
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.stat(f"/proc/{d}/ns/net").st_ino == ino:
+                    pids.append(int(d))
+            except OSError:
+                continue
+    return pids
+
+
+def remove_namespace(name: str) -> None:
+    for pid in pids_in_namespace(name):
+        kill_pid(pid)
+    if name in netns.listnetns():
+        try:
+            netns.remove(name)
+        except OSError:
+            pass
+
+
+def leftovers() -> dict[str, list[str]]:
+    """Everything that looks like ours: namespaces nettune-*, links nt<id>br / nt<id>r<i>."""
+    nss = sorted(n for n in netns.listnetns() if n.startswith("nettune-"))
+    links = sorted(n for n in os.listdir("/sys/class/net") if LINK_RE.match(n))
+    labs = sorted(p.stem for p in LAB_DIR.glob("*.json")) if LAB_DIR.is_dir() else []
+    return {"namespaces": nss, "links": links, "labs": labs}
+
+
+def down_all() -> dict[str, list[str]]:
+    """Remove every lab, including ones left by a killed run. Returns what was removed."""
+    require_root("nettune lab down")
+    found = leftovers()
+    stopped = stop_recorded()
+    for n in found["namespaces"]:
+        remove_namespace(n)
+    with IPRoute() as ipr:
+        for name in found["links"]:
+            for idx in ipr.link_lookup(ifname=name):
+                try:
+                    ipr.link("del", index=idx)
+                except NetlinkError:
+                    pass
+    for lab in found["labs"]:
+        (LAB_DIR / f"{lab}.json").unlink(missing_ok=True)
+    found["processes"] = [str(p) for p in stopped]
+    return found

@@ -1,0 +1,71 @@
+"""The local target: every host is this machine, reached over loopback."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .base import CommandResult
+from .facts import linux_facts
+from .procs import LocalProc, port_listening, run_local
+
+
+class LocalHost:
+    os = "linux"
+
+    def __init__(self, name: str, address: str = "127.0.0.1"):
+        self.name = name
+        self.address = address
+
+    def spawn(self, argv: list[str]) -> LocalProc:
+        return LocalProc(argv)
+
+    def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        return run_local(argv, timeout)
+
+    def read_text(self, path: str) -> str:
+        return Path(path).read_text()
+
+    def write_text(self, path: str, text: str) -> None:
+        Path(path).write_text(text)
+
+    def which(self, tool: str) -> str | None:
+        return shutil.which(tool)
+
+    def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
+        base = f"/proc/{pid}/net" if pid else "/proc/net"
+        texts = []
+        for name in (proto, proto + "6"):
+            try:
+                texts.append(Path(f"{base}/{name}").read_text())
+            except OSError:
+                pass
+        return port_listening(texts, port, proto)
+
+
+class LocalTarget:
+    kind = "local"
+
+    def __init__(self, study: Any):
+        self.hosts = {h: LocalHost(h) for h in study.target.hosts}
+
+    def prepare(self, resolved: Any) -> dict[str, Any]:
+        return {}
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        one = linux_facts(next(iter(self.hosts.values())))
+        one["interface"] = {"name": "lo", "mtu": _lo_mtu()}
+        return {name: one for name in self.hosts}
+
+    def close(self) -> None:
+        pass
+
+
+def _lo_mtu() -> int | None:
+    try:
+        return int(Path("/sys/class/net/lo/mtu").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+__all__ = ["LocalHost", "LocalTarget"]

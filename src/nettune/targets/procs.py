@@ -1,0 +1,190 @@
+"""Processes nettune starts, tracked by PID so they can be stopped after a crash.
+
+Every process is recorded in /run/nettune/procs/<pid> with its kernel start time; a
+later `nettune lab down` stops a recorded PID only if its start time still matches
+(so a recycled PID belonging to someone else is never touched).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .base import CommandResult
+
+STATE_DIR = Path(os.environ.get("NETTUNE_RUN_DIR", "/run/nettune" if os.geteuid() == 0 else f"/tmp/nettune-{os.getuid()}"))
+PROC_DIR = STATE_DIR / "procs"
+
+
+def start_time(pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat: start time in clock ticks since boot."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+class LocalProc:
+    """A child process of nettune with output captured to files (no pipe deadlocks)."""
+
+    def __init__(self, argv: list[str], pid_argv: list[str] | None = None, env: dict[str, str] | None = None):
+        self.argv = pid_argv or argv
+        self._out = tempfile.TemporaryFile("w+")
+        self._err = tempfile.TemporaryFile("w+")
+        # Own session: a Ctrl-C in the terminal reaches nettune, which then stops its
+        # children in order, instead of killing the server mid-write.
+        self._p = subprocess.Popen(argv, stdout=self._out, stderr=self._err, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+        self.pid = self._p.pid
+        self.rusage: os.struct_rusage | None = None
+        self._code: int | None = None
+        _record(self.pid)
+
+    def poll(self) -> int | None:
+        if self._code is None:
+            try:
+                pid, status, ru = os.wait4(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self._code = self._p.returncode if self._p.returncode is not None else -1
+                _forget(self.pid)
+                return self._code
+            if pid:
+                self._code = os.waitstatus_to_exitcode(status)
+                self._p.returncode = self._code
+                self.rusage = ru
+                _forget(self.pid)
+        return self._code
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.005
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"{self.argv[0]} (pid {self.pid}) still running after {timeout:.0f}s")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        assert self._code is not None
+        return self._code
+
+    def signal(self, sig: int) -> None:
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, grace: float = 2.0) -> None:
+        if self.poll() is not None:
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            self.wait(grace)
+        except TimeoutError:
+            self.signal(signal.SIGKILL)
+            self.wait(5)
+
+    def output(self) -> tuple[str, str]:
+        res = []
+        for f in (self._out, self._err):
+            f.flush()
+            f.seek(0)
+            res.append(f.read())
+            f.seek(0, 2)
+        return res[0], res[1]
+
+    def cpu_seconds(self) -> float | None:
+        """User+system CPU of the exited child, from wait4's rusage (exact)."""
+        if self.rusage is None:
+            return None
+        return self.rusage.ru_utime + self.rusage.ru_stime
+
+
+def run_local(argv: list[str], timeout: float = 30.0, input: str | None = None) -> CommandResult:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input, stdin=None if input is not None else subprocess.DEVNULL)
+    except FileNotFoundError:
+        return CommandResult(argv, 127, "", f"{argv[0]}: command not found")
+    except subprocess.TimeoutExpired as e:
+        return CommandResult(argv, 124, _s(e.stdout), _s(e.stderr) + f"\ntimed out after {timeout:.0f}s")
+    return CommandResult(argv, p.returncode, p.stdout, p.stderr)
+
+
+def _s(b: bytes | str | None) -> str:
+    if b is None:
+        return ""
+    return b if isinstance(b, str) else b.decode(errors="replace")
+
+
+def _record(pid: int) -> None:
+    st = start_time(pid)
+    if st is None:
+        return
+    try:
+        PROC_DIR.mkdir(parents=True, exist_ok=True)
+        (PROC_DIR / str(pid)).write_text(st)
+    except OSError:
+        pass
+
+
+def _forget(pid: int) -> None:
+    try:
+        (PROC_DIR / str(pid)).unlink()
+    except OSError:
+        pass
+
+
+def stop_recorded() -> list[int]:
+    """Stop every recorded process still alive with the same start time. Returns PIDs stopped."""
+    stopped = []
+    if not PROC_DIR.is_dir():
+        return stopped
+    for f in PROC_DIR.iterdir():
+        try:
+            pid = int(f.name)
+        except ValueError:
+            continue
+        if start_time(pid) == f.read_text().strip():
+            kill_pid(pid)
+            stopped.append(pid)
+        f.unlink(missing_ok=True)
+    return stopped
+
+
+def kill_pid(pid: int, grace: float = 2.0) -> None:
+    """SIGTERM, then SIGKILL after `grace`; for processes that are not our children."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        if start_time(pid) is None or _zombie(pid):
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def port_listening(proc_net_texts: list[str], port: int, proto: str) -> bool:
+    """Is `port` bound in /proc/net/{tcp,tcp6,udp,udp6} contents? TCP needs state LISTEN (0A)."""
+    want = f"{port:04X}"
+    for text in proc_net_texts:
+        for line in text.splitlines()[1:]:
+            parts = line.split()
+            if len(parts) < 4:
+                continue
+            if parts[1].rsplit(":", 1)[-1] == want and (proto == "udp" or parts[3] == "0A"):
+                return True
+    return False

@@ -1,0 +1,48 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+IS_ROOT = os.geteuid() == 0
+
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: the lab creates network namespaces (CI runs as root)")
+needs_iperf3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (scripts/test.sh installs it)")
+needs_iperf2 = pytest.mark.skipif(shutil.which("iperf") is None, reason="iperf (iperf2) not installed (scripts/test.sh installs it)")
+
+
+def nettune(*args: str, timeout: float = 300, check: bool = False, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess, as a user would."""
+    p = subprocess.run([sys.executable, "-m", "nettune.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    if check and p.returncode != 0:
+        raise AssertionError(f"nettune {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def lab_leftovers() -> dict:
+    """What tests must never leave behind: our namespaces, links and processes."""
+    from nettune.targets.labnet import leftovers
+
+    found = leftovers()
+    found.pop("labs", None)
+    ours = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm in ("iperf3", "iperf") and int(pid) != os.getpid():
+                ours.append(f"{pid}:{comm}")
+    found["iperf processes"] = ours
+    return {k: v for k, v in found.items() if v}
+
+
+def write_study(tmp_path: Path, text: str, name: str = "study.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
