@@ -17,7 +17,11 @@ app.add_typer(lab_app, name="lab")
 
 @lab_app.command("up")
 @user_errors
-def up(file: Path = typer.Argument(..., help="Study file whose [target] kind = \"lab\".")) -> None:
+def up(
+    file: Path = typer.Argument(..., help="Study file whose [target] kind = \"lab\"."),
+    ssh: bool = typer.Option(False, "--ssh", help="Also start an sshd in each host (generated keys) so ssh studies can use the lab."),
+    inventory: Path = typer.Option(None, "--inventory", help="With --ssh: write the hosts' inventory (TOML) here, for [target] kind = \"ssh\" inventory = PATH."),
+) -> None:
     """Create a study's lab (first point's MTU and queues) and leave it up."""
     from ..targets.lab import LabTarget
     from ..errors import NettuneError
@@ -35,6 +39,14 @@ def up(file: Path = typer.Argument(..., help="Study file whose [target] kind = \
         t.add_row(h, target.layout.ns(h), str(s["interface"]), str(s["address"]), str(s["mtu"]), str(s["tx_queues"]))
     console.print(t)
     console.print(f"bridge {target.layout.bridge} {target.layout.bridge_address}/{target.layout.subnet.prefixlen}; run a command in a host: ip netns exec {target.layout.ns(study.target.hosts[0])} COMMAND")
+    if ssh or inventory:
+        from ..targets import sshlab
+
+        hosts = sshlab.up(target.layout, inventory)
+        for h, s in hosts.items():
+            console.print(f"sshd on {h}: root@{s['address']} port {s['port']} (pid {s['pid']}), key {s['key']}")
+        if inventory:
+            console.print(f'inventory written to {inventory}: use [target] kind = "ssh", inventory = "{inventory.resolve()}"')
 
 
 @lab_app.command("down")
@@ -42,6 +54,9 @@ def up(file: Path = typer.Argument(..., help="Study file whose [target] kind = \
 def down() -> None:
     """Remove every nettune lab, including what a killed run left behind."""
     removed = labnet.down_all()
+    from ..targets import sshlab
+
+    removed["ssh keys"] = sshlab.down_all_ssh()  # their sshds died with the namespaces
     if not any(removed.values()):
         console.print("nothing to remove")
         return

@@ -41,7 +41,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _register() -> None:
     # one import per command group; each module adds its commands to `app`
-    from . import lab, results, run  # noqa: F401
+    from . import analysis, knobs, lab, results, run  # noqa: F401
 
 
 _register()

@@ -20,6 +20,8 @@ def _address(study: Study, host: str) -> str:
         spec = study.target
         subnet = ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name)
         return LabLayout(study.name, list(spec.hosts), subnet).address(host)  # type: ignore[arg-type]
+    if study.target.kind == "ssh":
+        return study.target.hosts[host].address  # hosts: name -> SshHostSpec
     return "127.0.0.1"
 
 

@@ -50,14 +50,14 @@ class RichProgress:
         self.bar.stop()
 
 
-def execute(study: Study, text: str, file: str, db: Path) -> None:
+def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False) -> None:
     from ..run.study import run_study
     from ..store import Store
 
     prog = RichProgress()
     with Store(db) as store:
         try:
-            outcome = run_study(study, store, text, file, progress=prog)
+            outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first)
         finally:
             prog.stop()
         runs = store.runs(outcome.study_id)
@@ -74,6 +74,7 @@ def run(
     file: Path = typer.Argument(..., help="Study file (TOML)."),
     db: Path = DB_OPT,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (points and commands); change nothing."),
+    restore_first: bool = typer.Option(False, "--restore-first", help="First put back settings an interrupted run left changed (as `nettune restore`)."),
 ) -> None:
     """Run a study: every point of the sweep, repeated, stored as it goes."""
     study = load_study(file)
@@ -81,7 +82,7 @@ def run(
     if dry_run:
         print_plan(study, text, str(file))
         return
-    execute(study, text, str(file), db)
+    execute(study, text, str(file), db, restore_first)
 
 
 @app.command()

@@ -21,6 +21,9 @@ BUSY_RETRIES = 5
 def pick_port(host: Any, wanted: int | None) -> int:
     if wanted:
         return wanted
+    free_port = getattr(host, "free_port", None)  # remote hosts pick from their own sockets
+    if free_port is not None:
+        return int(free_port())
     if getattr(host, "netns", None):
         return 5201  # a namespace we created: nothing else listens there
     # loopback: ask the kernel for a free port (tiny race, handled as "port in use")
@@ -36,9 +39,20 @@ def run_test(
     client: Any,
     tool_version: str,
     machine: Any | None = None,
+    extra_machines: dict[str, Any] | None = None,
 ) -> TestResult:
     """Run one test of `wl` between two hosts. `machine` is the host whose /proc/stat
-    gives the machine-wide CPU (default: the client's)."""
+    gives the machine-wide CPU (default: the client's). `extra_machines` are more hosts
+    sampled the same way, stored as cpu_extra[key] (busy % of all their cores), e.g.
+    {"hypervisor:pve": host}. A lost connection to a remote host (a ConnectionError from
+    a Host, or a Proc whose `lost` is set) gives a failed result with the reason."""
+    try:
+        return _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {})
+    except ConnectionError as e:
+        return _failed(engine, tool_version, wl, f"connection lost: {e}", [])
+
+
+def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_version: str, machine: Any | None, extra_machines: dict[str, Any]) -> TestResult:
     wl, warnings = engine.warnings(wl)
     port = pick_port(server, wl.port)
     proto = engine.listen_proto(wl)
@@ -60,6 +74,7 @@ def run_test(
                 return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
             m0 = read_machine(machine)
+            x0 = {k: read_machine(h) for k, h in extra_machines.items()}
             me = SelfCpu()
             cli = client.spawn(engine.client_argv(wl, server.address, port, tool_version))
             t0 = time.monotonic()
@@ -69,10 +84,12 @@ def run_test(
                 cli.wait(budget)
             except TimeoutError:
                 cli_side.timed_out = True
-                cli.stop()
+            finally:
+                cli.stop()  # no-op once exited; on Ctrl-C or a hang it ends the client
             srv_cpu.sample()
             elapsed = time.monotonic() - t0
             m1 = read_machine(machine)
+            x1 = {k: read_machine(h) for k, h in extra_machines.items()}
             self_pct = me.percent()
             _finish(cli, cli_side)
             _wait_server(engine, wl, srv, srv_side)
@@ -100,6 +117,13 @@ def run_test(
     if m0 and m1:
         res.cpu_host, res.cpu_host_softirq = machine_percent(m0, m1)
     res.cpu_extra["nettune"] = self_pct
+    for k, a in x0.items():
+        b = x1.get(k)
+        if a and b:
+            res.cpu_extra[k] = machine_percent(a, b)[0]
+    lost = [p.lost for p in (srv, cli) if getattr(p, "lost", None)]
+    if lost:
+        res.ok, res.error = False, f"connection lost during the test: {lost[0]}"
     return res
 
 

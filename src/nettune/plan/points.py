@@ -112,7 +112,7 @@ def expand_and_check(study: Study, text: str = "", file: str = "<study>") -> lis
 
 def _section_of(e: ValidationError) -> str:
     title = e.title
-    return {"Workload": "workload", "LabTarget": "target", "LocalTarget": "target"}.get(title, "")
+    return {"Workload": "workload", "LabTarget": "target", "LocalTarget": "target", "SshTarget": "target"}.get(title, "")
 
 
 def schedule(study: Study, points: list[Point]) -> list[Slot]:

@@ -6,6 +6,7 @@ stopped, the study marked interrupted or failed in the database.
 """
 from __future__ import annotations
 
+import os
 import signal
 import time
 from contextlib import contextmanager
@@ -51,10 +52,18 @@ class Outcome:
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (and SIGHUP) unwind like Ctrl-C so every finally block runs."""
 
+    owner = os.getpid()
+
     def handler(signum: int, frame: Any) -> None:
+        if os.getpid() != owner:
+            # a fork()ed helper (pyroute2 forks to enter namespaces and SIGTERMs the child
+            # when done) must never unwind our stack: it would restore knobs, remove the lab
+            os._exit(128 + signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise KeyboardInterrupt(f"signal {signum}")
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
@@ -73,6 +82,7 @@ def run_study(
     spec_text: str | None = None,
     spec_file: str | None = None,
     progress: Progress | None = None,
+    restore_first: bool = False,
 ) -> Outcome:
     progress = progress or NoProgress()
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
@@ -81,6 +91,8 @@ def run_study(
 
     target = make_target(study)  # raises NotRoot etc. before anything is created
     versions = preflight(study, resolved, target)
+    for note in _knob_precheck(study, target, resolved, spec_text, spec_file, restore_first):
+        progress.message(note)  # refuses over an unrestored journal; checks every knob first
 
     study_id = store.begin_study(study, spec_text, spec_file)
     point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
@@ -98,6 +110,8 @@ def run_study(
                     settings = target.prepare(rp)
                     if knobs is not None:
                         settings["knobs"] = knobs.apply_point(rp)
+                        for note in knobs.take_messages():
+                            progress.message(note)
                     if current is None:
                         store.add_facts(study_id, target.facts())
                     current = slot.point.index
@@ -107,7 +121,8 @@ def run_study(
                 t0 = time.monotonic()
                 wl = rp.workload
                 engine = get_engine(wl.engine)
-                res = run_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], versions[wl.engine])
+                # extra_machines: hosts sampled during every test (ssh: role = "hypervisor" -> cpu_extra)
+                res = run_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], versions[wl.engine], extra_machines=getattr(target, "extra_machines", None))
                 store.add_run(study_id, point_ids[slot.point.index], slot.run, slot.warmup, res, settings)
                 outcome.tests += 1
                 outcome.failed += 0 if res.ok else 1
@@ -139,11 +154,19 @@ def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[
             host = target.hosts[role]
             if host.which(engine.binary) is None:
                 raise ToolMissing(f"{engine.binary} is not installed on {host.name}: {engine.install_hint}")
-        r = target.hosts[wl.client].run(engine.version_argv(), timeout=10)
+        client = target.hosts[wl.client]
+        r = getattr(client, "probe_run", client.run)(engine.version_argv(), timeout=10)
         versions[wl.engine] = engine.version(r.stdout + r.stderr)
         if not versions[wl.engine]:
             raise NettuneError(f"cannot tell the version of {engine.binary} ({(r.stdout + r.stderr).strip()[:80]!r}); is it really {wl.engine}?")
     return versions
+
+
+def _knob_precheck(study: Study, target: Any, resolved: list[ResolvedPoint], spec_text: str | None, spec_file: str | None, restore_first: bool) -> list[str]:
+    """Before anything changes: no unrestored journal (or restore it first), every knob valid."""
+    from ..knobs.session import precheck  # noqa: PLC0415
+
+    return precheck(study, target, resolved, spec_text or "", spec_file or "<study>", restore_first)
 
 
 def _knob_session(study: Study, target: Any, study_id: int) -> Any:

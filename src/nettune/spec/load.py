@@ -41,7 +41,8 @@ def parse_study(text: str, file: str = "<study>") -> Study:
 
 def validate(data: dict[str, Any], text: str, file: str) -> Study:
     try:
-        return Study.model_validate(data)
+        # base_dir: relative paths in the file (an ssh target's inventory) are relative to it
+        return Study.model_validate(data, context={"base_dir": str(Path(file).parent)})
     except ValidationError as e:
         raise _to_spec_error(e, Study, text, file) from None
 

@@ -10,6 +10,10 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from ..knobs.spec import KnobsSpec
+
+from .ssh import SshHostSpec, SshTarget  # noqa: F401 - the ssh target spec lives in its own file
+
 # A string holding at least one {placeholder}; only valid before a point is resolved.
 Template = Annotated[str, StringConstraints(pattern=r"\{[^{}]+\}")]
 Mtu = Annotated[int, Field(ge=68, le=65535)]
@@ -50,7 +54,13 @@ class LocalTarget(Strict):
     hosts: list[str] = Field(default=["server", "client"], min_length=1)
 
 
-TargetSpec = Annotated[Union[LabTarget, LocalTarget], Field(discriminator="kind")]
+TargetSpec = Annotated[Union[LabTarget, LocalTarget, SshTarget], Field(discriminator="kind")]
+
+
+Pairs = Union[
+    Annotated[str, StringConstraints(pattern=r"^(mesh|star:[A-Za-z0-9_-]{1,32})$")],
+    list[Annotated[list[str], Field(min_length=2, max_length=2)]],
+]
 
 
 class Workload(Strict):
@@ -71,11 +81,17 @@ class Workload(Strict):
     length: str | int | None | Template = Field(default=None, description="Read/write buffer or datagram length (-l).")
     port: int | None = Field(default=None, ge=1024, le=65535, description="Server port; default picks a free one.")
     timeout: float | None = Field(default=None, gt=0, description="Extra seconds allowed beyond duration+omit before a side is killed.")
+    pairs: Pairs | None = Field(default=None, description='Many hosts: "mesh" (every pair once), "star:HOST" (HOST serves every other host) or [["server", "client"], ...]; server/client are then ignored. Run in rounds where no host is in two tests.')
+    parallel_pairs: bool = Field(default=False, description="Run the pairs of a round at the same time (aggregate reported), instead of one after another.")
 
     @model_validator(mode="after")
     def _check(self) -> "Workload":
         if self.reverse is True and self.bidir is True:
             raise ValueError("reverse and bidir cannot both be true")
+        if self.pairs is not None:
+            if isinstance(self.pairs, list) and any(a == b for a, b in self.pairs):
+                raise ValueError("pairs: each pair needs two different hosts")
+            return self
         if self.server == self.client:
             raise ValueError("server and client must be different hosts")
         return self
@@ -90,6 +106,41 @@ class Repeat(Strict):
     )
     seed: int | None = Field(default=None, description="Seed for order = 'shuffled' (recorded for reproducibility).")
     pause: float = Field(default=0.0, ge=0, le=3600, description="Seconds to wait between tests (default none).")
+    # Adaptive repeats (issue 3): instead of a fixed `runs`, keep adding rounds until the
+    # 95% CI half-width of every point is within target_margin of its mean.
+    min_runs: int | None = Field(default=None, ge=2, le=1000, description="Adaptive: counted runs per point before the margin is checked (default 3; needs target_margin).")
+    max_runs: int | None = Field(default=None, ge=2, le=1000, description="Adaptive: stop a point after this many counted runs even if still noisy (default max(10, min_runs)).")
+    target_margin: float | None = Field(default=None, gt=0, lt=1, description="Adaptive: stop once the 95% CI half-width is within this fraction of the mean (0.03 = 3%).")
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> "Repeat":
+        if self.target_margin is None:
+            if self.min_runs is not None or self.max_runs is not None:
+                raise ValueError("min_runs/max_runs need target_margin (the precision to stop at, e.g. 0.03); for a fixed count use runs")
+            return self
+        if self.runs > 1:
+            raise ValueError("use either runs (a fixed count) or min_runs/max_runs/target_margin (adaptive), not both")
+        if self.min_runs is None:
+            self.min_runs = min(3, self.max_runs) if self.max_runs is not None else 3
+        if self.max_runs is None:
+            self.max_runs = max(10, self.min_runs)
+        if self.min_runs > self.max_runs:
+            raise ValueError(f"min_runs ({self.min_runs}) must not exceed max_runs ({self.max_runs})")
+        return self
+
+    @property
+    def adaptive(self) -> bool:
+        return self.target_margin is not None
+
+    @property
+    def min_counted(self) -> int:
+        """Counted runs every point gets up front (runs, or min_runs when adaptive)."""
+        return self.min_runs if self.adaptive and self.min_runs is not None else self.runs
+
+    @property
+    def max_counted(self) -> int:
+        """Most counted runs a point can get (for the plan and the ETA)."""
+        return self.max_runs if self.adaptive and self.max_runs is not None else self.runs
 
 
 SweepValue = Union[list[Union[int, float, str, bool]], str, int, float, bool]
@@ -105,14 +156,23 @@ class Study(Strict):
         description="Lists form a cartesian product; a string is an expression over other sweep parameters.",
     )
     repeat: Repeat = Field(default_factory=Repeat)
+    knobs: KnobsSpec | None = Field(default=None, description="Settings changed per point and always restored (see docs/knobs.md).")
 
     @model_validator(mode="after")
     def _hosts_exist(self) -> "Study":
-        hosts = self.target.hosts
+        # hosts that may carry traffic (an ssh target's role="hypervisor" hosts are only sampled)
+        hosts = list(getattr(self.target, "test_hosts", self.target.hosts))
+        if self.workload.pairs is not None:
+            from ..plan.pairs import pairs_hosts
+
+            for h in pairs_hosts(self.workload.pairs):
+                if h not in hosts:
+                    raise ValueError(f"workload.pairs: {h!r} is not a target host that runs tests ({', '.join(hosts)})")
+            return self
         for role in ("server", "client"):
             h = getattr(self.workload, role)
             if h not in hosts:
-                raise ValueError(f"workload.{role} = {h!r} is not a target host ({', '.join(hosts)})")
+                raise ValueError(f"workload.{role} = {h!r} is not a target host that runs tests ({', '.join(hosts)})")
         return self
 
 

@@ -18,7 +18,13 @@ def _local(study: Any) -> Target:
     return LocalTarget(study)
 
 
-TARGETS: dict[str, Callable[[Any], Target]] = {"lab": _lab, "local": _local}
+def _ssh(study: Any) -> Target:
+    from .ssh import SshTarget
+
+    return SshTarget(study)
+
+
+TARGETS: dict[str, Callable[[Any], Target]] = {"lab": _lab, "local": _local, "ssh": _ssh}
 
 
 def make_target(study: Any) -> Target:

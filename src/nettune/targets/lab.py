@@ -36,6 +36,11 @@ class LabHost:
         r.argv = argv
         return r
 
+    def probe_run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        """Read-only probes (tool versions) before the namespace exists: the namespace
+        shares this machine's files, so the answer is the same."""
+        return run_local(argv, timeout)
+
     def read_text(self, path: str) -> str:
         if path.startswith(_NS_PATHS):
             r = self.run(["cat", path], timeout=10)

@@ -15,7 +15,10 @@ import ipaddress
 import json
 import os
 import re
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +32,30 @@ LAB_DIR = STATE_DIR / "labs"
 NETNS_DIR = Path("/var/run/netns")
 LINK_RE = re.compile(r"^nt[0-9a-f]{5}(br|r\d+)$")
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
+
+
+NETLINK_DEADLINE = 60.0
+
+
+@contextmanager
+def deadline(what: str, seconds: float = NETLINK_DEADLINE):
+    """Bound a block of netlink calls: pyroute2 waits for replies without a timeout, and a
+    reply that never comes (seen while another process removed namespaces) must fail the
+    run, not hang it. Only the main thread can take SIGALRM; elsewhere this is a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: object) -> None:
+        raise NettuneError(f"lab: {what} got no answer from the kernel within {seconds:.0f}s; run `nettune lab down` and retry")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def require_root(what: str = "the lab target") -> None:
@@ -93,7 +120,7 @@ class LabNet:
         require_root()
         lay = self.layout
         self._save_state()
-        with IPRoute() as ipr:
+        with deadline("creating the bridge"), IPRoute() as ipr:
             if not ipr.link_lookup(ifname=lay.bridge):
                 ipr.link("add", ifname=lay.bridge, kind="bridge")
             br = ipr.link_lookup(ifname=lay.bridge)[0]
@@ -102,7 +129,7 @@ class LabNet:
         for h in lay.hosts:
             if lay.ns(h) not in netns.listnetns():
                 netns.create(lay.ns(h))
-            with NetNS(lay.ns(h)) as ns:
+            with deadline(f"setting up {lay.ns(h)}"), NetNS(lay.ns(h)) as ns:
                 ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
             self.recreate_veth(h, mtu, queues[h] if isinstance(queues, dict) else queues)
 
@@ -110,7 +137,7 @@ class LabNet:
         """(Re)create a host's veth pair: the lab's stand-in for restarting a VM's NIC."""
         lay = self.layout
         rif, nif, nsname = lay.root_if(host), lay.ns_if(host), lay.ns(host)
-        with IPRoute() as ipr:
+        with deadline(f"re-creating the veth of {host}"), IPRoute() as ipr:
             for idx in ipr.link_lookup(ifname=rif):
                 ipr.link("del", index=idx)
             with NetNS(nsname) as ns:
@@ -123,7 +150,7 @@ class LabNet:
             br = ipr.link_lookup(ifname=lay.bridge)[0]
             idx = ipr.link_lookup(ifname=rif)[0]
             ipr.link("set", index=idx, mtu=mtu, master=br, state="up")
-        with NetNS(nsname) as ns:
+        with deadline(f"configuring the veth of {host}"), NetNS(nsname) as ns:
             idx = ns.link_lookup(ifname=nif)[0]
             ns.link("set", index=idx, mtu=mtu, state="up")
             _ensure_addr(ns, idx, lay.address(host), lay.subnet.prefixlen)

@@ -1,0 +1,208 @@
+"""`nettune analyze`: the verdict a reader wants, in words and numbers.
+
+Where throughput saturates along each swept parameter, the peak and whether it sits
+at the edge of the range, the knee, the most CPU-efficient point per side, how evenly
+parallel streams shared the link, which parameters mattered and which did not, and
+whether the measuring tool itself was the bottleneck.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from ..errors import NettuneError
+from .compare import compare_values
+from .data import METRICS, Metric, PointData, StudyData, get_metric
+from .fairness import UNEVEN, fairness
+from .stats import summarize
+from .sweep import SATURATION, curve, effect, num
+
+NOISY_CV = 0.10  # coefficient of variation above which a point needs more runs
+TOOL_SATURATED = 90.0  # % of one core: a single-threaded tool is pegged
+ONE_THREAD_BEFORE = (3, 16)  # iperf3 versions before this run every stream on one thread
+CPU_SIDES = {"client": "cpu_client", "server": "cpu_server", "host": "cpu_host"}
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def point_row(p: PointData, m: Metric, params: list[str]) -> dict[str, Any]:
+    s = p.summary(m).scaled(m.scale)
+    counted = p.counted
+    row: dict[str, Any] = {"point": {k: p.params.get(k) for k in params}, "label": p.label(params), "failed": p.failed}
+    row |= {"metric": m.name, "unit": m.label} | s.to_dict()
+    row["outlier_runs"] = [counted[i]["run"] for i in s.outliers]
+    for side, col in CPU_SIDES.items():
+        cs = summarize([v for v in (METRICS[col].value(r) for r in counted) if v is not None])
+        row[f"cpu_{side}"] = cs.mean
+        row[f"cpu_{side}_ci"] = cs.half_width
+    f = fairness(counted)
+    row["fairness"] = f.to_dict() if f else None
+    return row
+
+
+def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATION) -> dict[str, Any]:
+    m = get_metric(metric)
+    if not 0 < threshold < 1:
+        raise NettuneError(f"--saturation {threshold}: give a gain per doubling between 0 and 1 (e.g. 0.1 = 10%)")
+    params = data.params
+    rows = [point_row(p, m, params) for p in data.points]
+    have = [(p, r) for p, r in zip(data.points, rows) if r["n"]]
+    if not have:
+        raise NettuneError(f"{data.name}: no successful counted run to analyse ({sum(p.failed for p in data.points)} failed)")
+    pick = max if m.higher_is_better else min
+    bp, br = pick(have, key=lambda t: t[1]["mean"])
+    out: dict[str, Any] = {
+        "study": data.name, "study_id": data.study["id"], "metric": m.name, "unit": m.label,
+        "higher_is_better": m.higher_is_better, "saturation_threshold": threshold, "params": params, "parameters_swept": data.axes,
+        "points": rows, "best": {"point": br["point"], "mean": br["mean"], "ci_low": br["ci_low"], "ci_high": br["ci_high"], "n": br["n"]},
+    }
+    findings = [f"best {m.label}: {num(br['mean'])}" + (f" (95% CI {num(br['ci_low'])} to {num(br['ci_high'])}, N={br['n']})" if br["ci_low"] is not None else f" (N={br['n']})")
+                + (f" at {bp.label(params)}" if params else "")]
+    out["parameters"] = []
+    for param in data.axes:
+        res = _parameter(data, param, m, threshold)
+        out["parameters"].append(res)
+        findings += [c["text"] for c in res["curves"]] + [c["text"] for c in res["comparisons"]]
+        if res["effect"]:
+            findings.append(res["effect"]["text"])
+    if not data.axes:
+        findings.append("one point only: nothing swept, so no saturation or peak to find")
+    out["efficiency"] = efficiency(data, params)
+    findings += [e["text"] for e in out["efficiency"]]
+    fair = [{"point": r["point"], "label": r["label"]} | r["fairness"] for r in rows if r["fairness"]]
+    out["fairness"] = fair
+    findings += _fairness_text(fair, params)
+    out["instrument"] = instrument(data, params)
+    findings += out["instrument"]
+    out["outliers"] = [{"point": r["point"], "runs": r["outlier_runs"]} for r in rows if r["outlier_runs"]]
+    for r in rows:
+        if r["outlier_runs"]:
+            findings.append(f"outlier run(s) {', '.join(str(x + 1) for x in r['outlier_runs'])} at {r['label']} "
+                            f"(median {num(r['median'])} {m.label}): flagged by the MAD rule, kept in every number")
+    noisy = [r for r in rows if r["cv"] is not None and r["cv"] > NOISY_CV]
+    out["noisy"] = [{"point": r["point"], "cv": r["cv"]} for r in noisy]
+    if noisy:
+        worst = max(noisy, key=lambda r: r["cv"])
+        findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
+                        f"{worst['cv'] * 100:.0f}% at {worst['label']}): add runs, or set [repeat] target_margin")
+    out["findings"] = findings
+    return out
+
+
+def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> dict[str, Any]:
+    others = [a for a in data.axes if a != param]
+    groups: dict[tuple[Any, ...], dict[Any, PointData]] = defaultdict(dict)
+    for p in data.points:
+        groups[tuple(p.params.get(o) for o in others)][p.params.get(param)] = p
+    levels = list(dict.fromkeys(p.params.get(param) for p in data.points))
+    numeric = all(_is_num(v) for v in levels)
+    if numeric:
+        levels.sort(key=lambda v: float(v))  # type: ignore[arg-type]  # numeric checked above
+    res: dict[str, Any] = {"name": param, "kind": "numeric" if numeric else "categorical", "levels": levels,
+                           "curves": [], "comparisons": [], "effect": None}
+    eff_groups = []
+    for key, by_level in groups.items():
+        fixed = dict(zip(others, key)) if len(groups) > 1 else {}
+        lv = [x for x in levels if x in by_level and by_level[x].values(m)]
+        vals = [[v * m.scale for v in by_level[x].values(m)] for x in lv]
+        eff_groups.append((lv, vals))
+        if numeric and len(lv) >= 3 and m.higher_is_better:
+            res["curves"].append(curve(param, fixed, lv, vals, m.label, threshold).to_dict())
+        elif len(lv) >= 2:
+            res["comparisons"] += _vs_baseline(param, fixed, lv, vals, m)
+    e = effect(param, eff_groups, m.label)
+    res["effect"] = e.to_dict() if e else None
+    return res
+
+
+def _vs_baseline(param: str, fixed: dict[str, Any], levels: list[Any], vals: list[list[float]], m: Metric) -> list[dict[str, Any]]:
+    """Each level against the first one (the baseline: study E's 'before')."""
+    where = (", ".join(f"{k}={v}" for k, v in fixed.items()) + ": ") if fixed else ""
+    out = []
+    for lv, v in zip(levels[1:], vals[1:]):
+        head = f"{where}{param}={lv} vs {param}={levels[0]}: "
+        if len(v) < 2 or len(vals[0]) < 2:
+            change = (sum(v) / len(v)) / (sum(vals[0]) / len(vals[0])) - 1 if sum(vals[0]) else 0.0
+            out.append({"param": param, "level": lv, "baseline": levels[0], "fixed": fixed, "verdict": None,
+                        "text": head + f"{change * 100:+.1f}% (single runs: no noise estimate, no verdict)"})
+            continue
+        c = compare_values(vals[0], v, m.higher_is_better, (m.better, m.worse), m.name)
+        out.append({"param": param, "level": lv, "baseline": levels[0], "fixed": fixed} | c.to_dict() | {"text": head + c.text})
+    return out
+
+
+def efficiency(data: StudyData, params: list[str]) -> list[dict[str, Any]]:
+    """The point with the most Gbit/s per core of CPU, for each side and the host."""
+    total = METRICS["total"]
+    cores = data.host_cores()
+    out = []
+    for side, col in CPU_SIDES.items():
+        best: tuple[float, PointData, float, float] | None = None
+        for p in data.points:
+            runs = p.counted
+            g = summarize(p.values(total)).mean
+            c = summarize([v for v in (METRICS[col].value(r) for r in runs) if v is not None]).mean
+            if not g or not c:
+                continue
+            used = c / 100 * (cores or 1) if side == "host" else c / 100  # host CPU is % of all cores
+            per = g * 1e-9 / used
+            if best is None or per > best[0]:
+                best = (per, p, g * 1e-9, c)
+        if best is None:
+            continue
+        per, p, g, c = best
+        unit = "per core" if side != "host" or cores else "per whole host (core count unknown)"
+        where = f" at {p.label(params)}" if params else ""
+        out.append({"side": side, "point": {k: p.params.get(k) for k in params}, "gbps": g, "cpu_percent": c,
+                    "gbps_per_core": per, "host_cores": cores if side == "host" else None,
+                    "text": f"best throughput per {side} CPU{where}: {num(per)} Gbit/s {unit} ({num(g)} Gbit/s, {side} CPU {c:.0f}%)"})
+    return out
+
+
+def _fairness_text(fair: list[dict[str, Any]], params: list[str]) -> list[str]:
+    if not fair:
+        return []
+    uneven = [f for f in fair if f["jain_min"] < UNEVEN]
+    worst = min(fair, key=lambda f: f["jain_min"])
+    span = f"slowest stream {num(worst['slowest_bps'] / 1e9)}, fastest {num(worst['fastest_bps'] / 1e9)} Gbit/s"
+    if not uneven:
+        return [f"parallel streams shared fairly (Jain's index >= {UNEVEN} everywhere; least fair {worst['label']}: "
+                f"{worst['jain_min']:.2f}, {span})"]
+    return [f"parallel streams were uneven at {len(uneven)} point(s): worst {worst['label']} with Jain's index "
+            f"{worst['jain_min']:.2f} ({span})"]
+
+
+def _version(text: str | None) -> tuple[int, int] | None:
+    mt = re.search(r"(\d+)\.(\d+)", text or "")
+    return (int(mt.group(1)), int(mt.group(2))) if mt else None
+
+
+def instrument(data: StudyData, params: list[str]) -> list[str]:
+    """Study D: iperf3 before 3.16 is one thread; at ~100% of a core it measured itself."""
+    hits: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    version = ""
+    for p in data.points:
+        for r in p.counted:
+            v = _version(r.get("tool_version"))
+            if r.get("engine") != "iperf3" or v is None or v >= ONE_THREAD_BEFORE:
+                continue
+            version = r.get("tool_version") or version
+            tool = r.get("tool_cpu") or {}
+            for side, val in (("client", r.get("cpu_client") or tool.get("host_total")),
+                              ("server", r.get("cpu_server") or tool.get("remote_total"))):
+                if val is not None and float(val) >= TOOL_SATURATED:
+                    hits[side].append((p.label(params), float(val)))
+    out = []
+    for side, seen in hits.items():
+        pts = list(dict.fromkeys(lbl for lbl, _ in seen))
+        top = max(v for _, v in seen)
+        out.append(f"the tool was the bottleneck: iperf3 {version} runs every stream on one thread (before 3.16) and its "
+                   f"{side} process used up to {top:.0f}% of one core at {len(pts)} point(s) ({'; '.join(pts[:3])}"
+                   f"{'...' if len(pts) > 3 else ''}): those numbers measure iperf3, not the network; use iperf3 >= 3.16 or iperf2")
+    return out
+
+
+__all__ = ["analyze", "efficiency", "instrument"]

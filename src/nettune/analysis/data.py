@@ -1,0 +1,198 @@
+"""A study as the analysis sees it: its counted runs grouped by point, the swept
+parameters, and the metrics a comparison or a chart can use.
+
+Counted runs are the ok, non-warm-up ones. Failed runs are never averaged in (a
+failure has no throughput) but they are counted and shown, so a point with fewer
+runs than planned is visible.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import NettuneError
+from .stats import Summary, clean, summarize
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str  # column / axis label
+    scale: float  # stored value * scale = displayed value
+    higher_is_better: bool
+    better: str  # verdict words for this metric
+    worse: str
+    get: Callable[[dict[str, Any]], float | None]
+
+    def value(self, run: dict[str, Any]) -> float | None:
+        v = self.get(run)
+        return None if v is None else float(v)
+
+
+def _total(r: dict[str, Any]) -> float | None:
+    if r.get("receiver_bps") is None:
+        return None
+    return float(r["receiver_bps"]) + float(r.get("reverse_receiver_bps") or 0.0)
+
+
+def _col(name: str) -> Callable[[dict[str, Any]], float | None]:
+    return lambda r: r.get(name)
+
+
+_FAST = ("faster", "slower")
+_GOOD = ("better", "worse")
+METRICS: dict[str, Metric] = {m.name: m for m in [
+    Metric("total", "Gbit/s", 1e-9, True, *_FAST, _total),
+    Metric("receiver", "receiver Gbit/s", 1e-9, True, *_FAST, _col("receiver_bps")),
+    Metric("sender", "sender Gbit/s", 1e-9, True, *_FAST, _col("sender_bps")),
+    Metric("reverse", "reverse Gbit/s", 1e-9, True, *_FAST, _col("reverse_receiver_bps")),
+    Metric("cpu_client", "client CPU %", 1.0, False, *_GOOD, _col("cpu_client")),
+    Metric("cpu_server", "server CPU %", 1.0, False, *_GOOD, _col("cpu_server")),
+    Metric("cpu_host", "host CPU %", 1.0, False, *_GOOD, _col("cpu_host")),
+    Metric("cpu_host_softirq", "host softirq %", 1.0, False, *_GOOD, _col("cpu_host_softirq")),
+    Metric("retransmits", "retransmits", 1.0, False, *_GOOD, _col("retransmits")),
+    Metric("lost_percent", "loss %", 1.0, False, *_GOOD, _col("lost_percent")),
+    Metric("jitter_ms", "jitter ms", 1.0, False, *_GOOD, _col("jitter_ms")),
+    Metric("rtt_mean_us", "RTT us", 1.0, False, *_GOOD, _col("rtt_mean_us")),
+    Metric("max_cwnd", "max cwnd bytes", 1.0, True, *_GOOD, _col("max_cwnd")),
+    # elapsed time of a timed workload (a build): lower is better, and lower is "faster"
+    Metric("duration", "seconds", 1.0, False, *_FAST, _col("duration")),
+]}
+
+
+def get_metric(name: str) -> Metric:
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise NettuneError(f"--metric {name!r}: use one of {', '.join(METRICS)}") from None
+
+
+@dataclass
+class PointData:
+    idx: int
+    params: dict[str, Any]
+    runs: list[dict[str, Any]] = field(default_factory=list)  # every run of the point, incl. warm-up
+
+    @property
+    def counted(self) -> list[dict[str, Any]]:
+        return [r for r in self.runs if r["ok"] and not r["warmup"]]
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.runs if not r["ok"] and not r["warmup"])
+
+    def values(self, metric: Metric) -> list[float]:
+        return clean([metric.value(r) for r in self.counted])
+
+    def summary(self, metric: Metric) -> Summary:
+        return summarize(self.values(metric))
+
+    def label(self, keys: list[str] | None = None) -> str:
+        keys = list(self.params) if keys is None else keys
+        return ", ".join(f"{k}={self.params[k]}" for k in keys if k in self.params) or "(single point)"
+
+
+@dataclass
+class StudyData:
+    study: dict[str, Any]
+    points: list[PointData]
+    facts: dict[str, dict[str, Any]]
+    axes: list[str]  # independently swept parameters (lists in [sweep])
+    derived: list[str]  # varying parameters computed from others ("{queues} * {mult}")
+
+    @property
+    def name(self) -> str:
+        return str(self.study["name"])
+
+    @property
+    def params(self) -> list[str]:
+        """Every parameter that varies, in the study file's order."""
+        order = list(self.points[0].params) if self.points else []
+        return [k for k in order if k in self.axes or k in self.derived]
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        return [r for p in self.points for r in p.runs]
+
+    def spec(self) -> dict[str, Any]:
+        try:
+            return dict(json.loads(self.study.get("spec_json") or "{}"))
+        except ValueError:
+            return {}
+
+    def select(self, filters: dict[str, str]) -> list[PointData]:
+        """Points whose parameters match every KEY=VAL (compared as written)."""
+        known = set(self.points[0].params) if self.points else set()
+        for k in filters:
+            if k not in known:
+                raise NettuneError(f"{self.name}: no parameter {k!r}; its parameters are: {', '.join(sorted(known)) or 'none'}")
+        out = [p for p in self.points if all(same_value(p.params.get(k), v) for k, v in filters.items())]
+        if not out:
+            want = ",".join(f"{k}={v}" for k, v in filters.items())
+            have = "; ".join(p.label() for p in self.points[:6])
+            raise NettuneError(f"{self.name}: no point matches {want}; points are: {have}")
+        return out
+
+    def host_cores(self) -> int | None:
+        """CPU count of the machine whose /proc/stat gives host CPU (the client's)."""
+        wl = self.spec().get("workload") or {}
+        for host in [wl.get("client"), *self.facts]:
+            n = (self.facts.get(host) or {}).get("cpu_count") if host else None
+            if n:
+                return int(n)
+        return None
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain JSON: NaN/inf (a gain from zero) become null, tuples become lists."""
+    if isinstance(obj, float):
+        return None if obj != obj or obj in (float("inf"), float("-inf")) else obj
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
+
+
+def same_value(have: Any, want: str) -> bool:
+    if str(have) == want or (isinstance(have, bool) and str(have).lower() == want.lower()):
+        return True
+    try:
+        return float(have) == float(want)
+    except (TypeError, ValueError):
+        return False
+
+
+def parse_filter(text: str | None, opt: str) -> dict[str, str]:
+    """KEY=VAL[,KEY=VAL...] -> dict; a malformed item is a one-line error."""
+    out: dict[str, str] = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise NettuneError(f"{opt} {text!r}: write KEY=VAL[,KEY=VAL...], e.g. {opt} queues=8,streams=16")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def load(store: Any, ref: str | int | None) -> StudyData:
+    study = store.find_study(ref)
+    pts = {p["idx"]: PointData(p["idx"], p["point"]) for p in store.points(study["id"])}
+    for r in store.runs(study["id"]):
+        pts.setdefault(r["point_idx"], PointData(r["point_idx"], r["point"])).runs.append(r)
+    points = [pts[i] for i in sorted(pts)]
+    axes, derived = _axes(study, points)
+    return StudyData(study, points, store.facts(study["id"]), axes, derived)
+
+
+def _axes(study: dict[str, Any], points: list[PointData]) -> tuple[list[str], list[str]]:
+    varying = [k for k in (points[0].params if points else {}) if len({json.dumps(p.params.get(k)) for p in points}) > 1]
+    try:
+        sweep = json.loads(study.get("spec_json") or "{}").get("sweep") or {}
+    except ValueError:
+        sweep = {}
+    derived = [k for k in varying if isinstance(sweep.get(k), str)]
+    axes = [k for k in varying if k not in derived]
+    return axes, derived

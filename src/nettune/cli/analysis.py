@@ -1,0 +1,180 @@
+"""`nettune compare`, `analyze`, `report`, `export` and `import`: from stored runs to
+numbers a reader can trust."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import NettuneError
+from .main import app, console, err_console, user_errors
+from .results import DB_OPT, open_store
+
+FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
+METRIC_OPT = typer.Option("total", "--metric", "-m", help="total (Gbit/s, both directions), receiver, sender, cpu_client, cpu_server, cpu_host, retransmits, lost_percent, jitter_ms, duration...")
+
+
+def _fmt(format: str) -> str:
+    if format not in ("text", "json"):
+        raise NettuneError(f"--format {format!r}: use text or json")
+    return format
+
+
+def _print_json(obj: Any) -> None:
+    from ..analysis.data import jsonable
+
+    print(json.dumps(jsonable(obj), indent=2, default=str, allow_nan=False))
+
+
+@app.command()
+@user_errors
+def compare(
+    studies: list[str] = typer.Argument(..., help="One study (then give --a and --b) or two studies (A then B)."),
+    a: Optional[str] = typer.Option(None, "--a", help="Runs of side a: KEY=VAL[,KEY=VAL...] (points matching all are pooled)."),
+    b: Optional[str] = typer.Option(None, "--b", help="Runs of side b: KEY=VAL[,KEY=VAL...]."),
+    metric: str = METRIC_OPT,
+    direction: str = typer.Option("auto", "--direction", help="auto (from the metric), higher or lower (which is better)."),
+    format: str = FORMAT_OPT,
+    db: Path = DB_OPT,
+) -> None:
+    """Is b faster than a? Relative difference with its 95% interval and Welch's p-value."""
+    from ..analysis import compare as cmp
+    from ..analysis.data import get_metric, load, parse_filter
+    from ..analysis.sweep import num
+
+    _fmt(format)
+    if direction not in ("auto", "higher", "lower"):
+        raise NettuneError(f"--direction {direction!r}: use auto, higher or lower")
+    hib = None if direction == "auto" else direction == "higher"
+    fa, fb = parse_filter(a, "--a"), parse_filter(b, "--b")
+    if len(studies) > 2:
+        raise NettuneError(f"compare takes one or two studies, got {len(studies)}")
+    with open_store(db) as store:
+        if len(studies) == 1:
+            data = load(store, studies[0])
+            results = [("", cmp.within_study(data, fa, fb, metric, hib))]
+        else:
+            results = cmp.between_studies(load(store, studies[0]), load(store, studies[1]), fa, fb, metric, hib)
+    m = get_metric(metric)
+    if format == "json":
+        if len(results) == 1:
+            _print_json(results[0][1].to_dict())
+        else:
+            _print_json({"comparisons": [{"point": label} | c.to_dict() for label, c in results]})
+        return
+    for label, c in results:
+        if label:
+            console.print(f"[bold]{label}[/]", highlight=False)
+        else:
+            console.print(f"a = {c.a}: N={c.n_a}, mean {num(c.mean_a * m.scale)} {m.label}\n"
+                          f"b = {c.b}: N={c.n_b}, mean {num(c.mean_b * m.scale)} {m.label}", highlight=False)
+        style = "green" if c.verdict in ("faster", "better") else "red" if c.verdict in ("slower", "worse") else "yellow"
+        console.print(f"  [{style}]{c.text}[/]  (Welch p={c.p_value:.3g}, ratio {c.ratio:.4f})", highlight=False)
+
+
+@app.command()
+@user_errors
+def analyze(
+    study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
+    metric: str = METRIC_OPT,
+    saturation: float = typer.Option(0.10, "--saturation", help="Gain per doubling below which a parameter has saturated (0.10 = 10%)."),
+    format: str = FORMAT_OPT,
+    db: Path = DB_OPT,
+) -> None:
+    """Verdicts on a sweep: saturation, peak, knee, efficiency, fairness, which knobs mattered.
+
+    Also says when the measuring tool itself was the bottleneck (iperf3 before 3.16)."""
+    from ..analysis.analyze import analyze as run_analysis
+    from ..analysis.data import load
+
+    _fmt(format)
+    with open_store(db) as store:
+        result = run_analysis(load(store, study), metric, saturation)
+    if format == "json":
+        _print_json(result)
+        return
+    from rich.table import Table
+
+    from ..report.build import summary_table
+
+    head, rows = summary_table(result, result["params"])
+    # the terminal gets the statistics; CPU columns are in `nettune results` and the report
+    keep = [i for i, h in enumerate(head) if i < len(result["params"]) or h in ("N", result["unit"], "± 95%", "median", "sd", "min to max", "CV %")]
+    t = Table(title=f"{result['study']} (study #{result['study_id']}): {result['unit']} of counted runs, ± = 95% CI (Student's t)",
+              title_justify="left", box=None, padding=(0, 1), header_style="bold")
+    for i in keep:
+        t.add_column(head[i], justify="right", no_wrap=True)
+    for row in rows:
+        t.add_row(*(row[i][0] for i in keep))
+    console.print(t)
+    for f in result["findings"]:
+        console.print(f"  - {f}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@user_errors
+def report(
+    study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for report.md, report.html and charts/."),
+    point: Optional[str] = typer.Option(None, "--point", help="Point for the per-interval chart, KEY=VAL[,...] (default: the best)."),
+    metric: str = METRIC_OPT,
+    db: Path = DB_OPT,
+) -> None:
+    """Write report.md, PNG and SVG charts, and one self-contained report.html."""
+    from ..analysis.data import load, parse_filter
+    from ..report.build import build_report
+
+    with open_store(db) as store:
+        data = load(store, study)
+    rep = build_report(data, out, parse_filter(point, "--point"), metric)
+    console.print(f"wrote {rep.markdown}, {rep.html} and {len(rep.charts)} charts in {out / 'charts'}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@user_errors
+def export(
+    study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
+    format: str = typer.Option("csv", "--format", "-f", help="csv, json or parquet."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: standard output; parquet needs a file)."),
+    db: Path = DB_OPT,
+) -> None:
+    """Every run of a study, one row each, the swept parameters as columns."""
+    from ..store.export import export as do_export
+
+    with open_store(db) as store:
+        s = store.find_study(study)
+        runs = store.runs(s["id"])
+    if not runs:
+        raise NettuneError(f"study {s['name']!r} (#{s['id']}) has no runs to export")
+    text = do_export(runs, format, out)
+    if text is not None:
+        print(text, end="")
+    else:
+        err_console.print(f"wrote {len(runs)} runs to {out}", highlight=False)
+
+
+@app.command("import")
+@user_errors
+def import_(
+    files: list[Path] = typer.Argument(..., help="iperf3 -J logs and/or iperf2 -y C outputs; each file is one run."),
+    study: str = typer.Option(..., "--study", "-s", help="Study to create (or add to, if it is an imported study)."),
+    set_: list[str] = typer.Option([], "--set", help="Point parameters KEY=VAL[,KEY=VAL] (repeatable); protocol/parallel/reverse/bidir/duration also guide the parser."),
+    description: str = typer.Option("", "--description", help="Description of a new imported study."),
+    db: Path = DB_OPT,
+) -> None:
+    """Import existing iperf3/iperf2 results so they get the same statistics and charts."""
+    from ..store.importer import import_files, parse_sets
+
+    params = parse_sets(set_)
+    with open_store(db, must_exist=False) as store:
+        outcome = import_files(store, files, study, params, description)
+    for f in outcome.files:
+        if f.ok:
+            console.print(f"  {f.path}: {f.message}", highlight=False)
+        else:
+            err_console.print(f"[bold red]rejected:[/] {f.message}", highlight=False, soft_wrap=True)
+    console.print(f"imported {outcome.imported} of {len(outcome.files)} files into study {outcome.study!r} (#{outcome.study_id})", highlight=False)
+    if outcome.rejected:
+        raise typer.Exit(1)

@@ -1,0 +1,141 @@
+"""`nettune restore`, `nettune knobs list|show`, `nettune persist`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import NettuneError
+from .main import app, console, err_console, user_errors
+
+knobs_app = typer.Typer(help="Settings nettune can change per sweep point (and always restores).", no_args_is_help=True)
+app.add_typer(knobs_app, name="knobs")
+
+_STYLE = {"restored": "green", "unchanged": "dim", "gone": "dim", "left": "yellow", "failed": "red"}
+
+
+def _fmt(format: str) -> None:
+    if format not in ("table", "json"):
+        raise NettuneError(f"--format {format!r}: use table or json")
+
+
+@app.command()
+@user_errors
+def restore(
+    forget: bool = typer.Option(False, "--forget", help="Give up on what cannot be restored: print the commands to do it by hand and clear the journal."),
+) -> None:
+    """Put back every setting an interrupted run left changed (after kill -9, a crash, power loss)."""
+    from ..knobs.journal import Journal
+    from ..knobs.restore import restore_pending
+
+    journal = Journal()
+    out, alive = restore_pending(journal)
+    for s in alive:
+        console.print(f"[yellow]left alone[/]: a run is still in progress: {s.describe()}")
+    if not out.lines and not alive:
+        console.print(f"nothing to restore ({journal.path} has no unrestored changes)")
+    for result, text in out.lines:
+        console.print(f"[{_STYLE.get(result, 'white')}]{result}[/]: {text}", highlight=False, soft_wrap=True)
+    if out.failed and forget:
+        _forget(journal)
+        return
+    if out.failed:
+        err_console.print(f"[bold red]error:[/] {out.failed} setting(s) could not be restored; fix the cause and run `nettune restore` again (or --forget)")
+        raise typer.Exit(1)
+
+
+def _forget(journal: object) -> None:
+    from ..knobs.base import Loc
+    from ..knobs.restore import pending
+    from ..knobs.registry import KINDS
+
+    dead, _ = pending(journal)  # type: ignore[arg-type]
+    for s in dead:
+        for rec in s.changes:
+            loc = Loc.from_record(rec["loc"])
+            for cmd in KINDS[loc.kind].commands(loc, rec["original"]):
+                console.print(f"  {rec.get('host')}: {cmd}", highlight=False, soft_wrap=True)
+            journal.done(s.id, rec["seq"], "forgotten", "given up by `nettune restore --forget`")  # type: ignore[attr-defined]
+        journal.end(s.id)  # type: ignore[attr-defined]
+    console.print("[yellow]forgotten[/]: the commands above put the originals back by hand")
+
+
+@knobs_app.command("list")
+@user_errors
+def list_(format: str = typer.Option("table", "--format", "-f", help="table or json.")) -> None:
+    """The catalog: every kind of knob, its scope, default, typical tuned value and risk."""
+    from ..knobs.registry import catalog
+
+    _fmt(format)
+    rows = catalog()
+    if format == "json":
+        print(json.dumps(rows, indent=2))
+        return
+    t = Table(title="nettune knobs (in a study file: \\[knobs] \"KIND\\[:ARG]\\[@DEVICE]\" = value)", title_justify="left", show_lines=False)
+    for h in ("kind", "key", "scope", "what", "default", "tuned", "restart", "risk"):
+        t.add_column(h, overflow="fold")
+    for r in rows:
+        t.add_row(*(r[h] for h in ("kind", "key", "scope", "what", "default", "tuned", "restart", "risk")))
+    console.print(t)
+
+
+@knobs_app.command("show")
+@user_errors
+def show(
+    file: Optional[Path] = typer.Argument(None, help="Study file: show its knobs on its hosts. Default: the usual knobs on this machine."),
+    host: Optional[str] = typer.Option(None, "--host", help="Only this host (or 'machine')."),
+    interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Interface for per-interface knobs (no FILE); default: the default route's."),
+    format: str = typer.Option("table", "--format", "-f", help="table or json."),
+) -> None:
+    """Current values of knobs (changes nothing)."""
+    from ..knobs import show as sh
+
+    _fmt(format)
+    if file is None:
+        rows = sh.machine_values(interface)
+        if host and host != "machine":
+            raise NettuneError(f"--host {host!r}: without a study file only 'machine' is known")
+    else:
+        from ..spec import load_study
+
+        study = load_study(file)
+        if not study.knobs:
+            raise NettuneError(f"{file}: the study has no [knobs] section")
+        rows = sh.study_values(study, file.read_text(), str(file), host)
+        if host and not rows:
+            raise NettuneError(f"--host {host!r}: no knob of {file} applies to it (hosts: {', '.join(study.target.hosts)}, machine)")
+    if format == "json":
+        print(json.dumps(rows, indent=2))
+        return
+    t = Table(title_justify="left")
+    for h in ("host", "knob", "device", "value"):
+        t.add_column(h, overflow="fold")
+    for r in rows:
+        t.add_row(r["host"], r["knob"], r["device"], r["value"])
+    console.print(t)
+
+
+@app.command()
+@user_errors
+def persist(
+    study: str = typer.Argument(..., help="Study name (its latest run) or id in the results database."),
+    point: str = typer.Option(..., "--point", help="The point to persist: KEY=VAL,KEY=VAL (its sweep parameters)."),
+    out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
+    db: Path = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite)."),
+    interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Write this interface instead of the one the study used."),
+) -> None:
+    """Write a point's knobs as installable files (sysctl.d, tuned, udev, NetworkManager, shell); applies nothing."""
+    from ..knobs.persist import knobs_of_point, parse_point, write_files
+    from ..store import Store
+
+    if not db.exists():
+        raise NettuneError(f"{db}: no results database here; pass --db PATH")
+    with Store(db) as store:
+        s, p, settings = knobs_of_point(store, study, parse_point(point))
+    files = write_files(s["name"], p["point"], settings, out, interface)
+    console.print(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:")
+    for f in files:
+        console.print(f"  {f}", highlight=False)

@@ -1,0 +1,385 @@
+"""iperf2: command lines and the parser for its CSV (-y C) reports.
+
+What 2.1.8 really prints (checked on this machine; see tests/fixtures/iperf2):
+- -y C ignores -e: rows are the 9 basic columns (TCP) or 14 (UDP), never the write/
+  retry/cwnd/RTT extras, and there are no sum rows, even with -P. 2.2 (per its source,
+  not run here) prints a header row, istart/iend in two columns, -e extras and sum rows
+  (transfer id < 0): both layouts are read, the 2.2 one by its header names.
+- rows name the sender first in 2.1.8 (with -R the client's rows read server->client;
+  --full-duplex receive rows on the client read "server,port,::,0"). That order is what
+  splits a --full-duplex output into its two directions; -R and plain tests take the
+  direction from the workload, which does not depend on it.
+- the server prints only final rows (no -i), timestamped 19700101000000; it does not exit
+  by itself, and its final rows appear as soon as each stream ends.
+- with -y C the UDP client suppresses the server's relay report: its final row says
+  datagrams -1, jitter 0, so jitter/loss come from the receiver's (server's) rows.
+- transfer ids are per side (client 1..N, server its own), so streams are matched by the
+  client's port. The client exits 0 even when it cannot connect.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..spec.models import Workload
+from .result import Interval, SideOutput, StreamResult, TestResult
+
+# Column names after bytes,speed when there is no header row (2.0/2.1 positional layout).
+_UDP_EXT = ("jitter", "errors", "datagrams", "errpercent", "outoforder")
+_TCP_WRITE_EXT = ("writecnt", "writeerr", "tcpretry", "tcpcwnd", "tcprtt", "tcprttvar")
+
+
+def parse_version(text: str) -> str:
+    """'iperf version 2.1.8 (12 August 2022) pthreads' -> '2.1.8'."""
+    m = re.search(r"iperf\s+version\s+(\d+\.\d+(?:\.\d+)?)", text or "") or re.search(r"\b(2\.\d+(?:\.\d+)?)\b", text or "")
+    return m.group(1) if m else ""
+
+
+@dataclass
+class Row:
+    src_port: int
+    dst_port: int
+    tid: int  # transfer id; < 0 on sum rows
+    start: float
+    end: float
+    nbytes: int
+    bps: float
+    ext: dict[str, float] = field(default_factory=dict)
+    side: str = ""
+    direction: str = ""  # "c2s" or "s2c"
+    key: Any = None  # the stream: the client's port, or ("id", side, tid)
+
+
+def _num(x: str) -> float:
+    return float(x.strip())
+
+
+def parse_rows(text: str, udp: bool) -> tuple[list[Row], int]:
+    """All report rows of one side's output, and how many non-empty lines were not rows."""
+    rows: list[Row] = []
+    headers: dict[int, list[str]] = {}  # 2.2 prints one header per report layout
+    bad = 0
+    for line in (text or "").splitlines():
+        f = [x.strip() for x in line.strip().split(",")]
+        if len(f) < 8:
+            bad += bool(line.strip())
+            continue
+        if f[0].lower() == "time":
+            headers[len(f)] = [x.lower() for x in f]
+            continue
+        try:
+            rows.append(_row_named(f, headers[len(f)]) if len(f) in headers else _row_positional(f, udp))
+        except (ValueError, IndexError, KeyError):
+            bad += 1
+    return rows, bad
+
+
+def _row_positional(f: list[str], udp: bool) -> Row:
+    if "-" in f[6][1:]:  # "0.0-1.0" (2.0/2.1)
+        a, b = f[6].split("-", 1)
+        start, end, rest = _num(a), _num(b), f[7:]
+    else:  # istart,iend in two columns (2.2)
+        start, end, rest = _num(f[6]), _num(f[7]), f[8:]
+    ext = rest[2:]
+    names = _UDP_EXT if udp else (_TCP_WRITE_EXT if len(ext) == len(_TCP_WRITE_EXT) else ())
+    return Row(int(f[2]), int(f[4]), int(f[5]), start, end, int(_num(rest[0])), _num(rest[1]), _ext(names, ext))
+
+
+def _row_named(f: list[str], names: list[str]) -> Row:
+    g = dict(zip(names, f))
+    if "istart" in g:
+        start, end = _num(g["istart"]), _num(g["iend"])
+    else:
+        a, b = g["interval"].split("-", 1)
+        start, end = _num(a), _num(b)
+    skip = {"time", "srcaddress", "srcport", "dstaddr", "dstport", "transferid", "istart", "iend", "interval", "bytes", "speed"}
+    rest = [(k, v) for k, v in g.items() if k not in skip]
+    ext = _ext(tuple(k for k, _ in rest), [v for _, v in rest])
+    return Row(int(g["srcport"]), int(g["dstport"]), int(g["transferid"]), start, end, int(_num(g["bytes"])), _num(g["speed"]), ext)
+
+
+def _ext(names: tuple[str, ...], values: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in zip(names, values):
+        try:
+            out[k] = _num(v)
+        except ValueError:
+            pass  # a non-numeric extra column is not worth failing the row
+    return out
+
+
+def _port_from_argv(argv: list[str]) -> int | None:
+    for i, a in enumerate(argv[:-1]):
+        if a in ("-p", "--port") and argv[i + 1].isdigit():
+            return int(argv[i + 1])
+    return None
+
+
+def _tail(text: str) -> str:
+    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+class Iperf2Engine:
+    name = "iperf2"
+    binary = "iperf"
+    install_hint = "apt-get install iperf (or: nettune setup)"
+    server_exits = False
+
+    def version(self, version_output: str) -> str:
+        return parse_version(version_output)
+
+    def version_argv(self) -> list[str]:
+        return [self.binary, "-v"]  # prints on stderr
+
+    def server_argv(self, wl: Workload, port: int, tool_version: str) -> list[str]:
+        argv = [self.binary, "-s", "-p", str(port), "-y", "C", "-e"]
+        if wl.protocol == "udp":
+            argv.append("-u")
+        # Socket options are per side in iperf2 (nothing is negotiated): the server needs
+        # the window for what it receives, the length for its reads, and -Z for what it
+        # sends with -R or --full-duplex.
+        if wl.window is not None:
+            argv += ["-w", str(wl.window)]
+        if wl.length is not None:
+            argv += ["-l", str(wl.length)]
+        if wl.congestion:
+            argv += ["-Z", str(wl.congestion)]
+        return argv
+
+    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str) -> list[str]:
+        argv = [self.binary, "-c", server_address, "-p", str(port), "-y", "C", "-e", "-t", str(wl.duration), "-P", str(wl.parallel), "-i", "1"]
+        if wl.protocol == "udp":
+            argv.append("-u")
+        if wl.bitrate is not None:
+            argv += ["-b", str(wl.bitrate)]
+        if wl.reverse is True:
+            argv.append("-R")  # 2.1+: same socket, server sends (needs a 2.1+ server)
+        if wl.bidir is True:
+            argv.append("--full-duplex")
+        if wl.window is not None:
+            argv += ["-w", str(wl.window)]
+        if wl.congestion and wl.reverse is not True:
+            # 2.1.8 refuses "-Z and --reverse together"; with -R the server (the sender)
+            # applies it from its own command line
+            argv += ["-Z", str(wl.congestion)]
+        if wl.length is not None:
+            argv += ["-l", str(wl.length)]
+        return argv
+
+    def listen_proto(self, wl: Workload) -> str:
+        return "udp" if wl.protocol == "udp" else "tcp"
+
+    def busy(self, client: SideOutput) -> bool:
+        return False  # the iperf2 server runs any number of clients at once
+
+    def warnings(self, wl: Workload) -> tuple[Workload, list[str]]:
+        if isinstance(wl.omit, int) and wl.omit > 0:
+            msg = f"iperf2 has no omit (-O); the first {wl.omit}s are measured too"
+            return wl.model_copy(update={"omit": 0}), [msg]
+        return wl, []
+
+    def server_done(self, wl: Workload, stdout: str) -> bool:
+        """True once the server has printed a final row for every stream it serves, so
+        the session can stop it (it never exits by itself)."""
+        rows, _ = parse_rows(stdout, wl.protocol == "udp")
+        need = int(wl.parallel) * (2 if wl.bidir is True else 1)
+        long_enough = 0.75 * float(wl.duration)
+        done = {(r.src_port, r.dst_port, r.tid) for r in rows if r.tid >= 0 and r.start < 0.05 and r.end >= long_enough}
+        return len(done) >= need
+
+    def parse(self, wl: Workload, client: SideOutput, server: SideOutput) -> TestResult:
+        dur = wl.duration if isinstance(wl.duration, (int, float)) else None
+        res = TestResult(engine=self.name, protocol=str(wl.protocol), duration=None if dur is None else float(dur))
+        try:
+            _parse(wl, client, server, res)
+        except Exception as e:  # noqa: BLE001 - a parser must not take a study down; say why
+            res.ok = False
+            res.error = f"could not read iperf2 output: {type(e).__name__}: {e}"
+        return res
+
+
+def _parse(wl: Workload, client: SideOutput, server: SideOutput, res: TestResult) -> None:
+    udp = res.protocol == "udp"
+    crows, cbad = parse_rows(client.stdout, udp)
+    srows, sbad = parse_rows(server.stdout, udp)
+    res.extra["unparsed_lines"] = {"client": cbad, "server": sbad}
+    if not crows:
+        res.ok = False
+        why = _tail(client.stderr) or _tail(client.stdout) or "empty output"
+        res.error = f"iperf2 client printed no report: {why}"
+        return
+    for r in crows:
+        r.side = "client"
+    for r in srows:
+        r.side = "server"
+    rows = crows + srows
+    sport = _port_from_argv(client.argv) or _port_from_argv(server.argv) or wl.port
+    if sport is None:  # the server's port is in every row; clients' ports in a few
+        sport = Counter(p for r in rows for p in (r.src_port, r.dst_port) if p).most_common(1)[0][0]
+    main = "s2c" if wl.reverse is True else "c2s"
+    _classify(rows, sport, main, full_duplex=wl.bidir is True)
+
+    finals, ivals = _split_final(rows)
+    for d in ("c2s", "s2c"):
+        if any(r.direction == d for r in rows):
+            _direction(res, d, "forward" if d == main else "reverse", finals, ivals, udp)
+    if res.receiver_bps is None:
+        res.ok = False
+        who = "client" if main == "s2c" else "server"
+        res.error = f"no receiver-side report from the {who} (its output is empty or truncated)" + (
+            f"; stderr: {_tail(server.stderr)}" if who == "server" and _tail(server.stderr) else ""
+        )
+
+
+def _classify(rows: list[Row], sport: int, main: str, full_duplex: bool) -> None:
+    """Direction and stream of every row."""
+    tid_port: dict[tuple[str, int], int] = {}
+    for r in rows:
+        if full_duplex:
+            # only 2.1.8's sender-first order tells the two ways apart
+            r.direction = "s2c" if r.src_port == sport else "c2s" if r.dst_port == sport else main
+        else:
+            r.direction = main
+        peer = next((p for p in (r.src_port, r.dst_port) if p and p != sport), None)
+        if peer is not None and r.tid >= 0:
+            tid_port.setdefault((r.side, r.tid), peer)
+        r.key = peer
+    for r in rows:
+        if r.tid < 0:
+            r.key = "sum"
+        elif r.key is None:  # --full-duplex receive rows: same socket, same id as the send rows
+            r.key = tid_port.get((r.side, r.tid), ("id", r.side, r.tid))
+
+
+def _split_final(rows: list[Row]) -> tuple[dict[tuple[str, str, Any], Row], list[Row]]:
+    """The final row of each (side, direction, stream) starts at 0 and reaches the end of
+    the test; a 1 s test prints 0-1 twice (interval, then final), so the last one wins."""
+    groups: dict[tuple[str, str, Any], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.side, r.direction, r.key), []).append(r)
+    finals: dict[tuple[str, str, Any], Row] = {}
+    ivals: list[Row] = []
+    for k, rs in groups.items():
+        last_end = max(r.end for r in rs)
+        cands = [r for r in rs if r.start < 0.05 and r.end >= last_end - 0.5]
+        final = max(reversed(cands), key=lambda r: r.end) if cands else None
+        if final is not None:
+            finals[k] = final
+        ivals += [r for r in rs if r is not final]
+    return finals, ivals
+
+
+def _direction(res: TestResult, d: str, label: str, finals: dict[tuple[str, str, Any], Row], ivals: list[Row], udp: bool) -> None:
+    snd_side, rcv_side = ("client", "server") if d == "c2s" else ("server", "client")
+    client_tid = {k[2]: r.tid for k, r in finals.items() if k[0] == "client"}
+    keys = sorted({k[2] for k in finals if k[1] == d and k[2] != "sum"}, key=lambda x: (client_tid.get(x, 1 << 30), str(x)))
+    streams: list[StreamResult] = []
+    for n, key in enumerate(keys, 1):
+        snd, rcv = finals.get((snd_side, d, key)), finals.get((rcv_side, d, key))
+        sr = StreamResult(id=client_tid.get(key, n), direction=label)
+        if snd is not None:
+            sr.sender_bps, sr.sender_bytes = snd.bps, snd.nbytes
+            _tcp_info(sr, snd, [r for r in ivals if r.side == snd_side and r.direction == d and r.key == key])
+        if rcv is not None:
+            sr.receiver_bps, sr.receiver_bytes = rcv.bps, rcv.nbytes
+            if udp and rcv.ext.get("datagrams", -1) >= 0:  # -1: the client's suppressed relay report
+                sr.jitter_ms = rcv.ext.get("jitter")
+                sr.lost_packets, sr.packets = int(rcv.ext.get("errors", 0)), int(rcv.ext["datagrams"])
+                sr.lost_percent = rcv.ext.get("errpercent")
+        streams.append(sr)
+    res.streams += streams
+
+    def total(side: str, what: str) -> float | None:
+        s = finals.get((side, d, "sum"))  # 2.2 sum rows; 2.1.8 has none, nor has -P 1
+        if s is not None:
+            return s.bps if what == "bps" else s.nbytes
+        role = "sender" if side == snd_side else "receiver"
+        vals = [getattr(sr, f"{role}_{what}") for sr in streams]
+        return sum(vals) if vals and all(v is not None for v in vals) else None
+
+    retr = [sr.retransmits for sr in streams if sr.retransmits is not None]
+    cw = [sr.max_cwnd for sr in streams if sr.max_cwnd]
+    rtt = [sr for sr in streams if sr.rtt_mean_us is not None]
+    u = [sr for sr in streams if sr.packets is not None]
+    lost, packets = sum(sr.lost_packets or 0 for sr in u), sum(sr.packets or 0 for sr in u)
+    agg: dict[str, Any] = {
+        "sender_bps": total(snd_side, "bps"),
+        "receiver_bps": total(rcv_side, "bps"),
+        "sender_bytes": _int(total(snd_side, "bytes")),
+        "receiver_bytes": _int(total(rcv_side, "bytes")),
+        "retransmits": sum(retr) if retr else None,
+        "max_cwnd": max(cw) if cw else None,
+        "rtt_mean_us": _weighted_mean([(sr.rtt_mean_us or 0.0, float(sr.sender_bytes or 0)) for sr in rtt]),
+        "rtt_min_us": min((sr.rtt_min_us for sr in rtt if sr.rtt_min_us is not None), default=None),
+        "rtt_max_us": max((sr.rtt_max_us for sr in rtt if sr.rtt_max_us is not None), default=None),
+        "lost_packets": lost if udp and u else None,
+        "packets": packets if udp and u else None,
+        "lost_percent": (100.0 * lost / packets if packets else 0.0) if udp and u else None,
+        # a plain mean over streams, as iperf3 does for its sum
+        "jitter_ms": sum(sr.jitter_ms or 0.0 for sr in u) / len(u) if udp and u else None,
+    }
+    if label == "forward":
+        for k, v in agg.items():
+            setattr(res, k, v)
+    else:  # the result record has fields for the reverse rates only; the rest in extra
+        res.reverse_sender_bps, res.reverse_receiver_bps = agg.pop("sender_bps"), agg.pop("receiver_bps")
+        res.reverse_retransmits = agg.pop("retransmits")
+        res.extra["reverse"] = agg
+    res.intervals += _intervals([r for r in ivals if r.side == "client" and r.direction == d], keys, label)
+
+
+def _weighted_mean(pairs: list[tuple[float, float]]) -> float | None:
+    """Mean weighted by bytes (the RTT the average byte saw); plain mean if no bytes."""
+    if not pairs:
+        return None
+    w = sum(b for _, b in pairs)
+    return sum(v * b for v, b in pairs) / w if w > 0 else sum(v for v, _ in pairs) / len(pairs)
+
+
+def _int(x: float | None) -> int | None:
+    return None if x is None else int(x)
+
+
+def _tcp_info(sr: StreamResult, final: Row, ivals: list[Row]) -> None:
+    """-e write extras (2.2, or a build that prints them): the final row's retry count is
+    the whole test's; RTT is averaged over the interval samples, as iperf3 does."""
+    if "tcpretry" in final.ext:
+        sr.retransmits = int(final.ext["tcpretry"])
+    cw = [r.ext["tcpcwnd"] * 1024 for r in (*ivals, final) if r.ext.get("tcpcwnd", 0) > 0]  # KB
+    sr.max_cwnd = int(max(cw)) if cw else None
+    rtts = [r.ext["tcprtt"] for r in ivals if r.ext.get("tcprtt", 0) > 0]
+    if not rtts and final.ext.get("tcprtt", 0) > 0:
+        rtts = [final.ext["tcprtt"]]
+    if rtts:
+        sr.rtt_mean_us, sr.rtt_min_us, sr.rtt_max_us = sum(rtts) / len(rtts), min(rtts), max(rtts)
+
+
+def _intervals(rows: list[Row], keys: list[Any], label: str) -> list[Interval]:
+    groups: dict[tuple[float, float], list[Row]] = {}
+    for r in rows:
+        if r.end > r.start:
+            groups.setdefault((round(r.start, 3), round(r.end, 3)), []).append(r)
+    order = {k: i for i, k in enumerate(keys)}
+    out: list[Interval] = []
+    for (start, end), rs in sorted(groups.items()):
+        per = sorted((r for r in rs if r.tid >= 0), key=lambda r: order.get(r.key, len(order)))
+        summ = next((r for r in rs if r.tid < 0), None)
+        retr = [r.ext["tcpretry"] for r in per if "tcpretry" in r.ext]
+        cw = [r.ext["tcpcwnd"] * 1024 for r in per if r.ext.get("tcpcwnd", 0) > 0]
+        rtt = [(r.ext["tcprtt"], float(r.nbytes)) for r in per if r.ext.get("tcprtt", 0) > 0]
+        out.append(
+            Interval(
+                start=start,
+                end=end,
+                bps=summ.bps if summ is not None else sum(r.bps for r in per),
+                direction=label,
+                retransmits=int(sum(retr)) if retr else None,
+                cwnd=int(max(cw)) if cw else None,
+                rtt_us=_weighted_mean(rtt),
+                stream_bps=[r.bps for r in per],
+            )
+        )
+    return out

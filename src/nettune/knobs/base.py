@@ -1,0 +1,224 @@
+"""The protocol every kind of knob follows (modelled on tuned's plugins, but the
+original values go to an on-disk journal instead of RAM).
+
+    parse(loc, raw)            static check and normalisation of a value from the study file
+    scope(ex, loc)             "ns" (lives in the host's network namespace) or "machine"
+    validate(ex, loc, v, ctx)  read-only checks against the real host (or a scratch namespace)
+    read(ex, loc)              the current value, JSON-able (what the journal stores)
+    apply(ex, loc, v)          set it
+    restore(ex, loc, orig)     put an original back (default: apply it)
+    same(a, b)                 are two values equal once normalised
+    commands(loc, v)           shell lines that set v by hand (persist, manual restore)
+    catalog()                  rows for `nettune knobs list`
+
+`ex` is an executor: anything with run(argv), read_text(path), write_text(path, text)
+and os (a targets Host). Knob code never imports a target; scope and place are decided
+by the session.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import NettuneError
+
+
+class KnobError(NettuneError):
+    """A knob cannot be read, validated or applied; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where one knob acts: its key as written, kind, argument and device."""
+
+    key: str
+    kind: str
+    arg: str | None = None
+    device: str | None = None
+    spec: Any = field(default=None, compare=False, hash=False)  # command knobs: their commands
+
+    def record(self) -> dict[str, Any]:
+        rec = {"key": self.key, "kind": self.kind, "arg": self.arg, "device": self.device}
+        if self.spec is not None:
+            rec["spec"] = self.spec
+        return rec
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> "Loc":
+        return cls(rec["key"], rec["kind"], rec.get("arg"), rec.get("device"), rec.get("spec"))
+
+
+@dataclass
+class Ctx:
+    """What validation may know beyond the value: CPU count, lab queues, scratch mode."""
+
+    cpus: int = 1
+    queues: int | None = None  # the lab's queue count for this point (channels upper bound)
+    scratch: bool = False  # ex is a throw-away namespace: validate may change things there
+    probe: Any = None  # executor of a throw-away namespace holding a spare veth (probe_dev)
+    probe_dev: str = ""
+    host: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def catalog_row(kind: str, key: str, scope: str, what: str, default: str, tuned: str, restart: str, risk: str, freebsd: str = "") -> dict[str, str]:
+    return {"kind": kind, "key": key, "scope": scope, "what": what, "default": default, "tuned": tuned, "restart": restart, "risk": risk, "freebsd": freebsd}
+
+
+class Kind:
+    name = ""
+    needs_device = False  # acts on an interface (KIND@DEV, default: the host's interface)
+    host_wide = False  # lives on the machine even when the host is a namespace
+
+    def parse(self, loc: Loc, raw: Any) -> Any:
+        return raw
+
+    def split(self, loc: Loc, parsed: Any) -> tuple[Loc, Any]:
+        """(loc, value) from a parsed value; command knobs move their commands into loc."""
+        return loc, parsed
+
+    def scope(self, ex: Any, loc: Loc) -> str:
+        return "machine" if self.host_wide else "ns"
+
+    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+        self.read(ex, loc)
+
+    def read(self, ex: Any, loc: Loc) -> Any:
+        raise NotImplementedError
+
+    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+        raise NotImplementedError
+
+    def restore(self, ex: Any, loc: Loc, original: Any) -> None:
+        self.apply(ex, loc, original)
+
+    def same(self, a: Any, b: Any) -> bool:
+        return a == b
+
+    def looks_like(self, current: Any, new: Any) -> bool:
+        """Is `current` what applying `new` produces? (used when no read-back was journaled)"""
+        return self.same(current, new)
+
+    def commands(self, loc: Loc, value: Any) -> list[str]:
+        return []
+
+    def catalog(self) -> list[dict[str, str]]:
+        return []
+
+
+# -- helpers shared by kinds ---------------------------------------------------------
+
+def run_ok(ex: Any, argv: list[str], what: str = "", timeout: float = 30.0) -> str:
+    """Run argv on the executor; stdout, or KnobError with the tool's own message."""
+    r = ex.run(argv, timeout=timeout)
+    if r.returncode == 127 or "command not found" in r.stderr:
+        raise KnobError(f"{argv[0]} is not installed on this host (needed for {what or argv[0]})")
+    if r.returncode != 0:
+        msg = (r.stderr.strip() or r.stdout.strip() or f"exit code {r.returncode}").splitlines()
+        raise KnobError(f"{what + ': ' if what else ''}`{shlex.join(argv)}` failed: {msg[-1] if msg else ''}")
+    return r.stdout
+
+
+def read_file(ex: Any, path: str, what: str = "") -> str:
+    try:
+        return ex.read_text(path)
+    except OSError as e:
+        raise KnobError(f"{what or path}: cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+
+
+def write_file(ex: Any, path: str, text: str, what: str = "") -> None:
+    try:
+        ex.write_text(path, text)
+    except OSError as e:
+        raise KnobError(f"{what or path}: cannot write {text!r} to {path}: {getattr(e, 'strerror', None) or e}") from None
+
+
+def device_exists(ex: Any, dev: str) -> bool:
+    try:
+        ex.read_text(f"/sys/class/net/{dev}/ifindex")
+        return True
+    except OSError:
+        return False
+
+
+def ifindex(ex: Any, dev: str) -> int | None:
+    try:
+        return int(ex.read_text(f"/sys/class/net/{dev}/ifindex").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def need_device(ex: Any, loc: Loc) -> str:
+    if not loc.device:
+        raise KnobError(f"{loc.key}: needs an interface; write '{loc.key}@IFACE' (e.g. '{loc.kind}@eth0')")
+    if not device_exists(ex, loc.device):
+        raise KnobError(f"{loc.key}: no interface {loc.device} on this host")
+    return loc.device
+
+
+def cpu_count(ex: Any) -> int:
+    """Possible CPUs (highest index + 1) from /sys/devices/system/cpu/possible."""
+    try:
+        text = ex.read_text("/sys/devices/system/cpu/possible").strip()
+    except OSError:
+        import os
+
+        return os.cpu_count() or 1
+    return max(cpu_list(text)) + 1
+
+
+def cpu_list(text: str) -> set[int]:
+    """'0-3,8' -> {0,1,2,3,8}; raises ValueError."""
+    out: set[int] = set()
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-", 1)
+            if int(a) > int(b):
+                raise ValueError(part)
+            out |= set(range(int(a), int(b) + 1))
+        else:
+            out.add(int(part))
+    return out
+
+
+def cpu_list_text(cpus: set[int]) -> str:
+    """{0,1,2,5} -> '0-2,5' (the kernel's own format)."""
+    parts, run = [], []
+    for c in sorted(cpus):
+        if run and c == run[-1] + 1:
+            run.append(c)
+        else:
+            if run:
+                parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = [c]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(parts)
+
+
+def on_off(loc: Loc, raw: Any) -> str:
+    if isinstance(raw, bool):
+        return "on" if raw else "off"
+    s = str(raw).strip().lower()
+    if s in ("on", "1", "true", "yes"):
+        return "on"
+    if s in ("off", "0", "false", "no"):
+        return "off"
+    raise KnobError(f"{loc.key}: expected on or off, got {raw!r}")
+
+
+def whole(loc: Loc, raw: Any, lo: int = 0, hi: int | None = None) -> int:
+    if isinstance(raw, bool):
+        raise KnobError(f"{loc.key}: expected a whole number, got {raw!r}")
+    try:
+        v = int(str(raw).strip()) if not isinstance(raw, float) or raw.is_integer() else None
+    except ValueError:
+        v = None
+    if v is None:
+        raise KnobError(f"{loc.key}: expected a whole number, got {raw!r}")
+    if v < lo or (hi is not None and v > hi):
+        raise KnobError(f"{loc.key}: {v} is out of range ({lo}..{hi if hi is not None else 'inf'})")
+    return v

@@ -1,0 +1,211 @@
+"""`nettune persist`: write one point's knobs as files an admin installs; never apply them.
+
+The values come from the results database (each run stores the knob values in force
+under settings["knobs"], by host or "machine"). For every host (and "machine" for
+host-wide values) the output directory gets:
+    <host>/99-nettune-<study>.conf        a /etc/sysctl.d/ fragment (sysctl, cc)
+    <host>/tuned/nettune-<study>/tuned.conf   a tuned profile ([main] include, [sysctl], [net], [sysfs])
+    <host>/70-nettune-<study>.rules       a udev rule (MTU, txqueuelen, RPS/XPS, ethtool)
+    <host>/nm-<study>.sh                  NetworkManager commands (nmcli connection modify)
+    <host>/apply.sh                       the plain commands, one knob per line
+plus README.txt saying where each file goes. Interfaces are the ones the study used
+(the lab's veth names); override with --interface for the real NIC.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from ..errors import NettuneError
+from .base import Loc
+from .channels import as_dict
+from .registry import KINDS
+from .spec import parse_key
+
+_NM_FEATURE = {"gro": "gro", "gso": "gso", "tso": "tso", "lro": "lro", "rx": "rx", "tx": "tx", "sg": "sg", "rxvlan": "rxvlan", "txvlan": "txvlan", "ntuple": "ntuple", "rxhash": "rxhash"}
+
+
+def find_point(points: list[dict[str, Any]], want: dict[str, str]) -> dict[str, Any]:
+    names = sorted({k for p in points for k in p["point"]})
+    for k in want:
+        if k not in names:
+            raise NettuneError(f"--point: the study has no parameter {k!r} (it has: {', '.join(names) or 'none'})")
+    hits = [p for p in points if all(_eq(p["point"].get(k), v) for k, v in want.items())]
+    if len(hits) != 1:
+        have = "; ".join(",".join(f"{k}={v}" for k, v in p["point"].items()) for p in points[:12])
+        what = "no point" if not hits else f"{len(hits)} points"
+        raise NettuneError(f"--point {','.join(f'{k}={v}' for k, v in want.items())}: {what} match; points: {have}")
+    return hits[0]
+
+
+def _eq(a: Any, b: str) -> bool:
+    if isinstance(a, bool):
+        return str(a).lower() == b.lower()
+    return str(a) == b or json.dumps(a) == b
+
+
+def parse_point(text: str) -> dict[str, str]:
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise NettuneError(f"--point {text!r}: write KEY=VAL,KEY=VAL (e.g. queues=4,streams=8)")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def knobs_of_point(store: Any, study_ref: str, point: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(study row, point, settings of its first run) from the results database."""
+    s = store.find_study(study_ref)
+    p = find_point(store.points(s["id"]), point)
+    runs = [r for r in store.runs(s["id"]) if r["point_id"] == p["id"]]
+    with_knobs = [r for r in runs if (r.get("settings") or {}).get("knobs")]
+    if not with_knobs:
+        why = "it has no runs" if not runs else "its runs recorded no knob values (the study has no [knobs])"
+        raise NettuneError(f"study {s['name']!r} point {p['point']}: nothing to persist: {why}")
+    return s, p, with_knobs[0]["settings"]
+
+
+def write_files(study: str, point: dict[str, Any], settings: dict[str, Any], out: Path, interface: str | None = None) -> list[Path]:
+    knobs: dict[str, dict[str, Any]] = settings["knobs"]
+    lab_ifaces = {h: str(v.get("interface")) for h, v in (settings.get("hosts") or {}).items() if isinstance(v, dict) and v.get("interface")}
+    written: list[Path] = []
+    label = ", ".join(f"{k}={v}" for k, v in point.items())
+    for host, values in knobs.items():
+        d = out / host
+        d.mkdir(parents=True, exist_ok=True)
+        default_if = interface or lab_ifaces.get(host) or "$IFACE"
+        f = _Files(study, label, default_if)
+        for key, value in values.items():
+            f.add(key, value)
+        written += f.write(d)
+    readme = out / "README.txt"
+    readme.write_text(_README.format(study=study, point=label, hosts=", ".join(knobs)))
+    written.append(readme)
+    return written
+
+
+class _Files:
+    def __init__(self, study: str, point: str, iface: str):
+        self.study, self.point, self.iface = study, point, iface
+        self.sysctl: list[tuple[str, str]] = []
+        self.net: dict[str, dict[str, list[str]]] = {}  # dev -> tuned [net] option -> words
+        self.udev: dict[str, list[str]] = {}
+        self.nm: dict[str, list[str]] = {}
+        self.sysfs: list[tuple[str, str]] = []
+        self.sh: list[str] = []
+        self.main: list[str] = []
+        self.notes: list[str] = []
+
+    def add(self, key: str, value: Any) -> None:
+        kk = parse_key(key)
+        dev = kk.device or self.iface
+        loc = Loc(key, kk.kind, kk.arg, dev)
+        if kk.kind == "command":
+            self.notes.append(f"{key} = {value!r}: a command knob; its apply command is in the study file")
+            return
+        self.sh += KINDS[kk.kind].commands(loc, value)
+        net = self.net.setdefault(dev, {})
+        if kk.kind == "sysctl":
+            self.sysctl.append((kk.arg or "", str(value)))
+        elif kk.kind == "cc":
+            self.sysctl.append(("net.ipv4.tcp_congestion_control", str(value)))
+        elif kk.kind == "tuned":
+            self.main.append(f"include={value}")
+        elif kk.kind == "mtu":
+            net.setdefault("mtu", []).append(str(value))
+            self.udev.setdefault(dev, []).append(f'ATTR{{mtu}}="{value}"')
+            self.nm.setdefault(dev, []).append(f"802-3-ethernet.mtu {value}")
+        elif kk.kind == "txqueuelen":
+            net.setdefault("txqueuelen", []).append(str(value))
+            self.udev.setdefault(dev, []).append(f'ATTR{{tx_queue_len}}="{value}"')
+        elif kk.kind == "offload":
+            name = KINDS["offload"]._set_name(loc)  # type: ignore[attr-defined]
+            net.setdefault("features", []).append(f"{name} {value}")
+            self.udev.setdefault(dev, []).append(f'RUN+="/usr/sbin/ethtool -K {dev} {name} {value}"')
+            if kk.arg in _NM_FEATURE:
+                self.nm.setdefault(dev, []).append(f"ethtool.feature-{_NM_FEATURE[kk.arg]} {value}")
+        elif kk.kind in ("channels", "ring"):
+            v = as_dict(value)
+            if isinstance(v, dict):
+                pairs = list(v.items())
+            elif kk.arg:
+                pairs = [(kk.arg, v)]
+            else:
+                pairs = [("combined", v)] if kk.kind == "channels" else [("rx", v), ("tx", v)]
+            words = [f"{t} {n}" for t, n in pairs]
+            net.setdefault(kk.kind, []).extend(words)
+            flag = "-L" if kk.kind == "channels" else "-G"
+            self.udev.setdefault(dev, []).append(f'RUN+="/usr/sbin/ethtool {flag} {dev} {" ".join(words)}"')
+            for t, n in pairs:
+                self.nm.setdefault(dev, []).append(f"ethtool.{kk.kind}-{t} {n}")
+        elif kk.kind in ("rps", "xps"):
+            prefix, file = ("rx", "rps_cpus") if kk.kind == "rps" else ("tx", "xps_cpus")
+            queues = value if isinstance(value, dict) else {f"{prefix}-{kk.arg if kk.arg is not None else 0}": value}
+            if not isinstance(value, dict) and kk.arg is None:
+                self.notes.append(f"{key}: set for every {prefix} queue; the files list queue 0, add the others")
+            for q, m in queues.items():
+                self.sysfs.append((f"/sys/class/net/{dev}/queues/{q}/{file}", str(m)))
+                self.udev.setdefault(dev, []).append(f'ATTR{{queues/{q}/{file}}}="{m}"')
+        elif kk.kind in ("irq_affinity", "qdisc"):
+            self.notes.append(f"{key}: no sysctl.d/tuned/udev form; apply.sh has the command (run it at boot, e.g. from a systemd unit)")
+
+    def write(self, d: Path) -> list[Path]:
+        head = f"# nettune: study {self.study}, point {self.point}\n# generated by `nettune persist`; review before installing\n"
+        files: dict[str, str] = {}
+        if self.sysctl:
+            files[f"99-nettune-{self.study}.conf"] = head + "".join(f"{k} = {v}\n" for k, v in self.sysctl)
+        tuned = [head, "[main]\n", f"summary=nettune {self.study} ({self.point})\n", *(m + "\n" for m in self.main)]
+        if self.sysctl:
+            tuned += ["\n[sysctl]\n", *(f"{k}={v}\n" for k, v in self.sysctl)]
+        for i, (dev, opts) in enumerate((dv, o) for dv, o in self.net.items() if o):
+            tuned += [f"\n[net{'' if i == 0 else i}]\n", "type=net\n" if i else "", f"devices={dev}\n", *(f"{o}={' '.join(w)}\n" for o, w in opts.items())]
+        if self.sysfs:
+            tuned += ["\n[sysfs]\n", *(f"{p}={v}\n" for p, v in self.sysfs)]
+        if len(tuned) > 4 or self.main:
+            files[f"tuned/nettune-{self.study}/tuned.conf"] = "".join(tuned)
+        if self.udev:
+            files[f"70-nettune-{self.study}.rules"] = head + "".join(
+                f'ACTION=="add", SUBSYSTEM=="net", KERNEL=="{dev}", {", ".join(rules)}\n' for dev, rules in self.udev.items()
+            )
+        if self.nm:
+            nm = [
+                "#!/bin/sh\n", head, "# usage: sh nm-*.sh CONNECTION   (nmcli connection show lists them)\n", "set -e\n", 'CONN="${1:?connection name}"\n',
+                *(f'nmcli connection modify "$CONN" {" ".join(opts)}  # {dev}\n' for dev, opts in self.nm.items()),
+                'nmcli connection up "$CONN"\n',
+            ]
+            files[f"nm-{self.study}.sh"] = "".join(nm)
+        sh = ["#!/bin/sh\n", head, "# the plain commands; run as root. IFACE defaults to the interface the study used\n", "set -e\n"]
+        sh.append(f'IFACE="${{IFACE:-{self.iface if self.iface != "$IFACE" else "eth0"}}}"\n')
+        sh += [line.replace(f" {self.iface} ", " $IFACE ").replace(f"/{self.iface}/", "/$IFACE/") + "\n" for line in self.sh]
+        sh += [f"# note: {n}\n" for n in self.notes]
+        files["apply.sh"] = "".join(sh)
+        out = []
+        for name, text in files.items():
+            p = d / name
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+            if name.endswith(".sh"):
+                p.chmod(0o755)
+            out.append(p)
+        return out
+
+
+_README = """nettune persist: study {study}, point {point}
+Directories: {hosts} ("machine" holds host-wide values).
+Nothing here has been applied. Review, then install what fits your system:
+
+  99-nettune-*.conf      -> /etc/sysctl.d/         then: sysctl --system
+  tuned/nettune-*/        -> /etc/tuned/            then: tuned-adm profile nettune-{study}
+  70-nettune-*.rules     -> /etc/udev/rules.d/     applied when the interface appears
+  nm-*.sh CONNECTION     NetworkManager-managed interfaces (persists in the connection)
+  apply.sh               the plain commands, for a boot script or by hand (IFACE=eth0 sh apply.sh)
+
+Use one mechanism per setting (sysctl.d or tuned, udev or NetworkManager), not both:
+tuned re-applies /etc/sysctl.d after its profile (reapply_sysctl=1), and the last writer wins.
+Interfaces are those the study used; in the lab these are veth names: replace them with
+your NIC (or pass --interface to `nettune persist`). Kernel command line settings
+(mitigations, amd_pstate) are never written by nettune.
+"""

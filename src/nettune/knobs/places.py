@@ -1,0 +1,118 @@
+"""Where a knob's value lives: a lab namespace, this machine, or a remote host.
+
+A place is recorded in the journal with what identifies it beyond its name (the inode
+of a named network namespace, the ifindex of an interface), so a restore never writes an
+old value into a namespace or interface that was re-created since: a value that lived in
+a namespace that is gone needs no restore, and `nettune restore` says so.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .base import Loc, ifindex
+
+NETNS_DIR = "/run/netns"
+
+
+def netns_ino(name: str) -> int | None:
+    try:
+        return os.stat(f"{NETNS_DIR}/{name}").st_ino
+    except OSError:
+        return None
+
+
+@dataclass
+class Place:
+    label: str  # shown to the user and used in settings: a host name, or "machine"
+    type: str  # "netns" | "machine" | "remote"
+    ex: Any  # executor (a targets Host)
+    netns: str | None = None
+    ino: int | None = None
+
+    @property
+    def key(self) -> str:
+        return {"netns": f"netns:{self.netns}", "machine": "machine"}.get(self.type, f"remote:{self.label}")
+
+    def record(self) -> dict[str, Any]:
+        rec: dict[str, Any] = {"type": self.type, "label": self.label, "key": self.key}
+        if self.type == "netns":
+            rec |= {"netns": self.netns, "ino": self.ino}
+        if self.type == "remote":
+            rec["address"] = getattr(self.ex, "address", None)
+        return rec
+
+    def gone(self) -> str | None:
+        """Why this place no longer exists (None while it does)."""
+        if self.type != "netns" or not self.netns:
+            return None
+        ino = netns_ino(self.netns)
+        if ino is None:
+            return f"namespace {self.netns} no longer exists (the lab was removed)"
+        if self.ino is not None and ino != self.ino:
+            return f"namespace {self.netns} was re-created since"
+        return None
+
+
+_machine: Place | None = None
+
+
+def machine() -> Place:
+    global _machine
+    if _machine is None:
+        from ..targets.local import LocalHost
+
+        _machine = Place("machine", "machine", LocalHost("machine"))
+    return _machine
+
+
+def place_for(host: Any, scope: str) -> Place:
+    """The place a knob of `scope` ("ns" or "machine") on `host` acts on."""
+    from ..targets.local import LocalHost
+
+    if getattr(host, "netns", None):
+        if scope == "machine":
+            return machine()
+        return Place(host.name, "netns", host, host.netns, netns_ino(host.netns))
+    if isinstance(host, LocalHost):
+        return machine()
+    return Place(host.name, "remote", host)
+
+
+def place_from_record(rec: dict[str, Any]) -> tuple[Place | None, str]:
+    """Rebuild a place from the journal (for `nettune restore` in a new process).
+    (None, why) when it no longer exists; KnobError when it exists but is out of reach."""
+    t = rec.get("type")
+    if t == "machine":
+        return machine(), ""
+    if t == "netns":
+        from ..targets.lab import LabHost
+
+        p = Place(rec.get("label", "?"), "netns", LabHost(rec.get("label", "?"), rec["netns"], "", ""), rec["netns"], rec.get("ino"))
+        why = p.gone()
+        return (None, why) if why else (p, "")
+    from .base import KnobError
+
+    # not "gone": the value is still changed over there; keep it pending
+    raise KnobError(f"{rec.get('label')} ({rec.get('address')}) is a remote host that `nettune restore` cannot reach yet")
+
+
+def identity(place: Place, loc: Loc) -> dict[str, Any]:
+    """What must still match at restore time: the interface's ifindex."""
+    if loc.device and not (loc.kind == "irq_affinity" and loc.arg is not None):
+        idx = ifindex(place.ex, loc.device or "")
+        return {"ifindex": idx} if idx is not None else {}
+    return {}
+
+
+def ident_changed(place: Place, loc: Loc, ident: dict[str, Any]) -> str | None:
+    want = ident.get("ifindex")
+    if want is None or not loc.device:
+        return None
+    now = ifindex(place.ex, loc.device)
+    if now is None:
+        return f"interface {loc.device} no longer exists"
+    if now != want:
+        return f"interface {loc.device} was re-created since (its settings started over from defaults)"
+    return None

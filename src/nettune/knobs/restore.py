@@ -1,0 +1,159 @@
+"""Putting values back, newest change first, only where nettune's value is still there.
+
+For every pending change (in reverse order):
+  - its place is gone (lab namespace removed, interface re-created): nothing to restore;
+  - the current value is already the original: nothing to do;
+  - the current value is what nettune wrote: write the original back and check it;
+  - anything else: someone else changed it since; leave it and warn (and leave the
+    older changes of the same setting alone too).
+Every outcome is journaled, so a restore interrupted half way is simply run again.
+"""
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .base import KnobError, Loc
+from .journal import Journal, OpenSession
+from .places import Place, ident_changed, place_from_record
+from .registry import KINDS
+
+_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@contextmanager
+def critical() -> Iterator[None]:
+    """Hold Ctrl-C/SIGTERM until a change and its journal record are both done."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    except (ValueError, OSError):  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@dataclass
+class Outcome:
+    lines: list[tuple[str, str]] = field(default_factory=list)  # (result, text)
+    warnings: list[str] = field(default_factory=list)
+    failed: int = 0
+    failed_seqs: list[int] = field(default_factory=list)
+
+    def add(self, other: "Outcome") -> None:
+        self.lines += other.lines
+        self.warnings += other.warnings
+        self.failed += other.failed
+        self.failed_seqs += other.failed_seqs
+
+
+def show(v: Any) -> str:
+    if isinstance(v, dict) and "qdiscs" in v:
+        return "; ".join(v["qdiscs"][:1]) + (" (+%d more)" % (len(v["qdiscs"]) - 1) if len(v["qdiscs"]) > 1 else "")
+    return str(v)
+
+
+def restore_changes(
+    journal: Journal, session: str, changes: list[dict[str, Any]], place_of: Callable[[dict[str, Any]], tuple[Place | None, str]]
+) -> Outcome:
+    out = Outcome()
+    left: set[tuple[str, str]] = set()
+    first: dict[tuple[str, str], Any] = {}  # the value before nettune's first change of a setting
+    for rec in changes:
+        first.setdefault(_slot(rec), rec["original"])
+    for rec in reversed(changes):
+        loc = Loc.from_record(rec["loc"])
+        kind = KINDS[loc.kind]
+        who = f"{rec.get('host', '?')}: {loc.key}" + (f" ({loc.device})" if loc.device and "@" not in loc.key else "")
+        slot = _slot(rec)
+        try:
+            place, why = place_of(rec)
+        except KnobError as e:
+            by_hand = "; ".join(kind.commands(loc, rec["original"])) or "see the journal"
+            msg = f"{who}: {e}; put back {show(rec['original'])} by hand ({by_hand}), then `nettune restore --forget`"
+            out.failed += 1
+            out.failed_seqs.append(rec["seq"])
+            out.lines.append(("failed", msg))
+            out.warnings.append(msg)
+            continue
+        if place is None:
+            journal.done(session, rec["seq"], "gone", why)
+            out.lines.append(("gone", f"{who}: nothing to restore: {why}"))
+            continue
+        why = ident_changed(place, loc, rec.get("ident") or {})
+        if why:
+            journal.done(session, rec["seq"], "gone", why)
+            out.lines.append(("gone", f"{who}: nothing to restore: {why}"))
+            continue
+        if slot in left:
+            journal.done(session, rec["seq"], "left", "a later value was changed by someone else")
+            continue
+        original = rec["original"]
+        try:
+            cur = kind.read(place.ex, loc)
+            if kind.same(cur, original):
+                journal.done(session, rec["seq"], "unchanged", "already the original value")
+                out.lines.append(("unchanged", f"{who}: already {show(original)}"))
+                continue
+            ours = kind.same(cur, rec["actual"]) if "actual" in rec else kind.looks_like(cur, rec["new"])
+            if not ours:
+                left.add(slot)
+                msg = (f"{who} is now {show(cur)}, not the {show(rec.get('actual', rec['new']))} nettune set: "
+                       f"changed by someone else since; left as is (before nettune it was {show(first[slot])})")
+                journal.done(session, rec["seq"], "left", msg)
+                out.lines.append(("left", msg))
+                out.warnings.append(msg)
+                continue
+            kind.restore(place.ex, loc, original)
+            after = kind.read(place.ex, loc)
+        except Exception as e:  # noqa: BLE001 - one knob must not stop the others' restore
+            out.failed += 1
+            out.failed_seqs.append(rec["seq"])
+            msg = f"{who}: could not restore {show(original)}: {e}; run `nettune restore` again once fixed"
+            out.lines.append(("failed", msg))
+            out.warnings.append(msg)
+            continue
+        journal.done(session, rec["seq"], "restored")
+        if kind.same(after, original):
+            out.lines.append(("restored", f"{who}: {show(cur)} -> {show(original)}"))
+        else:
+            msg = f"{who}: restored, but it reads back {show(after)} instead of {show(original)}"
+            out.lines.append(("restored", msg))
+            out.warnings.append(msg)
+    return out
+
+
+def _slot(rec: dict[str, Any]) -> tuple[str, str]:
+    loc = rec["loc"]
+    return (rec["place"].get("key", ""), f"{loc['kind']}|{loc.get('arg')}|{loc.get('device')}|{loc['key'] if loc['kind'] == 'command' else ''}")
+
+
+def pending(journal: Journal | None = None) -> tuple[list[OpenSession], list[OpenSession]]:
+    """(dead sessions with changes left, sessions whose runner is still alive)."""
+    journal = journal or Journal()
+    dead, alive = [], []
+    for s in journal.open_sessions():
+        if s.pid == os.getpid():
+            continue
+        (alive if s.alive else dead).append(s)
+    return dead, alive
+
+
+def restore_pending(journal: Journal | None = None) -> tuple[Outcome, list[OpenSession]]:
+    """Restore every session whose runner died (kill -9, power loss). Returns the outcome
+    and the sessions left alone because their runner is still running."""
+    journal = journal or Journal()
+    dead, alive = pending(journal)
+    out = Outcome()
+    for s in dead:
+        with critical():
+            res = restore_changes(journal, s.id, s.changes, lambda rec: place_from_record(rec["place"]))
+            if not res.failed:
+                journal.end(s.id)
+        out.add(res)
+    return out, alive

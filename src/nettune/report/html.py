@@ -1,0 +1,119 @@
+"""One self-contained report.html: charts as data: URIs, the analysis as embedded JSON,
+a table sortable by a few lines of inline JS. No external file, font or script, so it
+opens offline and can be mailed as one attachment.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import json
+from typing import Any
+
+from ..analysis.data import StudyData, jsonable
+from .charts import Chart
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:75em;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th{background:#f3f3f3;cursor:pointer;user-select:none;white-space:nowrap}
+th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
+td.l,th.l{text-align:left}
+img{max-width:100%;border:1px solid #eee}
+pre{background:#f7f7f7;padding:1em;overflow:auto}
+li{margin:.2em 0}
+.meta{color:#666}
+"""
+
+# Click a header to sort by it; click again to reverse. Cells carry data-v (the raw
+# number) so "9.5" sorts below "10.2"; empty cells always go last.
+SORT_JS = """
+(function(){
+  var t=document.getElementById('summary'); if(!t) return;
+  var ths=t.tHead.rows[0].cells;
+  function key(td){var v=td.getAttribute('data-v'); if(v===null||v==='') return null;
+    var n=parseFloat(v); return isNaN(n)?v.toLowerCase():n;}
+  function sortBy(i){
+    var th=ths[i], asc=th.getAttribute('aria-sort')!=='ascending';
+    for(var k=0;k<ths.length;k++) ths[k].removeAttribute('aria-sort');
+    th.setAttribute('aria-sort', asc?'ascending':'descending');
+    var body=t.tBodies[0], rows=Array.prototype.slice.call(body.rows);
+    rows.sort(function(a,b){var x=key(a.cells[i]), y=key(b.cells[i]);
+      if(x===null) return y===null?0:1; if(y===null) return -1;
+      if(typeof x!==typeof y){x=String(x);y=String(y);}
+      return (x<y?-1:x>y?1:0)*(asc?1:-1);});
+    rows.forEach(function(r){body.appendChild(r);});
+  }
+  for(var i=0;i<ths.length;i++) (function(i){ths[i].addEventListener('click',function(){sortBy(i);});})(i);
+  window.nettuneSort=sortBy;
+  var d=document.getElementById('download'), data=document.getElementById('nettune-data');
+  if(d&&data) d.href='data:application/json;charset=utf-8,'+encodeURIComponent(data.textContent);
+})();
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _sort_value(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return str(v).lower()
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _img(c: Chart) -> str:
+    b64 = base64.b64encode(c.png.read_bytes()).decode("ascii")
+    return (f'<figure id="chart-{_e(c.name)}"><img alt="{_e(c.title)}" src="data:image/png;base64,{b64}">'
+            f"<figcaption>{_e(c.title)}</figcaption></figure>")
+
+
+def _script_json(obj: Any) -> str:
+    # "</" inside a <script> would end it early; the JSON stays valid with "<\/".
+    return json.dumps(jsonable(obj), default=str, allow_nan=False).replace("</", "<\\/")
+
+
+def render_html(data: StudyData, analysis: dict[str, Any], head: list[str], rows: list[list[tuple[str, Any]]],
+                charts: list[Chart], point_label: str | None) -> str:
+    s = data.study
+    nparams = len(data.params)
+    started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>nettune report: {_e(s['name'])}</title><style>{CSS}</style></head><body>",
+           f"<h1>{_e(s['name'])}</h1>"]
+    if s.get("description"):
+        out.append(f"<p>{_e(s['description'])}</p>")
+    out.append(f'<p class="meta">Study #{_e(s["id"])}, {_e(s["status"])}, started {_e(started)}, target '
+               f'{_e(s.get("target_kind") or "?")}. Means of counted runs with Student-t 95% intervals. '
+               'Click a column header to sort. <a id="download" download="nettune-analysis.json" href="#">Analysis as JSON</a></p>')
+    out.append('<h2>Results</h2><table id="summary"><thead><tr>')
+    out += [f'<th class="{"l" if i < nparams else ""}">{_e(h)}</th>' for i, h in enumerate(head)]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        cells = "".join(f'<td class="{"l" if i < nparams else ""}" data-v="{_e(_sort_value(v))}">{_e(t)}</td>'
+                        for i, (t, v) in enumerate(row))
+        out.append(f"<tr>{cells}</tr>")
+    out.append("</tbody></table>")
+    out.append('<h2>Verdicts</h2><ul id="findings">' + "".join(f"<li>{_e(f)}</li>" for f in analysis["findings"]) + "</ul>")
+    if charts:
+        out.append("<h2>Charts</h2>")
+        if point_label:
+            out.append(f'<p class="meta">Time series shown for {_e(point_label)}.</p>')
+        out += [_img(c) for c in charts]
+    out.append("<h2>Host facts</h2>")
+    if data.facts:
+        for host, facts in data.facts.items():
+            out.append(f"<h3>{_e(host)}</h3><table><tbody>")
+            out += [f'<tr><td class="l">{_e(k)}</td><td class="l">{_e(json.dumps(v) if isinstance(v, (dict, list)) else v)}</td></tr>'
+                    for k, v in facts.items()]
+            out.append("</tbody></table>")
+    else:
+        out.append("<p>(none recorded)</p>")
+    text = s.get("spec_text") or json.dumps(data.spec(), indent=2)
+    out.append(f"<h2>Study file</h2><pre>{_e(text)}</pre>")
+    out.append(f'<script type="application/json" id="nettune-data">{_script_json(analysis)}</script>')
+    out.append(f"<script>{SORT_JS}</script></body></html>")
+    return "\n".join(out)

@@ -1,0 +1,92 @@
+"""Run one point's workload over many host pairs (`[workload] pairs`), round by round.
+
+run_study calls `run_pairs` instead of `run_test` when `wl.pairs` is set, and stores
+every result it gets through `on_result` (each one is a run of the same point and run
+number; `result.extra` says which pair):
+
+    extra["pair"]    "a->b"   (server->client)
+    extra["server"], extra["client"]
+    extra["round"]   0-based round index within this point's run
+    extra["round_pairs"]  how many pairs that round had
+    extra["parallel"]     whether the round's pairs ran at the same time
+    extra["round_total_bps"]  parallel rounds only: sum of the ok pairs' throughput
+
+Rounds never put a host in two tests, so with parallel_pairs the pairs of a round run in
+threads at the same time and their sum is the aggregate the hosts reached together.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from ..engines.result import TestResult
+from ..engines.session import run_test
+from ..plan.pairs import Pair, plan_rounds
+
+
+def traffic_hosts(target: Any) -> list[str]:
+    """Hosts that may carry traffic (an ssh target's hypervisors only get sampled)."""
+    return list(getattr(target, "test_hosts", None) or target.hosts)
+
+
+def pair_rounds(wl: Any, target: Any) -> list[list[Pair]]:
+    return plan_rounds(wl.pairs, traffic_hosts(target))
+
+
+def hosts_in_pairs(wl: Any, target: Any) -> list[str]:
+    """Every host a pairs workload uses (for preflight: the tool must be on each)."""
+    return list(dict.fromkeys(h for rnd in pair_rounds(wl, target) for pair in rnd for h in pair))
+
+
+def run_pairs(
+    engine: Any,
+    wl: Any,
+    target: Any,
+    tool_version: str,
+    on_result: Callable[[TestResult], None] | None = None,
+    extra_machines: dict[str, Any] | None = None,
+) -> list[TestResult]:
+    """Every pair of `wl.pairs`, round after round; results in run order.
+
+    `extra_machines` defaults to the target's (hypervisors sampled during every test).
+    `on_result` is called as soon as a test (sequential) or a round (parallel) ends.
+    """
+    if extra_machines is None:
+        extra_machines = getattr(target, "extra_machines", None)
+    results: list[TestResult] = []
+    for r, rnd in enumerate(pair_rounds(wl, target)):
+        parallel = bool(wl.parallel_pairs) and len(rnd) > 1
+
+        def one(pair: Pair) -> TestResult:
+            server, client = pair
+            res = run_test(engine, wl, target.hosts[server], target.hosts[client], tool_version, extra_machines=extra_machines)
+            res.extra.update(pair=f"{server}->{client}", server=server, client=client, round=r, round_pairs=len(rnd), parallel=parallel)
+            return res
+
+        if parallel:
+            with ThreadPoolExecutor(len(rnd), thread_name_prefix="nettune-pair") as ex:
+                done = list(ex.map(one, rnd))
+            total = sum(x.total_bps or 0.0 for x in done if x.ok)
+            for res in done:
+                res.extra["round_total_bps"] = total
+                if on_result:
+                    on_result(res)
+        else:
+            done = []
+            for pair in rnd:
+                res = one(pair)
+                done.append(res)
+                if on_result:
+                    on_result(res)
+        results.extend(done)
+    return results
+
+
+def round_totals(results: list[TestResult]) -> dict[int, float]:
+    """Aggregate throughput per round (sum of ok pairs), from results' extra."""
+    out: dict[int, float] = {}
+    for res in results:
+        rnd = res.extra.get("round")
+        if rnd is not None and res.ok:
+            out[rnd] = out.get(rnd, 0.0) + (res.total_bps or 0.0)
+    return out

@@ -1,0 +1,154 @@
+"""`[target] kind = "ssh"`: real machines reached over SSH, inline or from an inventory.
+
+    [target]
+    kind = "ssh"
+    inventory = "lab-hosts.toml"        # optional: [hosts.NAME] tables shared by many studies
+    trust_on_first_use = false
+    [target.hosts.pve]                  # inline hosts; a name also in the inventory
+    address = "192.0.2.10"              # overrides only the fields given here
+    role = "hypervisor"                 # sampled for CPU, never runs traffic
+
+Relative paths (inventory; key and known_hosts inside an inventory) are resolved when
+the file is loaded: the inventory against the study file's directory (or the current
+directory), key/known_hosts in an inventory against the inventory's directory. The
+validated model holds absolute paths and the merged hosts, so re-validating a dumped
+model (plan.points.resolve) gives the same hosts.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+HOST_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+DNS_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$")
+USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SshHostSpec(_Strict):
+    """One machine: where to connect, as whom, and what it is for."""
+
+    address: str = Field(description="IP address or DNS name; also what peers use to reach this host's server.")
+    user: str | None = Field(default=None, description="Login user (default: your local user name).")
+    port: int = Field(default=22, ge=1, le=65535)
+    key: str | None = Field(default=None, description="Private key file; default: ssh-agent, then ~/.ssh/id_*.")
+    sudo: bool = Field(default=False, description="Prefix every command with `sudo -n` (passwordless sudo required).")
+    role: Literal["test", "hypervisor"] = Field(default="test", description='"hypervisor": CPU sampled during every test, never runs traffic.')
+    known_hosts: str | None = Field(default=None, description="known_hosts file to check the host key against (default ~/.ssh/known_hosts).")
+    interface: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:@-]{1,15}$", description="The test NIC (default device of interface knobs such as mtu, channels).")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        try:
+            return str(ipaddress.ip_address(v))
+        except ValueError:
+            pass
+        if not DNS_NAME.match(v) or len(v) > 253:
+            raise ValueError(f"{v!r} is neither an IP address nor a host name")
+        return v
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, v: str | None) -> str | None:
+        if v is not None and not USER_NAME.match(v):
+            raise ValueError(f"{v!r} is not a valid user name")
+        return v
+
+    @field_validator("key", "known_hosts")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        if v is not None and ("\n" in v or "\0" in v or not v.strip()):
+            raise ValueError(f"{v!r} is not a usable file path")
+        return v
+
+
+class SshTarget(_Strict):
+    """Real machines (VMs, servers, hypervisors) reached over SSH."""
+
+    kind: Literal["ssh"]
+    hosts: dict[str, SshHostSpec] = Field(default_factory=dict, description="[target.hosts.NAME] tables; merged over the inventory's.")
+    inventory: str | None = Field(default=None, description="TOML file with [hosts.NAME] tables (same fields), shared by many studies.")
+    trust_on_first_use: bool = Field(default=False, description="Accept and record the key of a host never seen before (never a changed key).")
+    connect_timeout: float = Field(default=10.0, gt=0, le=300, description="Seconds to wait for each connection.")
+    reconnect_timeout: float = Field(default=180.0, ge=0, le=3600, description="After a lost connection (a VM restarted by a knob, a network blip), keep trying this long before the test fails.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_inventory(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict) or not data.get("inventory"):
+            return data
+        base = Path((info.context or {}).get("base_dir") or ".")
+        path = Path(str(data["inventory"])).expanduser()
+        path = (path if path.is_absolute() else base / path).resolve()
+        inv = load_inventory(path)
+        own = data.get("hosts") or {}
+        if not isinstance(own, dict):
+            return data  # let field validation report the type error
+        merged = {name: dict(fields) for name, fields in inv.items()}
+        for name, fields in own.items():
+            merged[name] = merged.get(name, {}) | (dict(fields) if isinstance(fields, dict) else {})
+        return {**data, "inventory": str(path), "hosts": merged}
+
+    @model_validator(mode="after")
+    def _check(self) -> "SshTarget":
+        if not self.hosts:
+            raise ValueError("no hosts: add [target.hosts.NAME] tables or an inventory file")
+        for h in self.hosts:
+            if not HOST_NAME.match(h):
+                raise ValueError(f"host name {h!r}: use letters, digits, '-' or '_' (at most 32)")
+        if not self.test_hosts:
+            raise ValueError('every host has role = "hypervisor"; at least one must run tests')
+        return self
+
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client (not role = "hypervisor")."""
+        return [n for n, h in self.hosts.items() if h.role == "test"]
+
+    @property
+    def hypervisors(self) -> list[str]:
+        return [n for n, h in self.hosts.items() if h.role == "hypervisor"]
+
+
+def load_inventory(path: Path) -> dict[str, dict[str, Any]]:
+    """[hosts.NAME] tables of an inventory file, each checked, paths made absolute."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"inventory {path} does not exist (write one, or create it with `nettune lab up FILE --ssh --inventory {path}`)") from None
+    except OSError as e:
+        raise ValueError(f"inventory {path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"inventory {path} is not valid TOML: {e}") from None
+    extra = set(data) - {"hosts", "comment"}
+    if extra:
+        raise ValueError(f"inventory {path}: unknown top-level key(s) {', '.join(sorted(extra))}; hosts go in [hosts.NAME] tables")
+    hosts = data.get("hosts", {})
+    if not isinstance(hosts, dict):
+        raise ValueError(f"inventory {path}: 'hosts' must be tables [hosts.NAME]")
+    out: dict[str, dict[str, Any]] = {}
+    for name, fields in hosts.items():
+        if not isinstance(fields, dict):
+            raise ValueError(f"inventory {path}: hosts.{name} must be a table")
+        fields = dict(fields)
+        for k in ("key", "known_hosts"):
+            if isinstance(fields.get(k), str):
+                p = Path(fields[k]).expanduser()
+                fields[k] = str(p if p.is_absolute() else (path.parent / p).resolve())
+        try:
+            SshHostSpec.model_validate(fields)
+        except ValidationError as e:
+            first = e.errors(include_url=False)[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"inventory {path}: hosts.{name}{'.' + where if where else ''}: {first['msg'].removeprefix('Value error, ')}") from None
+        out[name] = fields
+    return out

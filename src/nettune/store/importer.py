@@ -1,0 +1,259 @@
+"""`nettune import`: old iperf3 -J logs and iperf2 -y C outputs become runs of a study,
+so results taken by hand get the same statistics, verdicts and charts.
+
+Each file is one run; --set KEY=VAL gives the point it belongs to. Files go through
+the same parsers as live tests (engines.iperf3 / engines.iperf2) and the file itself
+is kept verbatim as the run's raw output. A file that cannot be read is rejected with
+its reason and the others are still imported. Importing again under the same study
+name adds to that imported study (a new point for new --set values), so a sweep can
+be assembled from several directories of logs.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..engines.iperf2 import Iperf2Engine
+from ..engines.iperf3 import Iperf3Engine, load_json
+from ..engines.result import SideOutput, TestResult
+from ..errors import NettuneError
+from ..spec.models import Workload
+from .sqlite import Store
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+WORKLOAD_HINTS = ("protocol", "parallel", "reverse", "bidir", "duration")
+MAX_BYTES = 64 * 1024 * 1024  # a log bigger than this is not an iperf report
+
+
+class ImportTarget(BaseModel):
+    kind: Literal["import"] = "import"
+
+
+class ImportedStudy(BaseModel):
+    """What begin_study stores as spec_json for an imported study."""
+
+    name: str
+    description: str = ""
+    target: ImportTarget = Field(default_factory=ImportTarget)
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    ok: bool
+    message: str  # "run 3 at queues=8" or why it was rejected
+    run_id: int | None = None
+
+
+@dataclass
+class ImportOutcome:
+    study_id: int
+    study: str
+    files: list[FileOutcome] = field(default_factory=list)
+
+    @property
+    def imported(self) -> int:
+        return sum(1 for f in self.files if f.ok)
+
+    @property
+    def rejected(self) -> list[FileOutcome]:
+        return [f for f in self.files if not f.ok]
+
+
+def parse_value(text: str) -> Any:
+    """'8' -> 8, '1.5' -> 1.5, 'true' -> True, anything else stays a string."""
+    t = text.strip()
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            pass
+    return t
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        for part in item.split(","):
+            if not part.strip():
+                continue
+            k, sep, v = part.partition("=")
+            if not sep or not k.strip():
+                raise NettuneError(f"--set {item!r}: write KEY=VAL (e.g. --set parallel=8,mtu=9000)")
+            out[k.strip()] = parse_value(v)
+    return out
+
+
+def read_file(path: Path, hints: dict[str, Any]) -> TestResult:
+    """Parse one file into a result; NettuneError (one line) if it is not usable."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise NettuneError(f"{path}: larger than {MAX_BYTES >> 20} MiB, not an iperf report")
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        raise NettuneError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise NettuneError(f"{path}: is a directory; give the files (e.g. {path}/*.json)") from None
+    except OSError as e:
+        raise NettuneError(f"{path}: cannot read ({e.strerror})") from None
+    if not text.strip():
+        raise NettuneError(f"{path}: empty file")
+    head = text.lstrip()[:1]
+    res = _iperf3(path, text, hints) if head == "{" else _iperf2(path, text, hints)
+    if not res.ok:
+        raise NettuneError(f"{path}: {res.error}")
+    if res.receiver_bps is None:
+        raise NettuneError(f"{path}: no throughput in this report")
+    return res
+
+
+def _side(path: Path, text: str, started: float | None = None, role: str = "client") -> SideOutput:
+    return SideOutput(role=role, host="imported", argv=["nettune-import", str(path)], stdout=text, started=started, exit_code=0)
+
+
+def _workload(engine: str, hints: dict[str, Any], **found: Any) -> Workload:
+    data = {"engine": engine} | {k: v for k, v in found.items() if v is not None}
+    data |= {k: hints[k] for k in WORKLOAD_HINTS if k in hints}
+    try:
+        return Workload.model_validate(data)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        raise NettuneError(f"--set {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+
+
+def _iperf3(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
+    doc, why = load_json(text)
+    if doc is None:
+        raise NettuneError(f"{path}: looks like JSON but is not a readable iperf3 -J log: {why}")
+    start: dict[str, Any] = doc["start"] if isinstance(doc.get("start"), dict) else {}
+    if not start and "end" not in doc:
+        raise NettuneError(f"{path}: JSON without iperf3's start/end sections; is it an iperf3 -J log?")
+    ts: dict[str, Any] = start["test_start"] if isinstance(start.get("test_start"), dict) else {}
+    end: dict[str, Any] = doc["end"] if isinstance(doc.get("end"), dict) else {}
+    server_log = "accepted_connection" in start and "connecting_to" not in start
+    two_way = bool(ts.get("reverse")) or bool(ts.get("bidir")) or "sum_sent_bidir_reverse" in end
+    if server_log and two_way:
+        raise NettuneError(f"{path}: a server-side log of a reverse/bidir test sees the test backwards; import the client's -J log")
+    dur = ts.get("duration")
+    wl = _workload("iperf3", hints, protocol=str(ts.get("protocol", "tcp")).lower() if ts.get("protocol") else None,
+                   parallel=ts.get("num_streams") or None, reverse=bool(ts.get("reverse")) or None,
+                   bidir=True if (ts.get("bidir") or "sum_sent_bidir_reverse" in end) else None,
+                   duration=max(1, int(round(float(dur)))) if isinstance(dur, (int, float)) and dur else None)
+    stamp = start["timestamp"].get("timesecs") if isinstance(start.get("timestamp"), dict) else None
+    started = float(stamp) if isinstance(stamp, (int, float)) else None
+    res = Iperf3Engine().parse(wl, _side(path, text, started), _side(path, "", started, "server"))
+    if server_log and res.ok:
+        if not res.sender_bps:
+            res.sender_bps = None  # the server's log does not know what the client sent
+        res.warnings.append("imported the server's log: sender-side numbers (retransmits, cwnd) are unknown")
+    res.client = _side(path, text, started)
+    res.server = None
+    return res
+
+
+def _iperf2(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
+    rows = [ln.split(",") for ln in text.splitlines() if ln.count(",") >= 7]
+    data = [f for f in rows if f[0].strip().lower() != "time"]
+    if not data or not all(re.fullmatch(r"\d{8,}(\.\d+)?", f[0].strip()) for f in data[:3]):
+        raise NettuneError(f"{path}: neither iperf3 JSON (-J) nor iperf2 CSV (-y C) output")
+    header = next((f for f in rows if f[0].strip().lower() == "time"), None)
+    udp = any("jitter" in x.lower() for x in header) if header else len(data[0]) in (14, 17)
+    wl = _workload("iperf2", hints, protocol="udp" if udp else None)
+    eng = Iperf2Engine()
+    res = eng.parse(wl, _side(path, text), _side(path, "", role="server"))
+    if not res.ok and res.sender_bps is not None:
+        # One side's report only (the usual case for old logs): let the same rows stand
+        # for both sides, and say so, rather than leave the run without a rate.
+        res = eng.parse(wl, _side(path, text), _side(path, text, role="server"))
+        if res.ok:
+            res.warnings.append("one side's iperf2 report only: sender and receiver rates both come from it")
+    res.client, res.server = _side(path, text), None
+    return res
+
+
+def import_files(store: Store, files: list[Path], study: str, params: dict[str, Any], description: str = "") -> ImportOutcome:
+    if not NAME.match(study):
+        raise NettuneError(f"--study {study!r}: use letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)")
+    if not files:
+        raise NettuneError("give at least one file to import")
+    results: list[tuple[Path, TestResult | None, str]] = []
+    for f in files:
+        try:
+            results.append((f, read_file(f, params), ""))
+        except NettuneError as e:
+            results.append((f, None, str(e)))
+    good = [(f, r) for f, r, _ in results if r is not None]
+    if not good:
+        raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg in results))
+    sid, point_id, next_run = _study_and_point(store, study, params, description)
+    out = ImportOutcome(sid, study)
+    where = ", ".join(f"{k}={v}" for k, v in params.items()) or "the single point"
+    for f, res, msg in results:
+        if res is None:
+            out.files.append(FileOutcome(str(f), False, msg))
+            continue
+        run_id = store.add_run(sid, point_id, next_run, False, res, {"imported_from": str(f)})
+        out.files.append(FileOutcome(str(f), True, f"run {next_run + 1} at {where}: {res.total_bps / 1e9:.2f} Gbit/s", run_id))  # type: ignore[operator]
+        next_run += 1
+    _log_files(store, sid, [x for x in out.files if x.ok])
+    store.finish_study(sid, "imported")
+    return out
+
+
+def _study_and_point(store: Store, name: str, params: dict[str, Any], description: str) -> tuple[int, int, int]:
+    """The imported study to add to (created if needed), the point for `params`, the next run number."""
+    row = store.db.execute("SELECT id, status FROM studies WHERE name=? ORDER BY id DESC LIMIT 1", (name,)).fetchone()
+    if row is not None and row["status"] != "imported":
+        raise NettuneError(f"study {name!r} was run by nettune (status {row['status']}); import under another --study name")
+    if row is None:
+        spec = ImportedStudy(name=name, description=description or "imported iperf results")
+        sid = store.begin_study(spec, _header(), None, status="imported")
+    else:
+        sid = int(row["id"])
+    points = store.points(sid)
+    match = next((p for p in points if p["point"] == params), None)
+    if match is None:
+        pid = store.add_point(sid, max((p["idx"] for p in points), default=-1) + 1, params)
+        next_run = 0
+    else:
+        pid = match["id"]
+        r = store.db.execute("SELECT MAX(run) FROM runs WHERE point_id=?", (pid,)).fetchone()
+        next_run = 0 if r[0] is None else int(r[0]) + 1
+    _update_sweep(store, sid)
+    return sid, pid, next_run
+
+
+def _update_sweep(store: Store, sid: int) -> None:
+    """Keep spec_json's [sweep] listing every value imported, so the analysis sees the axes."""
+    row = store.db.execute("SELECT spec_json FROM studies WHERE id=?", (sid,)).fetchone()
+    spec = json.loads(row[0])
+    sweep: dict[str, list[Any]] = {}
+    for p in store.points(sid):
+        for k, v in p["point"].items():
+            if v not in sweep.setdefault(k, []):
+                sweep[k].append(v)
+    spec["sweep"] = sweep
+    store.db.execute("UPDATE studies SET spec_json=? WHERE id=?", (json.dumps(spec), sid))
+    store.db.commit()
+
+
+def _header() -> str:
+    return "# Imported with `nettune import`: no study file; each run came from one log file.\n"
+
+
+def _log_files(store: Store, sid: int, files: list[FileOutcome]) -> None:
+    """Append the imported files to spec_text, the record of where the runs came from."""
+    row = store.db.execute("SELECT spec_text FROM studies WHERE id=?", (sid,)).fetchone()
+    stamp = time.strftime("%Y-%m-%d %H:%M")
+    lines = [f"# {stamp}: {f.path} -> {f.message}" for f in files]
+    store.db.execute("UPDATE studies SET spec_text=? WHERE id=?", ((row[0] or _header()) + "\n".join(lines) + "\n", sid))
+    store.db.commit()

@@ -1,0 +1,364 @@
+"""The ssh target: real machines over SSH (asyncssh), one connection per host per study.
+
+asyncssh runs on an event loop in a background thread; SshHost's methods are blocking
+wrappers around it, so engines, probes and knobs use a remote host exactly like a lab
+one, from any thread (parallel pairs). Every command is an argv list joined with
+shlex (plus `sudo -n --` when sudo = true): a study file value is always one quoted word
+for the remote shell, never shell syntax.
+
+Host keys are checked against known_hosts (the host's `known_hosts` file, else
+~/.ssh/known_hosts, plus nettune's own file of keys trusted on first use). An unknown
+host is refused unless trust_on_first_use = true; then its key is recorded and a warning
+logged and stored in the host's facts. A changed key is always refused.
+
+Short commands (run, read_text, listening...) go to one helper `sh` per connection
+(sshshell.py), so sampling costs no new session; spawned processes get their own
+session under a wrapper that reports the remote PID and the tool's exact CPU (sshproc.py).
+
+A dropped connection (sshd killed, network cut, keepalive timeout) ends every process of
+that host with `lost` set to the reason; session.run_test turns that, or a
+ConnectionError from spawn/run, into a failed result. The next call reconnects, and
+first kills (by PID, if still the same program) the processes the lost connection left.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import shlex
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from ..errors import NettuneError
+from .base import CommandResult
+from .facts import linux_facts
+from .freebsd import cp_time_as_proc_stat, freebsd_facts
+from .procs import port_listening
+from .sshproc import WRAPPER, EventLoopThread, SshProc
+from .sshshell import RemoteShell, ShellGone
+
+log = logging.getLogger("nettune.ssh")
+KEEPALIVE = 5.0  # seconds; 3 missed keepalives = connection lost
+
+
+def tofu_file() -> Path:
+    """Where host keys trusted on first use are recorded."""
+    if os.environ.get("NETTUNE_KNOWN_HOSTS"):
+        return Path(os.environ["NETTUNE_KNOWN_HOSTS"])
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(base) / "nettune" / "known_hosts"
+
+
+class SshError(NettuneError, ConnectionError):
+    """Cannot connect to, or lost the connection to, a host (one line, says what to do)."""
+
+    def __init__(self, message: str, retry: bool = False):
+        super().__init__(message)
+        self.retry = retry  # the host may just be (re)booting: worth trying again
+
+
+class SshHost:
+    def __init__(self, name: str, spec: Any, loop: EventLoopThread, tofu: bool = False, connect_timeout: float = 10.0, reconnect_timeout: float = 0.0):
+        self.name, self.spec = name, spec
+        self.address: str = spec.address
+        self.role: str = spec.role
+        self.interface: str | None = spec.interface  # default device of interface knobs
+        self.os = "linux"
+        self.connects = 0
+        self.host_key_note: str | None = None
+        self._loop, self._tofu, self._timeout = loop, tofu, connect_timeout
+        self._reconnect_timeout = reconnect_timeout
+        self._down = False  # the last reconnect window ran out: try once, fail fast
+        self._conn: Any = None
+        self._shell: RemoteShell | None = None
+        self._shell_ok = True  # False once a helper shell failed to start: a session per command
+        self._lock: asyncio.Lock | None = None
+        self._live: dict[int, SshProc] = {}
+        self._orphans: dict[int, str] = {}
+
+    # -- connection ------------------------------------------------------------------
+    def _call(self, coro: Any, timeout: float) -> Any:
+        try:
+            return self._loop.call(coro, timeout + self._timeout + self._reconnect_timeout + 5)
+        except concurrent.futures.TimeoutError:
+            conn = self._conn
+            if conn is not None:
+                self._loop.loop.call_soon_threadsafe(conn.abort)  # hung: drop it, reconnect next time
+            raise SshError(f"{self.name} ({self.address}) stopped answering; the connection was dropped") from None
+
+    def _known_hosts_files(self) -> list[str]:
+        own = os.path.expanduser(self.spec.known_hosts) if self.spec.known_hosts else os.path.expanduser("~/.ssh/known_hosts")
+        return [f for f in (own, str(tofu_file())) if os.path.isfile(f)]
+
+    def _is_known(self, kh: Any) -> bool:
+        port = self.spec.port if self.spec.port != 22 else None
+        keys, cas = kh.match(self.address, self.address, port)[:2]
+        return bool(keys or cas)
+
+    async def _connection(self) -> Any:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._conn is not None and not self._conn.is_closed():
+                if self._shell_ok and (self._shell is None or self._shell.dead):
+                    await self._start_shell(self._conn)
+                return self._conn
+            self._conn = None
+            conn = await (self._connect() if self.connects == 0 else self._reconnect())
+            self.connects += 1
+            await self._start_shell(conn)
+            if self.connects == 1:
+                r = await self._exec(conn, ["uname", "-s"], 15)
+                self.os = "freebsd" if r.stdout.strip() == "FreeBSD" else "linux"
+            if self._orphans:
+                await self._kill_orphans(conn)
+            self._conn = conn
+            return conn
+
+    async def _reconnect(self) -> Any:
+        """After a lost connection: retry while the host may be rebooting (a VM restarted
+        by a queue knob, re-created lab host) for up to reconnect_timeout seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (0.0 if self._down else self._reconnect_timeout)
+        while True:
+            try:
+                conn = await self._connect()
+            except SshError as e:
+                if not e.retry or loop.time() >= deadline:
+                    self._down = True
+                    raise
+                await asyncio.sleep(1.0)
+                continue
+            self._down = False
+            return conn
+
+    async def _connect(self) -> Any:
+        s = self.spec
+        files = self._known_hosts_files()
+        kh = asyncssh.read_known_hosts(files) if files else asyncssh.import_known_hosts("")
+        opts: dict[str, Any] = {"port": s.port, "connect_timeout": self._timeout, "keepalive_interval": KEEPALIVE, "keepalive_count_max": 3}
+        if s.user:
+            opts["username"] = s.user
+        if s.key:
+            opts["client_keys"] = [os.path.expanduser(s.key)]
+            opts["agent_path"] = None  # only the key given: no "too many authentication failures"
+        where = f"{self.name} ({s.user + '@' if s.user else ''}{self.address}:{s.port})"
+        try:
+            if self._tofu and not self._is_known(kh):
+                conn = await asyncssh.connect(self.address, known_hosts=None, **opts)
+                self._record_first_use(conn.get_server_host_key())
+                return conn
+            return await asyncssh.connect(self.address, known_hosts=kh, **opts)
+        except asyncssh.HostKeyNotVerifiable:
+            if self._is_known(kh):
+                raise SshError(f"{where}: host key does NOT match the one in {', '.join(files)}; if the host was reinstalled, remove its old key (ssh-keygen -R) and check the new one") from None
+            raise SshError(f"{where}: host key unknown (not in {', '.join(files) or '~/.ssh/known_hosts'}); add it (ssh-keyscan -p {s.port} {self.address} >> ~/.ssh/known_hosts, after checking it) or set trust_on_first_use = true") from None
+        except asyncssh.PermissionDenied:
+            raise SshError(f"{where}: login refused; check user and key ({s.key or 'ssh-agent / ~/.ssh/id_*'})") from None
+        except (OSError, asyncssh.Error, asyncio.TimeoutError) as e:
+            raise SshError(f"{where}: cannot connect: {str(e) or type(e).__name__}", retry=True) from None
+
+    def _record_first_use(self, key: Any) -> None:
+        f = tofu_file()
+        f.parent.mkdir(parents=True, exist_ok=True)
+        pattern = self.address if self.spec.port == 22 else f"[{self.address}]:{self.spec.port}"
+        pub = " ".join(key.export_public_key("openssh").decode().split()[:2])
+        with open(f, "a") as fh:
+            fh.write(f"{pattern} {pub}\n")
+        os.chmod(f, 0o600)
+        self.host_key_note = f"trusted on first use: {key.get_fingerprint()} recorded in {f}"
+        log.warning("%s (%s): host key %s", self.name, self.address, self.host_key_note)
+
+    async def _start_shell(self, conn: Any) -> None:
+        self._shell = await RemoteShell.start(conn, "sudo -n sh" if self.spec.sudo else "sh", self._timeout)
+        if self._shell is None:
+            self._shell_ok = False
+            log.info("%s: no helper shell; one SSH session per command", self.name)
+
+    async def _kill_orphans(self, conn: Any) -> None:
+        """Processes a lost connection left running: kill each PID if it still runs the same program."""
+        script = 'c=$(ps -o comm= -p "$1" 2>/dev/null) && [ "$c" = "$2" ] && kill -KILL "$1"; true'
+        for pid, comm in list(self._orphans.items()):
+            await self._exec(conn, ["sh", "-c", script, "sh", str(pid), comm], 15)
+            self._orphans.pop(pid, None)
+
+    def _lost_reason(self, err: BaseException | None) -> str:
+        why = str(err) if err and str(err) else (type(err).__name__ if err else "channel closed without an exit status")
+        return f"ssh connection to {self.name} ({self.address}) lost: {why}"
+
+    def _command(self, argv: list[str]) -> str:
+        return shlex.join((["sudo", "-n", "--"] if self.spec.sudo else []) + [str(a) for a in argv])
+
+    async def _exec(self, conn: Any, argv: list[str], timeout: float, input: str | None = None) -> CommandResult:
+        shell = self._shell
+        if input is None and shell is not None and shell.conn is conn and not shell.dead:
+            try:
+                rc, out, err = await shell.run(shlex.join([str(a) for a in argv]), timeout)
+                return CommandResult(argv, rc, out, err)
+            except ShellGone:
+                pass  # connection lost (the session below says so) or the shell died: retry alone
+        try:
+            r = await conn.run(self._command(argv), check=False, timeout=timeout, input=input,
+                               stdin=asyncssh.DEVNULL if input is None else asyncssh.PIPE, encoding="utf-8", errors="replace")
+        except asyncssh.TimeoutError as e:
+            return CommandResult(argv, 124, str(e.stdout or ""), str(e.stderr or "") + f"\ntimed out after {timeout:.0f}s")
+        except asyncssh.ChannelOpenError as e:
+            if conn.is_closed():
+                raise SshError(self._lost_reason(e)) from None
+            return CommandResult(argv, 255, "", f"ssh: {self.name} refused a new session: {e.reason}")
+        except (asyncssh.Error, OSError) as e:
+            raise SshError(self._lost_reason(e)) from None
+        if r.returncode is None:
+            raise SshError(self._lost_reason(None))
+        return CommandResult(argv, r.returncode, str(r.stdout or ""), str(r.stderr or ""))
+
+    async def _run(self, argv: list[str], timeout: float, input: str | None) -> CommandResult:
+        return await self._exec(await self._connection(), argv, timeout, input)
+
+    async def _spawn(self, proc: SshProc) -> None:
+        conn = await self._connection()
+        try:
+            p = await conn.create_process(self._command(["sh", "-c", WRAPPER, "sh", *proc.argv]), stdin=asyncssh.DEVNULL, encoding="utf-8", errors="replace")
+            first = await asyncio.wait_for(p.stdout.readline(), self._timeout)
+        except (asyncssh.Error, OSError, asyncio.TimeoutError) as e:
+            raise SshError(self._lost_reason(e) if conn.is_closed() else f"{self.name}: cannot start {proc.argv[0]}: {e}") from None
+        if first.strip().isdigit():
+            proc.pid = int(first)
+            self._live[proc.pid] = proc
+        else:
+            proc._out.append(first)  # the wrapper failed (e.g. sudo refused): keep what it said
+        asyncio.ensure_future(proc._collect(p))
+
+    # -- the Host protocol -------------------------------------------------------------
+    def connect(self) -> None:
+        self._call(self._connection(), self._timeout)
+
+    def spawn(self, argv: list[str]) -> SshProc:
+        proc = SshProc(self, [str(a) for a in argv])
+        self._call(self._spawn(proc), self._timeout)
+        return proc
+
+    def run(self, argv: list[str], timeout: float = 30.0, input: str | None = None) -> CommandResult:
+        r: CommandResult = self._call(self._run(argv, timeout, input), timeout)
+        return r
+
+    def read_text(self, path: str) -> str:
+        if self.os == "freebsd" and path == "/proc/stat":
+            r = self.run(["sysctl", "-n", "kern.cp_time", "kern.cp_times"], timeout=15)
+            lines = r.stdout.splitlines()
+            if r.returncode != 0 or not lines:
+                raise OSError(f"{self.name}: sysctl kern.cp_time failed: {r.stderr.strip()}")
+            return cp_time_as_proc_stat(lines[0], lines[1] if len(lines) > 1 else "")
+        r = self.run(["cat", "--", path], timeout=15)
+        if r.returncode != 0:
+            msg = f"{self.name}:{path}: {r.stderr.strip() or 'cannot read'}"
+            raise FileNotFoundError(msg) if "No such file" in r.stderr else OSError(msg)
+        return r.stdout
+
+    def write_text(self, path: str, text: str) -> None:
+        r = self.run(["sh", "-c", 'cat > "$1"', "sh", path], timeout=15, input=text)
+        if r.returncode != 0:
+            raise OSError(f"{self.name}:{path}: {r.stderr.strip() or 'cannot write'}")
+
+    def which(self, tool: str) -> str | None:
+        r = self.run(["sh", "-c", 'command -v "$1"', "sh", tool], timeout=15)
+        out = r.stdout.strip()
+        return out if r.returncode == 0 and out.startswith("/") else None
+
+    def _sockets(self, proto: str) -> list[str]:
+        return [self.run(["cat", f"/proc/net/{proto}", f"/proc/net/{proto}6"], timeout=15).stdout]
+
+    def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
+        if self.os == "freebsd":
+            r = self.run(["sockstat", "-46", "-l", "-P", proto, "-p", str(port)], timeout=15)
+            return any(f":{port} " in ln + " " for ln in r.stdout.splitlines()[1:])
+        return port_listening(self._sockets(proto), port, proto)
+
+    def free_port(self, first: int = 5201, last: int = 5400) -> int:
+        """A port nothing listens on (TCP) or is bound to (UDP) on this host."""
+        if self.os == "freebsd":
+            return first
+        tcp, udp = self._sockets("tcp"), self._sockets("udp")
+        for port in range(first, last + 1):
+            if not port_listening(tcp, port, "tcp") and not port_listening(udp, port, "udp"):
+                return port
+        return first
+
+    def close(self) -> None:
+        for proc in list(self._live.values()):
+            proc.stop()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            async def shut() -> None:
+                conn.close()
+                await conn.wait_closed()
+
+            try:
+                self._loop.call(shut(), 10)
+            except Exception:  # already gone
+                pass
+
+
+class SshTarget:
+    kind = "ssh"
+
+    def __init__(self, study: Any):
+        spec = study.target
+        self.loop = EventLoopThread()
+        self.hosts: dict[str, SshHost] = {
+            n: SshHost(n, h, self.loop, spec.trust_on_first_use, spec.connect_timeout, spec.reconnect_timeout) for n, h in spec.hosts.items()
+        }
+        self.test_hosts: list[str] = list(spec.test_hosts)
+        # sampled (/proc/stat) during every test: cpu_extra["hypervisor:<name>"]
+        self.extra_machines = {f"hypervisor:{n}": self.hosts[n] for n in spec.hypervisors}
+        self._closed = False
+        try:
+            self._connect_all()
+        except BaseException:
+            self.close()
+            raise
+
+    def _connect_all(self) -> None:
+        async def all_hosts() -> list[Any]:
+            return await asyncio.gather(*(h._connection() for h in self.hosts.values()), return_exceptions=True)
+
+        timeout = max(h._timeout for h in self.hosts.values()) + 30
+        results = self.loop.call(all_hosts(), timeout)
+        errors = [str(r) for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise SshError("; ".join(errors))
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"{n}: host key {h.host_key_note}" for n, h in self.hosts.items() if h.host_key_note]
+
+    def prepare(self, resolved: Any) -> dict[str, Any]:
+        return {"hosts": {n: {"address": h.address, "role": h.role, "connections": h.connects} for n, h in self.hosts.items()}}
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        def one(h: SshHost) -> dict[str, Any]:
+            f = freebsd_facts(h) if h.os == "freebsd" else linux_facts(h)
+            f.update(address=h.address, port=h.spec.port, user=h.spec.user, role=h.role, sudo=h.spec.sudo)
+            if h.host_key_note:
+                f["host_key"] = h.host_key_note
+            return f
+
+        with ThreadPoolExecutor(min(8, len(self.hosts))) as ex:
+            return dict(zip(self.hosts, ex.map(one, self.hosts.values())))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for h in self.hosts.values():
+                h.close()
+        finally:
+            self.loop.stop()
+
+
+__all__ = ["SshError", "SshHost", "SshProc", "SshTarget", "tofu_file"]

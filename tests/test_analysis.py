@@ -1,0 +1,243 @@
+"""The analysis on constructed sweeps written into a real results database: a saturating
+curve, a peak then a decline, a flat line, a noisy one, knobs that did and did not
+matter, CPU efficiency, stream fairness and the instrument-bottleneck hint."""
+import json
+import random
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from nettune.analysis.analyze import analyze
+from nettune.analysis.compare import between_studies, within_study
+from nettune.analysis.data import load
+from nettune.analysis.fairness import jain
+from nettune.engines.result import Interval, StreamResult
+from nettune.engines.result import TestResult as Result  # not "Test*": pytest would try to collect it
+from nettune.errors import NettuneError
+from nettune.spec.models import Study
+from nettune.store import Store
+
+from conftest import nettune
+
+Cpu = Callable[[dict, float], tuple[float, float, float]]
+
+
+def build(store: Store, name: str, points: list[tuple[dict[str, Any], float]], *, runs: int = 3, noise: float = 0.01,
+          seed: int = 0, sweep: dict | None = None, engine: str = "iperf3", version: str = "3.16",
+          cpu: Cpu = lambda p, g: (50.0, 60.0, 20.0), stream_skew: float = 0.0, warmup: int = 0, failed: int = 0,
+          facts: dict | None = None) -> int:
+    """Write a synthetic study: `points` are (params, true Gbit/s); each run adds gaussian noise."""
+    if sweep is None:
+        sweep = {k: list(dict.fromkeys(p[k] for p, _ in points)) for k in points[0][0]}
+    study = Study.model_validate({"name": name, "target": {"kind": "local"}, "sweep": sweep})
+    sid = store.begin_study(study, f'name = "{name}"\n# synthetic\n', f"{name}.toml")
+    store.add_facts(sid, facts or {"client": {"cpu_count": 8, "kernel": "Linux 6.1"}})
+    rng = random.Random(seed)
+    for i, (params, gbps) in enumerate(points):
+        pid = store.add_point(sid, i, params)
+        n_streams = int(params.get("parallel", params.get("streams", 1)))
+        for r in range(warmup + runs + failed):
+            bps = gbps * 1e9 * (1 + rng.gauss(0, noise))
+            if r < warmup:
+                bps *= 5  # a warm-up that would distort every mean if it were counted
+            ok = r < warmup + runs
+            weights = [1 + stream_skew * k for k in range(n_streams)]
+            streams = [StreamResult(id=k, receiver_bps=bps * w / sum(weights), sender_bps=bps * w / sum(weights)) for k, w in enumerate(weights)]
+            c, s, h = cpu(params, gbps)
+            res = Result(
+                engine=engine, tool_version=version, ok=ok, error=None if ok else "connection refused",
+                receiver_bps=bps if ok else None, sender_bps=bps if ok else None, duration=5.0,
+                cpu_client=c, cpu_server=s, cpu_host=h, streams=streams if ok else [],
+                intervals=[Interval(start=t, end=t + 1.0, bps=bps * (1 + rng.gauss(0, 0.02))) for t in range(5)] if ok else [],
+            )
+            store.add_run(sid, pid, r, r < warmup, res, {})
+    store.finish_study(sid, "done")
+    return sid
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "r.db")
+    yield s
+    s.close()
+
+
+def curves(result: dict, param: str) -> list[dict]:
+    return next(p for p in result["parameters"] if p["name"] == param)["curves"]
+
+
+QUEUES = [1, 2, 4, 8, 16, 32, 40]
+STUDY_A = [10, 19, 35, 55, 72, 75, 77]
+
+
+def study_a(store: Store, name: str = "A") -> int:
+    # queues x streams multiplier, streams derived: host CPU climbs faster than throughput
+    pts = [({"queues": q, "mult": m, "streams": q * m}, g * (1 + 0.01 * m)) for q, g in zip(QUEUES, STUDY_A) for m in (1, 2)]
+    host = {1: 4.0, 2: 6.0, 4: 10.0, 8: 14.0, 16: 30.0, 32: 60.0, 40: 75.0}
+    return build(store, name, pts, sweep={"queues": QUEUES, "mult": [1, 2], "streams": "{queues} * {mult}"},
+                 cpu=lambda p, g: (40.0 + p["queues"], 50.0 + p["queues"], host[p["queues"]]))
+
+
+def test_saturating_curve(store):
+    study_a(store)
+    res = analyze(load(store, "A"))
+    assert res["parameters_swept"] == ["queues", "mult"]  # streams is derived, not an axis
+    for c in curves(res, "queues"):
+        assert c["shape"] == "saturating" and c["saturation_x"] == 16
+        assert c["knee_x"] in (8, 16) and not c["peak_at_edge"]
+    assert any("saturates at queues=16" in f for f in res["findings"])
+    assert not any("more queues is not better" in f for f in res["findings"])
+    assert any(f.startswith("queues mattered") for f in res["findings"])
+
+
+def test_best_throughput_per_cpu(store):
+    study_a(store)
+    res = analyze(load(store, "A"))
+    eff = {e["side"]: e for e in res["efficiency"]}
+    # host CPU: 8 queues gives the most Gbit/s per host core (study A's verdict)
+    assert eff["host"]["point"]["queues"] == 8 and eff["host"]["host_cores"] == 8
+    assert eff["host"]["gbps_per_core"] == pytest.approx(eff["host"]["gbps"] / (eff["host"]["cpu_percent"] / 100 * 8))
+    assert "per core" in eff["host"]["text"]
+    assert {"client", "server", "host"} <= set(eff)
+
+
+DP = [1, 2, 8, 10, 12, 20]
+DG = [33, 61, 242, 288, 225, 163]
+
+
+@pytest.mark.parametrize("runs", [3, 1])
+def test_peak_then_decline_is_a_peak(store, runs):
+    build(store, "D", [({"parallel": p}, g) for p, g in zip(DP, DG)], runs=runs, engine="iperf2", version="2.1.8")
+    res = analyze(load(store, "D"))
+    (c,) = curves(res, "parallel")
+    assert c["shape"] == "peak" and c["peak_x"] == 10 and not c["peak_at_edge"]
+    assert c["decline_pct"] == pytest.approx(163 / 288 * 100 - 100, abs=3)
+    text = " ".join(res["findings"])
+    assert "peak at parallel=10" in text and "more parallel is not better" in text
+    assert "still rising" not in text and "saturates" not in text
+    assert res["best"]["point"] == {"parallel": 10}
+
+
+def test_flat_line_has_no_significant_effect(store):
+    build(store, "flat", [({"window": w}, 40.0) for w in (1, 2, 4, 8, 16)], noise=0.02)
+    res = analyze(load(store, "flat"))
+    (c,) = curves(res, "window")
+    assert c["shape"] == "flat" and c["p_value"] >= 0.05
+    eff = res["parameters"][0]["effect"]
+    assert eff["mattered"] is False
+    assert any(f.startswith("window changed nothing measurable") for f in res["findings"])
+    assert any("window made no measurable difference" in f for f in res["findings"])
+
+
+def test_noisy_sweep_is_not_overclaimed(store):
+    # a real +10% trend under 30% run-to-run noise with 3 runs: cannot be told from noise
+    build(store, "noisy", [({"queues": q}, g) for q, g in zip([1, 2, 4, 8], [50, 52, 54, 55])], noise=0.3, seed=5)
+    res = analyze(load(store, "noisy"))
+    (c,) = curves(res, "queues")
+    assert c["shape"] == "flat"
+    assert res["noisy"] and any("noisy" in f and "target_margin" in f for f in res["findings"])
+
+
+def test_still_rising_at_the_edge(store):
+    build(store, "rising", [({"streams": s}, g) for s, g in zip([1, 2, 4, 8], [10, 20, 38, 70])])
+    res = analyze(load(store, "rising"))
+    (c,) = curves(res, "streams")
+    assert c["shape"] == "rising" and c["peak_at_edge"]
+    assert any("widen the range of streams" in f for f in res["findings"])
+
+
+def test_knobs_that_mattered_and_knobs_that_did_not(store):
+    # study E: each knob alone against the baseline, three runs each
+    knobs = {"baseline": 65.0, "rmem_max": 65.2, "netdev_max_backlog": 64.9, "mtu9000": 72.0}
+    build(store, "E", [({"knob": k}, g) for k, g in knobs.items()], noise=0.01, seed=2)
+    res = analyze(load(store, "E"))
+    cmp = {c["level"]: c for c in res["parameters"][0]["comparisons"]}
+    assert cmp["mtu9000"]["verdict"] == "faster"
+    assert cmp["rmem_max"]["verdict"] == cmp["netdev_max_backlog"]["verdict"] == "no-difference"
+    text = "\n".join(res["findings"])
+    assert "knob=rmem_max vs knob=baseline: no significant difference" in text
+    assert "knob=mtu9000 vs knob=baseline: b is" in text
+
+
+def test_a_parameter_that_changed_nothing_among_ones_that_did(store):
+    pts = [({"mtu": m, "tw_reuse": t}, 10.0 * (1.5 if m == 9000 else 1)) for m in (1500, 9000) for t in (0, 1)]
+    build(store, "two", pts, noise=0.01, seed=3)
+    res = analyze(load(store, "two"))
+    eff = {p["name"]: p["effect"] for p in res["parameters"]}
+    assert eff["mtu"]["mattered"] and not eff["tw_reuse"]["mattered"]
+
+
+def test_jain_index():
+    assert jain([5, 5, 5, 5]) == pytest.approx(1.0)
+    assert jain([10, 0, 0, 0]) == pytest.approx(0.25)
+    assert jain([]) is None
+
+
+def test_uneven_streams_are_reported(store):
+    build(store, "fair", [({"parallel": p}, 40.0) for p in (1, 4, 8)], stream_skew=1.0)
+    res = analyze(load(store, "fair"))
+    fair = {f["point"]["parallel"]: f for f in res["fairness"]}
+    assert 1 not in fair  # one stream: nothing to share
+    assert fair[8]["jain_min"] < 0.9 and fair[8]["slowest_bps"] < fair[8]["fastest_bps"]
+    assert any("uneven" in f and "Jain" in f for f in res["findings"])
+
+
+def test_instrument_bottleneck_old_iperf3(store):
+    pts = [({"parallel": p}, 32.0) for p in (1, 5)]
+    build(store, "old", pts, version="3.12", cpu=lambda p, g: (99.5, 70.0, 10.0))
+    build(store, "new", pts, version="3.16", cpu=lambda p, g: (99.5, 70.0, 10.0))
+    old = analyze(load(store, "old"))
+    assert len(old["instrument"]) == 1 and "the tool was the bottleneck" in old["instrument"][0]
+    assert "client process" in old["instrument"][0] and "3.12" in old["instrument"][0]
+    assert analyze(load(store, "new"))["instrument"] == []
+
+
+def test_warmup_and_failed_runs_are_not_counted(store):
+    build(store, "w", [({"q": q}, 10.0 * q) for q in (1, 2)], warmup=1, failed=1, noise=0.0)
+    res = analyze(load(store, "w"))
+    for row in res["points"]:
+        assert row["n"] == 3 and row["failed"] == 1
+        assert row["mean"] == pytest.approx(10.0 * row["point"]["q"])
+
+
+def test_within_and_between_study_comparisons(store):
+    build(store, "E", [({"knob": "off"}, 50.0), ({"knob": "on"}, 55.0)], seed=1)
+    c = within_study(load(store, "E"), {"knob": "off"}, {"knob": "on"})
+    assert c.verdict == "faster" and c.n_a == c.n_b == 3
+    build(store, "before", [({}, 50.0)], sweep={}, seed=4)
+    build(store, "after", [({}, 50.0)], sweep={}, seed=5)
+    [(label, c)] = between_studies(load(store, "before"), load(store, "after"), {}, {})
+    assert c.verdict == "no-difference"
+    with pytest.raises(NettuneError, match="no point matches"):
+        within_study(load(store, "E"), {"knob": "maybe"}, {"knob": "on"})
+
+
+def test_compare_cli_json_and_one_line_errors(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as s:
+        build(s, "E", [({"knob": "off"}, 50.0), ({"knob": "on"}, 60.0)], seed=1)
+        build(s, "single", [({"knob": "off"}, 50.0)], runs=1)
+    p = nettune("compare", "E", "--a", "knob=off", "--b", "knob=on", "--format", "json", "--db", str(db), check=True)
+    out = json.loads(p.stdout)
+    assert out["verdict"] == "faster" and (out["n_a"], out["n_b"]) == (3, 3)
+    assert out["ci_low"] < out["ratio"] < out["ci_high"] and 0 <= out["p_value"] < 0.05
+    p = nettune("compare", "E", "--a", "knob=off", "--b", "knob=on", "--db", str(db), check=True)
+    assert "b is" in p.stdout and "faster" in p.stdout
+    p = nettune("compare", "single", "E", "--a", "knob=off", "--b", "knob=on", "--db", str(db))
+    assert p.returncode == 2 and "at least 2" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = nettune("compare", "E", "--a", "knob", "--b", "knob=on", "--db", str(db))
+    assert p.returncode == 2 and "KEY=VAL" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_analyze_cli(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as s:
+        build(s, "D", [({"parallel": p}, g) for p, g in zip(DP, DG)])
+    p = nettune("analyze", "D", "--format", "json", "--db", str(db), check=True)
+    res = json.loads(p.stdout)
+    assert res["parameters"][0]["curves"][0]["shape"] == "peak"
+    p = nettune("analyze", "D", "--db", str(db), check=True)
+    assert "peak at parallel=10" in p.stdout
+    p = nettune("analyze", "nope", "--db", str(db))
+    assert p.returncode == 2 and "no study 'nope'" in p.stderr

@@ -1,0 +1,331 @@
+"""Iperf3Engine: command lines and the -J parser, on outputs captured from iperf3 3.12
+over loopback (tests/fixtures/iperf3, made by tests/fixtures/capture.py). Expected values
+come from re-reading the raw JSON, never from numbers typed here."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nettune.engines import ENGINES, get_engine
+from nettune.engines.iperf3 import MAX_STREAMS, Iperf3Engine, load_json, parse_version
+from nettune.engines.result import SideOutput
+from nettune.engines.result import TestResult as Result
+from nettune.spec.models import Workload
+
+FIX = Path(__file__).parent / "fixtures" / "iperf3"
+MODES = ["tcp_p4", "udp", "reverse", "bidir"]
+ENGINE = Iperf3Engine()
+
+
+def _read(p: Path) -> str:
+    return p.read_text() if p.exists() else ""
+
+
+def load(mode: str) -> tuple[Workload, SideOutput, SideOutput, dict[str, Any]]:
+    d = FIX / mode
+    meta = json.loads((d / "meta.json").read_text())
+    wl = Workload.model_validate({k: v for k, v in meta["workload"].items() if k in Workload.model_fields})
+    sides = [
+        SideOutput(role=r, host=r, argv=meta[f"{r}_argv"] or [], stdout=_read(d / f"{r}.stdout"), stderr=_read(d / f"{r}.stderr"))
+        for r in ("client", "server")
+    ]
+    return wl, sides[0], sides[1], meta
+
+
+def parsed(mode: str) -> tuple[Result, dict[str, Any], Workload, dict[str, Any]]:
+    wl, c, s, meta = load(mode)
+    return ENGINE.parse(wl, c, s), json.loads(c.stdout), wl, meta
+
+
+def close(a: float | None, b: float | None, rel: float = 0.01) -> bool:
+    return a is not None and b is not None and abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
+
+
+# --- parsing real outputs -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fixture_parses_ok(mode: str) -> None:
+    res, raw, wl, meta = parsed(mode)
+    assert res.ok, res.error
+    assert res.error is None
+    assert res.engine == "iperf3"
+    assert res.tool_version == meta["tool_version"] == parse_version(meta["version_output"])
+    assert res.protocol == wl.protocol == raw["start"]["test_start"]["protocol"].lower()
+    assert res.duration == float(wl.duration)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_totals_are_the_end_sums(mode: str) -> None:
+    res, raw, _, _ = parsed(mode)
+    end = raw["end"]
+    assert res.sender_bps == end["sum_sent"]["bits_per_second"]
+    assert res.receiver_bps == end["sum_received"]["bits_per_second"]
+    assert res.sender_bytes == end["sum_sent"]["bytes"]
+    assert res.receiver_bytes == end["sum_received"]["bytes"]
+    assert res.receiver_bps > 0
+    if raw["start"]["test_start"]["protocol"] == "TCP":
+        assert res.retransmits == end["sum_sent"]["retransmits"]
+    assert res.tool_cpu == {k: float(v) for k, v in end["cpu_utilization_percent"].items()}
+    assert res.tool_cpu["host_total"] > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_streams_count_and_sum(mode: str) -> None:
+    res, raw, wl, meta = parsed(mode)
+    directions = ["forward", "reverse"] if wl.bidir else ["forward"]
+    assert len(res.streams) == len(raw["start"]["connected"]) == meta["workload"]["parallel"] * len(directions)
+    for d in directions:
+        ss = [s for s in res.streams if s.direction == d]
+        assert len(ss) == meta["workload"]["parallel"]
+        total = res.receiver_bps if d == "forward" else res.reverse_receiver_bps
+        assert close(sum(s.receiver_bps or 0 for s in ss), total), (d, [s.receiver_bps for s in ss], total)
+        assert all((s.sender_bps or 0) > 0 for s in ss)
+    assert len({s.id for s in res.streams}) == len(res.streams)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_intervals_per_second(mode: str) -> None:
+    res, raw, wl, _ = parsed(mode)
+    for d in (["forward", "reverse"] if wl.bidir else ["forward"]):
+        ivs = [iv for iv in res.intervals if iv.direction == d]
+        assert abs(len(ivs) - wl.duration) <= 1
+        assert len(ivs) == len(raw["intervals"])
+        for iv in ivs:
+            assert iv.end > iv.start and not iv.omitted
+            assert len(iv.stream_bps) == wl.parallel
+            assert close(sum(iv.stream_bps), iv.bps)
+        assert [iv.start for iv in ivs] == sorted(iv.start for iv in ivs)
+
+
+def test_tcp_sender_side_info() -> None:
+    res, raw, _, _ = parsed("tcp_p4")
+    snd = [s["sender"] for s in raw["end"]["streams"]]
+    assert res.max_cwnd == max(s["max_snd_cwnd"] for s in snd) > 0
+    assert res.rtt_min_us == min(s["min_rtt"] for s in snd)
+    assert res.rtt_max_us == max(s["max_rtt"] for s in snd)
+    assert res.rtt_min_us <= res.rtt_mean_us <= res.rtt_max_us
+    assert sum(s.retransmits or 0 for s in res.streams) == raw["end"]["sum_sent"]["retransmits"]
+    # per interval: retransmits add up to the interval sum, cwnd is the largest stream's
+    for iv, rawiv in zip(res.intervals, raw["intervals"]):
+        assert iv.retransmits == rawiv["sum"]["retransmits"]
+        assert iv.cwnd == max(st["snd_cwnd"] for st in rawiv["streams"])
+        assert iv.rtt_us is not None and min(st["rtt"] for st in rawiv["streams"]) <= iv.rtt_us <= max(st["rtt"] for st in rawiv["streams"])
+
+
+def test_reverse_takes_sender_info_from_server_output() -> None:
+    res, raw, _, _ = parsed("reverse")
+    # iperf3 #1491: the client reports the remote sender's cwnd/RTT as 0 in reverse
+    assert all(s["sender"]["max_snd_cwnd"] == 0 for s in raw["end"]["streams"])
+    srv = [s["sender"] for s in raw["server_output_json"]["end"]["streams"]]
+    assert res.max_cwnd == max(s["max_snd_cwnd"] for s in srv) > 0
+    assert all((s.max_cwnd or 0) > 0 and s.rtt_mean_us for s in res.streams)
+    assert res.rtt_min_us == min(s["min_rtt"] for s in srv)
+    assert all(s.direction == "forward" for s in res.streams)
+    assert all(iv.cwnd and iv.cwnd > 0 for iv in res.intervals)  # from the server's intervals
+
+
+def test_reverse_falls_back_to_server_stdout_then_warns() -> None:
+    wl, c, s, _ = load("reverse")
+    doc = json.loads(c.stdout)
+    doc.pop("server_output_json")
+    c2 = c.model_copy(update={"stdout": json.dumps(doc)})
+    res = ENGINE.parse(wl, c2, s)  # the server's own -J output has the same data
+    assert res.ok and (res.max_cwnd or 0) > 0
+    res = ENGINE.parse(wl, c2, s.model_copy(update={"stdout": ""}))
+    assert res.ok and res.max_cwnd is None and res.receiver_bps == doc["end"]["sum_received"]["bits_per_second"]
+    assert any("1491" in w for w in res.warnings)
+
+
+def test_bidir_both_directions() -> None:
+    res, raw, _, _ = parsed("bidir")
+    end = raw["end"]
+    assert res.receiver_bps and res.receiver_bps > 0
+    assert res.reverse_receiver_bps and res.reverse_receiver_bps > 0
+    assert res.reverse_sender_bps == end["sum_sent_bidir_reverse"]["bits_per_second"]
+    assert res.reverse_receiver_bps == end["sum_received_bidir_reverse"]["bits_per_second"]
+    assert res.reverse_retransmits == end["sum_sent_bidir_reverse"]["retransmits"]
+    assert res.total_bps == res.receiver_bps + res.reverse_receiver_bps
+    # server->client streams: cwnd/RTT are the server's (the client shows its receiving socket's)
+    srv = {s["sender"]["socket"]: s["sender"] for s in raw["server_output_json"]["end"]["streams"] if s["sender"]["sender"]}
+    rev = [s for s in res.streams if s.direction == "reverse"]
+    assert sorted(s.max_cwnd for s in rev) == sorted(s["max_snd_cwnd"] for s in srv.values())
+    assert res.extra["reverse"]["max_cwnd"] == max(s["max_snd_cwnd"] for s in srv.values())
+    assert {iv.direction for iv in res.intervals} == {"forward", "reverse"}
+
+
+def test_bidir_legacy_duplicate_keys() -> None:
+    """3.7-3.10 wrote the reverse sums under the same keys, second; json.loads would keep
+    only the second. Rebuild that layout from the 3.12 fixture and parse it."""
+    wl, c, s, _ = load("bidir")
+    new = ENGINE.parse(wl, c, s)
+    legacy = c.stdout
+    for k in ("sum_sent", "sum_received", "sum"):
+        legacy = legacy.replace(f'"{k}_bidir_reverse"', f'"{k}"')
+    assert legacy.count('"sum_sent"') > c.stdout.count('"sum_sent"')
+    old = ENGINE.parse(wl, c.model_copy(update={"stdout": legacy}), s)
+    assert old.ok, old.error
+    for f in ("sender_bps", "receiver_bps", "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits"):
+        assert getattr(old, f) == getattr(new, f), f
+    assert [iv.model_dump() for iv in old.intervals] == [iv.model_dump() for iv in new.intervals]
+    doc, _ = load_json(legacy)
+    assert doc and "sum_sent_bidir_reverse" in doc["end"]
+
+
+def test_udp_loss_and_jitter() -> None:
+    res, raw, _, _ = parsed("udp")
+    recv = raw["end"]["sum_received"]
+    assert res.packets == recv["packets"] > 0
+    assert res.lost_packets == recv["lost_packets"]
+    assert res.lost_percent == pytest.approx(100.0 * res.lost_packets / res.packets, abs=1e-6)
+    assert res.jitter_ms == recv["jitter_ms"] and res.jitter_ms >= 0
+    assert sum(s.packets or 0 for s in res.streams) == res.packets
+    for s in res.streams:
+        assert s.lost_percent == pytest.approx(100.0 * (s.lost_packets or 0) / (s.packets or 1), abs=1e-6)
+        assert s.receiver_bytes and s.receiver_bytes > 0  # from the server's intervals
+    assert all(iv.retransmits is None and iv.cwnd is None for iv in res.intervals)
+    assert res.retransmits is None and res.max_cwnd is None
+
+
+# --- failures never raise ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stdout",
+    [
+        "",
+        "   \n",
+        "not json at all",
+        "iperf3: error - unable to connect",
+        "[1, 2, 3]",
+        "{}",
+        '{"start": {}, "intervals": [], "end": {}}',
+        '{"end": {"sum_sent": "x", "sum_received": 5, "streams": [1, "a", {"sender": 3}]}, "intervals": [7, {"streams": "no"}]}',
+        '{"end": {"sum_sent": {"bits_per_second": "fast"}, "streams": [{"sender": {"socket": null}}]}}',
+        "\x00\xff{{{",
+    ],
+)
+def test_garbage_gives_reason_not_exception(stdout: str) -> None:
+    wl = Workload()
+    res = ENGINE.parse(wl, SideOutput(role="client", host="c", argv=[], stdout=stdout), SideOutput(role="server", host="s", argv=[]))
+    assert isinstance(res, Result)
+    assert not res.ok and res.error
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_truncated_output(mode: str) -> None:
+    wl, c, s, _ = load(mode)
+    for cut in (0.1, 0.5, 0.95):
+        t = c.model_copy(update={"stdout": c.stdout[: int(len(c.stdout) * cut)]})
+        res = ENGINE.parse(wl, t, s)
+        assert not res.ok and res.error and "JSON" in res.error
+
+
+def test_refused_is_an_error() -> None:
+    wl, c, s, _ = load("refused")
+    res = ENGINE.parse(wl, c, s)
+    assert not res.ok
+    assert res.error == "iperf3: " + json.loads(c.stdout)["error"]
+    assert "refused" in res.error.lower()
+    assert not ENGINE.busy(c)
+
+
+def test_busy_detected() -> None:
+    wl, c, s, _ = load("busy")
+    assert ENGINE.busy(c)
+    res = ENGINE.parse(wl, c, s)
+    assert not res.ok and "busy" in (res.error or "")
+    stderr_only = SideOutput(role="client", host="c", argv=[], stderr="iperf3: error - the server is busy running a test. try again later\n")
+    assert ENGINE.busy(stderr_only)
+    for mode in MODES:
+        assert not ENGINE.busy(load(mode)[1])
+    assert not ENGINE.busy(SideOutput(role="client", host="c", argv=[], stdout="garbage"))
+
+
+# --- command lines --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fixture_argv_is_what_the_engine_builds(mode: str) -> None:
+    wl, _, _, meta = load(mode)
+    assert ENGINE.client_argv(wl, "127.0.0.1", meta["port"], meta["tool_version"]) == meta["client_argv"]
+    assert ENGINE.server_argv(wl, meta["port"], meta["tool_version"]) == meta["server_argv"]
+
+
+def test_server_argv() -> None:
+    wl = Workload()
+    assert ENGINE.server_argv(wl, 5999, "3.12") == ["iperf3", "-s", "-1", "-J", "-p", "5999", "--idle-timeout", "30"]
+    assert "--idle-timeout" not in ENGINE.server_argv(wl, 5999, "3.10.1")  # there it would not exit
+    assert "--idle-timeout" not in ENGINE.server_argv(wl, 5999, "")
+    assert "--idle-timeout" in ENGINE.server_argv(wl, 5999, "3.17.1")
+    assert ENGINE.server_exits
+
+
+def _flags(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+def test_client_argv_basics() -> None:
+    a = ENGINE.client_argv(Workload(duration=7, parallel=3), "10.0.0.1", 6000, "3.12")
+    assert a[:3] == ["iperf3", "-c", "10.0.0.1"]
+    assert _flags(a, "-p") == "6000" and _flags(a, "-t") == "7" and _flags(a, "-P") == "3"
+    assert "-J" in a and "--get-server-output" in a
+    for f in ("-u", "-b", "-R", "--bidir", "-O", "-w", "-C", "-l"):
+        assert f not in a
+
+
+@pytest.mark.parametrize(
+    "opts,flag,value",
+    [
+        ({"protocol": "udp", "bitrate": "100M"}, "-b", "100M"),
+        ({"protocol": "udp"}, "-u", None),
+        ({"bitrate": "2G"}, "-b", "2G"),
+        ({"reverse": True}, "-R", None),
+        ({"bidir": True}, "--bidir", None),
+        ({"omit": 2}, "-O", "2"),
+        ({"window": "4M"}, "-w", "4M"),
+        ({"congestion": "bbr"}, "-C", "bbr"),
+        ({"length": "64K"}, "-l", "64K"),
+        ({"length": 1400}, "-l", "1400"),
+    ],
+)
+def test_client_argv_options(opts: dict[str, Any], flag: str, value: str | None) -> None:
+    a = ENGINE.client_argv(Workload(**opts), "127.0.0.1", 5201, "3.12")
+    assert flag in a
+    if value is not None:
+        assert _flags(a, flag) == value
+
+
+def test_listen_proto_is_tcp_control_connection() -> None:
+    assert ENGINE.listen_proto(Workload(protocol="udp")) == "tcp"
+    assert ENGINE.listen_proto(Workload()) == "tcp"
+
+
+def test_warnings_clip_parallel() -> None:
+    wl, msgs = ENGINE.warnings(Workload(parallel=160))
+    assert wl.parallel == MAX_STREAMS == 128
+    assert msgs == ["iperf3 allows at most 128 streams (-P); asked for 160, ran 128"]
+    assert "128" == _flags(ENGINE.client_argv(wl, "127.0.0.1", 5201, "3.12"), "-P")
+    wl2, msgs2 = ENGINE.warnings(Workload(parallel=128))
+    assert wl2.parallel == 128 and msgs2 == []
+
+
+def test_version() -> None:
+    _, _, _, meta = load("tcp_p4")
+    assert ENGINE.version(meta["version_output"]) == "3.12"
+    assert ENGINE.version("iperf 3.17.1+ (cJSON 1.7.15)") == "3.17.1"
+    assert ENGINE.version("iperf 3.9\nLinux x 5.4") == "3.9"
+    assert ENGINE.version("command not found") == ""
+    assert ENGINE.version_argv() == ["iperf3", "--version"]
+
+
+def test_registry() -> None:
+    assert isinstance(get_engine("iperf3"), Iperf3Engine)
+    assert set(ENGINES) == {"iperf3", "iperf2"}
+    for name, e in ENGINES.items():
+        assert e.name == name and e.binary and e.install_hint
+    with pytest.raises(ValueError, match="iperf3"):
+        get_engine("netperf")

@@ -1,0 +1,224 @@
+"""Kill the runner at random moments; `nettune restore` must leave every value as it was.
+
+A knob sweep (host-wide sysctls set on this machine, per-namespace sysctls, MTU,
+offloads, txqueuelen, qdisc, congestion control, RPS, and a veth re-creation between
+points) runs as `nettune run` and is killed with SIGKILL at a random moment, at least 20
+times. After each kill `nettune restore` must put every host-wide value back exactly
+(recorded before), any lab namespace still present must hold its defaults again, and
+`nettune lab down` must remove the namespaces. Then SIGINT, SIGTERM and an exception
+inside a test, which clean up by themselves.
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pyroute2 import netns
+
+from nettune.knobs.base import KnobError, Loc
+from nettune.knobs.journal import Journal
+from nettune.knobs.registry import KINDS
+from nettune.spec import parse_study
+from nettune.targets import labnet
+from nettune.targets.lab import LabTarget
+
+from conftest import needs_iperf3, needs_root, nettune
+
+pytestmark = [needs_root, needs_iperf3]
+
+NAME = "tk-fault"
+KILLS = 22
+# host-wide sysctls (absent or read-only inside a namespace); the kinds tests use rmem_max
+HOST_WIDE = ["net.core.wmem_max", "net.core.netdev_max_backlog"]
+
+
+def study_text() -> str:
+    wmem = int(Path("/proc/sys/net/core/wmem_max").read_text())
+    backlog = int(Path("/proc/sys/net/core/netdev_max_backlog").read_text())
+    return f"""
+name = "{NAME}"
+[target]
+kind = "lab"
+mtu = 9000
+queues = "{{q}}"
+[workload]
+duration = 1
+[sweep]
+q = [1, 2]
+gro = ["on", "off"]
+wmem = "{wmem} + {{q}} * 4096"
+txq = "{{q}} * 1000 + 2000"
+[knobs]
+"sysctl:net.core.wmem_max" = "{{wmem}}"
+"sysctl:net.core.netdev_max_backlog" = "{backlog + 1000}"
+"sysctl:net.ipv4.tcp_rmem" = "4096 131072 {{wmem}}"
+"offload:gro" = "{{gro}}"
+"mtu" = 1500
+"txqueuelen" = "{{txq}}"
+"qdisc" = "tbf rate 5gbit burst 1mb latency 50ms"
+"rps" = "1"
+"cc" = "{{cc}}"
+"""
+
+
+def machine_values() -> dict[str, str]:
+    return {n: Path("/proc/sys/" + n.replace(".", "/")).read_text().strip() for n in HOST_WIDE}
+
+
+def ns_values(host) -> dict[str, object] | None:
+    """The per-namespace values the study changes; None when the host's veth is gone or
+    not up yet (the run was killed while the lab was being built)."""
+    try:
+        if not int(host.read_text(f"/sys/class/net/{host.interface}/flags"), 16) & 1:
+            return None
+    except (OSError, ValueError):
+        return None
+    out: dict[str, object] = {}
+    for key in ("sysctl:net.ipv4.tcp_rmem", "offload:gro", "mtu", "txqueuelen", "qdisc", "rps", "cc"):
+        kind, _, arg = key.partition(":")
+        loc = Loc(key, kind, arg or None, host.interface if KINDS[kind].needs_device else None)
+        try:
+            v = KINDS[kind].read(host, loc)
+        except KnobError:
+            return None
+        if kind == "rps":
+            v = sorted(set(v.values()))  # same mask on every queue, whatever the queue count
+        if kind == "qdisc":
+            v = v["qdiscs"][0].split()[1]
+        out[key] = v
+    return out
+
+
+@pytest.fixture(scope="module")
+def defaults():
+    """What a fresh lab namespace holds: restore must bring a surviving namespace back to it."""
+    study = parse_study(study_text().replace('"{cc}"', '"reno"'))
+    target = LabTarget(study)
+    target.up(9000, 1)
+    try:
+        vals = {h: ns_values(host) for h, host in target.hosts.items()}
+    finally:
+        target.close()
+    return vals
+
+
+@pytest.fixture()
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path
+
+
+def other_cc() -> str:
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
+    cur = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    return next((c for c in allowed if c != cur), cur)
+
+
+def write_study(tmp_path: Path) -> Path:
+    f = tmp_path / "fault.toml"
+    f.write_text(study_text().replace("{cc}", other_cc()))
+    return f
+
+
+def start_run(f: Path, db: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(db)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ,
+    )
+
+
+def my_namespaces(pid: int | None = None) -> list[str]:
+    return [n for n in netns.listnetns() if n.startswith(f"nettune-{NAME}-") or (pid and n == f"nettune-probe-{pid}")]
+
+
+def lab_down(pid: int) -> None:
+    """`nettune lab down`; when other people's labs are up on this machine, remove only ours."""
+    found = labnet.leftovers()
+    mine = set(my_namespaces(pid))
+    sid = labnet.short_id(NAME)
+    foreign = [n for n in found["namespaces"] if n not in mine] + [x for x in found["links"] if not x.startswith(f"nt{sid}")]
+    if not foreign:
+        nettune("lab", "down", check=True)
+    else:
+        labnet.LabNet(labnet.LabLayout(NAME, ["server", "client"], labnet.default_subnet(NAME))).down()
+        for n in mine:
+            labnet.remove_namespace(n)
+    assert not my_namespaces(pid)
+
+
+def check_after(before: dict[str, str], defaults: dict, pid: int, what: str) -> None:
+    r = nettune("restore")
+    assert r.returncode == 0, f"{what}: nettune restore failed:\n{r.stdout}\n{r.stderr}"
+    results = [line.split(":", 1)[0] for line in r.stdout.splitlines() if ":" in line and not line.startswith(" ")]
+    print(f"{what}: restore -> {', '.join(f'{x} x{results.count(x)}' for x in sorted(set(results))) or 'nothing'}")
+    assert machine_values() == before, f"{what}: host-wide values not restored\n{r.stdout}"
+    study = parse_study(study_text().replace('"{cc}"', '"reno"'))
+    target = LabTarget(study)
+    for h, host in target.hosts.items():
+        if host.netns in netns.listnetns():
+            now = ns_values(host)
+            if now is not None:  # the veth exists: it must hold what a fresh one holds
+                assert now == defaults[h], f"{what}: {h} not restored\n{r.stdout}"
+    assert Journal().open_sessions() == [], f"{what}: journal still open\n{r.stdout}"
+    lab_down(pid)
+
+
+def test_kill_9_at_random_moments_then_restore(env, defaults):
+    seed = int(os.environ.get("NETTUNE_FAULT_SEED", time.time()))
+    rng = random.Random(seed)
+    f = write_study(env)
+    before = machine_values()
+    killed_mid_run = 0
+    for i in range(KILLS):
+        p = start_run(f, env / f"r{i}.db")
+        delay = rng.uniform(0.3, 8.0)
+        try:
+            p.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+            killed_mid_run += 1
+        check_after(before, defaults, p.pid, f"kill #{i} after {delay:.2f}s (seed {seed})")
+    assert killed_mid_run >= KILLS // 2, "most kills must land while the run is still going"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_cleans_up_by_itself(env, defaults, sig):
+    f = write_study(env)
+    before = machine_values()
+    p = start_run(f, env / "r.db")
+    time.sleep(4.5)  # inside the sweep: knobs applied, a test running
+    assert p.poll() is None, p.stderr.read() if p.stderr else ""
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    assert machine_values() == before
+    assert not my_namespaces(p.pid)
+    assert Journal().open_sessions() == []
+    assert "nothing to restore" in nettune("restore", check=True).stdout
+
+
+def test_exception_inside_a_test_restores(env, defaults, monkeypatch):
+    from nettune import Store, load_study, run_study
+    from nettune.run import study as run_mod
+
+    f = write_study(env)
+    before = machine_values()
+    real = run_mod.run_test
+    calls = []
+
+    def boom(*a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("injected failure inside a test")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(run_mod, "run_test", boom)
+    with Store(env / "r.db") as store, pytest.raises(RuntimeError, match="injected"):
+        run_study(load_study(f), store, f.read_text(), str(f))
+    assert machine_values() == before
+    assert not my_namespaces()
+    assert Journal().open_sessions() == []
