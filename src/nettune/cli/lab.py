@@ -51,9 +51,9 @@ def up(
 
 @lab_app.command("down")
 @user_errors
-def down() -> None:
+def down(force: bool = typer.Option(False, "--force", help="Also remove labs of studies still running (stops them).")) -> None:
     """Remove every nettune lab, including what a killed run left behind."""
-    removed = labnet.down_all()
+    removed = labnet.down_all(force)
     from ..targets import sshlab
 
     removed["ssh keys"] = sshlab.down_all_ssh()  # their sshds died with the namespaces
@@ -62,7 +62,7 @@ def down() -> None:
         return
     for what, names in removed.items():
         if names:
-            console.print(f"removed {what}: {', '.join(names)}")
+            console.print(f"{what if what.startswith('kept') else 'removed ' + what}: {', '.join(names)}")
 
 
 @lab_app.command("status")

@@ -118,7 +118,7 @@ def _section_of(e: ValidationError) -> str:
 def schedule(study: Study, points: list[Point]) -> list[Slot]:
     """The order tests run in; interleaved by default so drift over time spreads evenly."""
     rep = study.repeat
-    total = rep.warmup + rep.runs
+    total = rep.warmup + rep.min_counted  # adaptive studies add rounds at run time
     per_point = [[Slot(p, r, r < rep.warmup) for r in range(total)] for p in points]
     if rep.order == "sequential":
         return [s for slots in per_point for s in slots]

@@ -1,8 +1,9 @@
 """Run one point's workload over many host pairs (`[workload] pairs`), round by round.
 
-run_study calls `run_pairs` instead of `run_test` when `wl.pairs` is set, and stores
-every result it gets through `on_result` (each one is a run of the same point and run
-number; `result.extra` says which pair):
+run_study can call `run_slot` for every slot: one run_test as before, or, when
+`wl.pairs` is set, `run_pairs`; every result goes to `on_result` (store.add_run) the
+moment it ends. Pair results are runs of the same point and run number; `result.extra`
+says which pair:
 
     extra["pair"]    "a->b"   (server->client)
     extra["server"], extra["client"]
@@ -90,3 +91,20 @@ def round_totals(results: list[TestResult]) -> dict[int, float]:
         if rnd is not None and res.ok:
             out[rnd] = out.get(rnd, 0.0) + (res.total_bps or 0.0)
     return out
+
+
+def workload_hosts(wl: Any, target: Any) -> list[str]:
+    """Hosts a workload runs its tool on (preflight checks each): server and client, or
+    every host of its pairs."""
+    return hosts_in_pairs(wl, target) if getattr(wl, "pairs", None) is not None else [wl.server, wl.client]
+
+
+def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Callable[[TestResult], None]) -> list[TestResult]:
+    """One slot of a study: a single test, or every pair of `wl.pairs` in rounds.
+    Hosts in `target.extra_machines` (ssh hypervisors) are sampled during every test."""
+    extra = getattr(target, "extra_machines", None)
+    if getattr(wl, "pairs", None) is not None:
+        return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra)
+    res = run_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra_machines=extra)
+    on_result(res)
+    return [res]

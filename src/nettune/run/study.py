@@ -17,6 +17,7 @@ from ..engines import get_engine
 from ..engines.result import TestResult
 from ..engines.session import run_test
 from ..errors import NettuneError, ToolMissing
+from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..spec.models import Study
 from ..store import Store
@@ -98,35 +99,16 @@ def run_study(
     point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
     outcome = Outcome(study_id, "running")
     status = "failed"
-    current: int | None = None
-    settings: dict[str, Any] = {}
     knobs = _knob_session(study, target, study_id)
-    progress.start(study, len(slots), expected_seconds(study, resolved))
+    runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome)
+    total = len(slots) if not study.repeat.adaptive else len(slots) + len(resolved) * (study.repeat.max_counted - study.repeat.min_counted)
+    progress.start(study, total, expected_seconds(study, resolved))
     try:
         with sigterm_as_interrupt():
-            for i, slot in enumerate(slots):
-                rp = by_index[slot.point.index]
-                if current != slot.point.index:
-                    settings = target.prepare(rp)
-                    if knobs is not None:
-                        settings["knobs"] = knobs.apply_point(rp)
-                        for note in knobs.take_messages():
-                            progress.message(note)
-                    if current is None:
-                        store.add_facts(study_id, target.facts())
-                    current = slot.point.index
-                if i and study.repeat.pause:
-                    time.sleep(study.repeat.pause)
-                progress.test_start(slot, i)
-                t0 = time.monotonic()
-                wl = rp.workload
-                engine = get_engine(wl.engine)
-                # extra_machines: hosts sampled during every test (ssh: role = "hypervisor" -> cpu_extra)
-                res = run_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], versions[wl.engine], extra_machines=getattr(target, "extra_machines", None))
-                store.add_run(study_id, point_ids[slot.point.index], slot.run, slot.warmup, res, settings)
-                outcome.tests += 1
-                outcome.failed += 0 if res.ok else 1
-                progress.test_end(slot, res, time.monotonic() - t0)
+            for slot in slots:
+                runner.run(slot)
+            if study.repeat.adaptive:
+                _adaptive_rounds(study, runner)
         status = "done"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -140,6 +122,63 @@ def run_study(
             store.finish_study(study_id, status)
             outcome.status = status
     return outcome
+
+
+class _PointRunner:
+    """Runs one slot: prepares the target (and knobs) when the point changes, runs the
+    test, stores it at once. Keeps each point's counted values for adaptive repeats."""
+
+    def __init__(self, study: Study, store: Store, target: Any, knobs: Any, versions: dict[str, str],
+                 by_index: dict[int, ResolvedPoint], point_ids: dict[int, int], progress: Progress, outcome: Outcome):
+        self.study, self.store, self.target, self.knobs, self.versions = study, store, target, knobs, versions
+        self.by_index, self.point_ids, self.progress, self.outcome = by_index, point_ids, progress, outcome
+        self.current: int | None = None
+        self.settings: dict[str, Any] = {}
+        self.count = 0
+        self.values: dict[int, list[float | None]] = {i: [] for i in by_index}
+
+    def run(self, slot: Slot) -> TestResult:
+        rp = self.by_index[slot.point.index]
+        if self.current != slot.point.index:
+            self.settings = self.target.prepare(rp)
+            if self.knobs is not None:
+                self.settings["knobs"] = self.knobs.apply_point(rp)
+                for note in self.knobs.take_messages():
+                    self.progress.message(note)
+            if self.current is None:
+                self.store.add_facts(self.outcome.study_id, self.target.facts())
+            self.current = slot.point.index
+        if self.count and self.study.repeat.pause:
+            time.sleep(self.study.repeat.pause)
+        self.progress.test_start(slot, self.count)
+        t0 = time.monotonic()
+        wl = rp.workload
+        engine = get_engine(wl.engine)
+        # extra_machines: hosts sampled during every test (ssh: role = "hypervisor" -> cpu_extra)
+        res = run_test(engine, wl, self.target.hosts[wl.server], self.target.hosts[wl.client], self.versions[wl.engine],
+                       extra_machines=getattr(self.target, "extra_machines", None))
+        self.store.add_run(self.outcome.study_id, self.point_ids[slot.point.index], slot.run, slot.warmup, res, self.settings)
+        self.count += 1
+        self.outcome.tests += 1
+        self.outcome.failed += 0 if res.ok else 1
+        if not slot.warmup:
+            self.values[slot.point.index].append(stopping_value(res))
+        self.progress.test_end(slot, res, time.monotonic() - t0)
+        return res
+
+
+def _adaptive_rounds(study: Study, runner: _PointRunner) -> None:
+    """More rounds until every point's 95% CI is within target_margin (or max_runs).
+    Sequential order finishes one point before the next; otherwise rounds interleave."""
+    rep = study.repeat
+    groups = [[i] for i in sorted(runner.values)] if rep.order == "sequential" else [sorted(runner.values)]
+    for group in groups:
+        round_no = 0
+        while need := adaptive_rounds(rep, {i: runner.values[i] for i in group}, round_no):
+            for idx in need:
+                point = runner.by_index[idx].point
+                runner.run(Slot(point, rep.warmup + len(runner.values[idx]), False))
+            round_no += 1
 
 
 def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[str, str]:

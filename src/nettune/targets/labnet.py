@@ -26,7 +26,7 @@ from pyroute2 import IPRoute, NetNS, netns
 from pyroute2.netlink.exceptions import NetlinkError
 
 from ..errors import NettuneError, NotRoot
-from .procs import STATE_DIR, kill_pid, stop_recorded
+from .procs import STATE_DIR, kill_pid, owner_alive, owner_token, stop_recorded
 
 LAB_DIR = STATE_DIR / "labs"
 NETNS_DIR = Path("/var/run/netns")
@@ -203,7 +203,7 @@ class LabNet:
         LAB_DIR.mkdir(parents=True, exist_ok=True)
         lay = self.layout
         (LAB_DIR / f"{lay.study}.json").write_text(
-            json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "created": time.time()})
+            json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "created": time.time(), "owner": owner_token()})
         )
 
 
@@ -256,21 +256,51 @@ def leftovers() -> dict[str, list[str]]:
     return {"namespaces": nss, "links": links, "labs": labs}
 
 
-def down_all() -> dict[str, list[str]]:
-    """Remove every lab, including ones left by a killed run. Returns what was removed."""
+def live_labs() -> dict[str, list[str]]:
+    """Labs whose nettune process is still running: study -> its namespaces."""
+    live: dict[str, list[str]] = {}
+    if not LAB_DIR.is_dir():
+        return live
+    for f in LAB_DIR.glob("*.json"):
+        try:
+            st = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if owner_alive(st.get("owner", "")):
+            live[st["study"]] = [f"nettune-{st['study']}-{h}" for h in st.get("hosts", [])]
+    return live
+
+
+def down_all(force: bool = False) -> dict[str, list[str]]:
+    """Remove every lab left behind (by a killed run, or `nettune lab up`). Labs of a
+    study still running are kept unless force. Returns what was removed or kept."""
     require_root("nettune lab down")
     found = leftovers()
-    stopped = stop_recorded()
+    live = {} if force else live_labs()
+    keep_ns = {n for nss in live.values() for n in nss}
+    keep_links = {f"nt{short_id(study)}" for study in live}
+    stopped = stop_recorded(force)
     for n in found["namespaces"]:
-        remove_namespace(n)
+        if n not in keep_ns:
+            remove_namespace(n)
     with IPRoute() as ipr:
         for name in found["links"]:
+            if name[:7] in keep_links:
+                continue
             for idx in ipr.link_lookup(ifname=name):
                 try:
                     ipr.link("del", index=idx)
                 except NetlinkError:
                     pass
     for lab in found["labs"]:
-        (LAB_DIR / f"{lab}.json").unlink(missing_ok=True)
-    found["processes"] = [str(p) for p in stopped]
-    return found
+        if lab not in live:
+            (LAB_DIR / f"{lab}.json").unlink(missing_ok=True)
+    removed = {
+        "namespaces": [n for n in found["namespaces"] if n not in keep_ns],
+        "links": [n for n in found["links"] if n[:7] not in keep_links],
+        "labs": [lab for lab in found["labs"] if lab not in live],
+        "processes": [str(p) for p in stopped],
+    }
+    if live:
+        removed["kept (study still running; --force removes it)"] = sorted(live)
+    return removed

@@ -118,13 +118,23 @@ def _s(b: bytes | str | None) -> str:
     return b if isinstance(b, str) else b.decode(errors="replace")
 
 
+def owner_token() -> str:
+    """This nettune process, as '<pid> <start time>' (a PID alone can be recycled)."""
+    return f"{os.getpid()} {start_time(os.getpid())}"
+
+
+def owner_alive(token: str) -> bool:
+    parts = token.split()
+    return len(parts) == 2 and parts[0].isdigit() and start_time(int(parts[0])) == parts[1] and not _zombie(int(parts[0]))
+
+
 def _record(pid: int) -> None:
     st = start_time(pid)
     if st is None:
         return
     try:
         PROC_DIR.mkdir(parents=True, exist_ok=True)
-        (PROC_DIR / str(pid)).write_text(st)
+        (PROC_DIR / str(pid)).write_text(f"{st} {owner_token()}")
     except OSError:
         pass
 
@@ -136,17 +146,22 @@ def _forget(pid: int) -> None:
         pass
 
 
-def stop_recorded() -> list[int]:
-    """Stop every recorded process still alive with the same start time. Returns PIDs stopped."""
-    stopped = []
+def stop_recorded(force: bool = False) -> list[int]:
+    """Stop every recorded process still alive with the same start time whose nettune
+    owner is gone (a killed run). With force, also those of a nettune still running.
+    Returns the PIDs stopped."""
+    stopped: list[int] = []
     if not PROC_DIR.is_dir():
         return stopped
     for f in PROC_DIR.iterdir():
         try:
             pid = int(f.name)
-        except ValueError:
+            st, _, owner = f.read_text().strip().partition(" ")
+        except (ValueError, OSError):
             continue
-        if start_time(pid) == f.read_text().strip():
+        if owner and owner_alive(owner) and not force:
+            continue  # a study still running owns it
+        if start_time(pid) == st:
             kill_pid(pid)
             stopped.append(pid)
         f.unlink(missing_ok=True)

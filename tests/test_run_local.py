@@ -1,0 +1,49 @@
+"""The local target (loopback, no namespaces): repeats, order, adaptive stopping."""
+from collections import Counter
+
+from nettune import Store, parse_study, run_study
+
+from conftest import needs_iperf3
+
+pytestmark = needs_iperf3
+
+STUDY = """
+name = "nettune-t-local"
+[target]
+kind = "local"
+[workload]
+duration = 1
+parallel = "{p}"
+[sweep]
+p = [1, 2]
+[repeat]
+"""
+
+
+def test_fixed_runs_interleaved_with_warmup(tmp_path):
+    study = parse_study(STUDY + "runs = 2\nwarmup = 1\n")
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(study, store)
+        runs = store.runs(out.study_id)
+    assert out.status == "done" and out.tests == 6
+    # interleaved: every point's run k before any point's run k+1
+    assert [(r["point"]["p"], r["run"], r["warmup"]) for r in runs] == [
+        (1, 0, True), (2, 0, True), (1, 1, False), (2, 1, False), (1, 2, False), (2, 2, False)]
+    assert all(r["ok"] and r["receiver_bps"] > 0 and r["cpu_client"] > 0 for r in runs)
+
+
+def test_adaptive_stops_at_max_when_margin_unreachable(tmp_path):
+    study = parse_study(STUDY + "min_runs = 2\nmax_runs = 3\ntarget_margin = 0.000001\n")
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(study, store)
+        runs = store.runs(out.study_id)
+    assert Counter(r["point"]["p"] for r in runs) == {1: 3, 2: 3}
+    assert sorted(r["run"] for r in runs if r["point"]["p"] == 1) == [0, 1, 2]
+
+
+def test_adaptive_stops_at_min_when_margin_is_loose(tmp_path):
+    study = parse_study(STUDY + "min_runs = 2\nmax_runs = 5\ntarget_margin = 0.9\n")
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(study, store)
+        runs = store.runs(out.study_id)
+    assert Counter(r["point"]["p"] for r in runs) == {1: 2, 2: 2}
