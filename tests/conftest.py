@@ -17,7 +17,8 @@ needs_iperf2 = pytest.mark.skipif(shutil.which("iperf") is None, reason="iperf (
 
 def nettune(*args: str, timeout: float = 300, check: bool = False, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run the real CLI in a subprocess, as a user would."""
-    p = subprocess.run([sys.executable, "-m", "nettune.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    env = dict(os.environ, COLUMNS="250")  # wide enough that tables do not fold names
+    p = subprocess.run([sys.executable, "-m", "nettune.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
     if check and p.returncode != 0:
         raise AssertionError(f"nettune {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return p

@@ -88,7 +88,7 @@ proto = ["tcp", "udp"]
     nettune("run", str(f), "--db", str(db), check=True)
     recs = {r["point"]["proto"]: r for r in json.loads(nettune("results", "--db", str(db), "--format", "json", check=True).stdout)}
     assert recs["tcp"]["ok"] and recs["tcp"]["receiver_bps"] > 0 and recs["tcp"]["engine"] == "iperf2"
-    assert recs["udp"]["ok"] and recs["udp"]["lost_percent"] is not None and 20e6 < recs["udp"]["receiver_bps"] < 80e6
+    assert recs["udp"]["ok"] and recs["udp"]["lost_percent"] is not None and 50e6 < recs["udp"]["receiver_bps"] < 150e6  # iperf2 -b is per stream: 2 x 50M
     assert not lab_leftovers()
 
 

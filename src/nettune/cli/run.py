@@ -65,7 +65,8 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
     for w in outcome.warnings:
         console.print(f"[yellow]warning:[/] {w}")
     failed = f", [red]{outcome.failed} failed[/]" if outcome.failed else ""
-    console.print(f"{outcome.tests} tests{failed}; results in [bold]{db.resolve()}[/] (nettune results {study.name} --db {db})")
+    console.print(f"{outcome.tests} tests{failed}; results in [bold]{db.resolve()}[/]")
+    console.print(f"next: nettune analyze {study.name} --db {db}   |   nettune report {study.name} --db {db} --out report/", highlight=False)
 
 
 @app.command()

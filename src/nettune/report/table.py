@@ -42,8 +42,8 @@ def columns(runs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     has_rev = any(r.get("reverse_receiver_bps") is not None for r in runs)
     has_udp = any(r.get("lost_percent") is not None for r in runs)
     head = params + (["run"] if multi else []) + ["Gbit/s"] + (["rev Gbit/s"] if has_rev else [])
-    head += ["client CPU %", "server CPU %", "host CPU %", "softirq %"]
-    head += (["retransmits"] if has_retr else []) + (["loss %", "jitter ms"] if has_udp else []) + ["status"]
+    head += ["client CPU%", "server CPU%", "host CPU%", "softirq%"]
+    head += (["retrans"] if has_retr else []) + (["loss %", "jitter ms"] if has_udp else []) + ["status"]
     rows = []
     for r in runs:
         row = [str(r["point"].get(p, "")) for p in params]

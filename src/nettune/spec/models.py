@@ -20,6 +20,7 @@ Mtu = Annotated[int, Field(ge=68, le=65535)]
 Queues = Annotated[int, Field(ge=1, le=256)]
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[int, Field(ge=0)]
+Port = Annotated[int, Field(ge=1024, le=65535)]
 
 
 class Strict(BaseModel):
@@ -79,7 +80,7 @@ class Workload(Strict):
     window: str | int | None | Template = Field(default=None, description="Socket buffer size (-w), e.g. '4M'.")
     congestion: str | None | Template = Field(default=None, description="TCP congestion control (-C / -Z), e.g. 'bbr'.")
     length: str | int | None | Template = Field(default=None, description="Read/write buffer or datagram length (-l).")
-    port: int | None = Field(default=None, ge=1024, le=65535, description="Server port; default picks a free one.")
+    port: Port | None | Template = Field(default=None, description="Server port; default 5201 in the lab, a free one on loopback.")
     timeout: float | None = Field(default=None, gt=0, description="Extra seconds allowed beyond duration+omit before a side is killed.")
     pairs: Pairs | None = Field(default=None, description='Many hosts: "mesh" (every pair once), "star:HOST" (HOST serves every other host) or [["server", "client"], ...]; server/client are then ignored. Run in rounds where no host is in two tests.')
     parallel_pairs: bool = Field(default=False, description="Run the pairs of a round at the same time (aggregate reported), instead of one after another.")
