@@ -15,6 +15,17 @@ from nettune.knobs.registry import KINDS
 from conftest import needs_iperf3, needs_root, nettune
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _hostwide_lock():
+    """These tests change host-wide values of this machine: never alongside another run of them
+    (two test processes would each take the other's value for the original)."""
+    import fcntl
+
+    with open("/run/lock/nettune-tests-hostwide.lock" if os.path.isdir("/run/lock") else "/tmp/nettune-tests-hostwide.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def state_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
@@ -188,3 +199,16 @@ def test_knobs_show_a_study_on_its_lab(tmp_path):
         assert {r["host"] for r in rows} == {"server", "machine"}  # what server sees: its own and host-wide values
     finally:
         target.close()
+
+
+def test_unreachable_remote_change_stays_pending_until_forgotten():
+    j = Journal()
+    j.append({"op": "begin", "session": "r", "study": "remote", "pid": 999999999, "pid_start": "1", "time": 1.0})
+    j.change("r", 1, "remote", "vm1", {"key": "mtu", "kind": "mtu", "arg": None, "device": "eth0"},
+             {"type": "remote", "label": "vm1", "key": "remote:vm1", "address": "192.0.2.10"}, 1500, 9000)
+    r = nettune("restore")
+    assert r.returncode == 1 and "remote host" in r.stdout and "ip link set dev eth0 mtu 1500" in r.stdout
+    assert len(Journal().open_sessions()) == 1  # still pending: never marked restored
+    r = nettune("restore", "--forget", check=True)
+    assert "ip link set dev eth0 mtu 1500" in r.stdout and "forgotten" in r.stdout
+    assert Journal().open_sessions() == []

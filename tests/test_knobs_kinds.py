@@ -24,6 +24,17 @@ from conftest import needs_root
 
 pytestmark = needs_root
 
+
+@pytest.fixture(scope="module", autouse=True)
+def _hostwide_lock():
+    """These tests change host-wide values of this machine: never alongside another run of them
+    (two test processes would each take the other's value for the original)."""
+    import fcntl
+
+    with open("/run/lock/nettune-tests-hostwide.lock" if os.path.isdir("/run/lock") else "/tmp/nettune-tests-hostwide.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
 NAME = "tk-kinds"
 BASE = f"""
 name = "{NAME}"
@@ -73,10 +84,12 @@ def check_kind(lab, key: str, new, other, host: str = "server", sweep: str = "",
     before = value(h, key)
     toml_value = knob_value if knob_value is not None else (f'"{new}"' if isinstance(new, str) else str(new))
     s, rps = session(lab, f'"{key}" = {toml_value}\n', sweep)
-    in_force = s.apply_point(rps[0])
-    assert kind.same(value(h, key), new), f"{key} not applied"
-    assert any(key in v for v in in_force.values())
-    assert not s.restore_all()
+    try:
+        in_force = s.apply_point(rps[0])
+        assert kind.same(value(h, key), new), f"{key} not applied"
+        assert any(key in v for v in in_force.values())
+    finally:
+        assert not s.restore_all()
     assert kind.same(value(h, key), before), f"{key} not restored"
     assert not Journal().open_sessions()
 

@@ -15,7 +15,7 @@ import pytest
 
 from nettune.engines import get_engine
 from nettune.errors import NettuneError
-from nettune.run.pairs import round_totals, run_pairs
+from nettune.run.pairs import round_totals, run_slot, workload_hosts
 from nettune.run.study import run_study
 from nettune.spec import load_study, parse_study
 from nettune.store import Store
@@ -87,12 +87,14 @@ def tofu_file(tmp_path, monkeypatch):
     return tmp_path / "nettune_known_hosts"
 
 
-def study_text(inv: Path, workload: str, extra: str = "", name: str = "t-ssh-study") -> str:
+def study_text(inv: Path, workload: str, extra: str = "", name: str = "t-ssh-study", reconnect: int = 15) -> str:
+    # reconnect_timeout bounded so a broken lab fails these tests in seconds, not minutes
     return f"""
 name = "{name}"
 [target]
 kind = "ssh"
 inventory = "{inv}"
+reconnect_timeout = {reconnect}
 {extra}
 [target.hosts.pve]
 role = "hypervisor"
@@ -253,10 +255,13 @@ def test_cut_connection_fails_that_test_and_the_study_goes_on(lab, tmp_path):
 def test_four_host_mesh_runs_in_three_parallel_rounds(lab, tmp_path):
     study = parse_study(study_text(lab["inventory"], 'pairs = "mesh"\nparallel_pairs = true\nduration = 1\n'))
     t = SshTarget(study)
+    stored = []
     try:
-        results = run_pairs(get_engine("iperf3"), study.workload, t, "3.12")
+        assert sorted(workload_hosts(study.workload, t)) == ["c", "client", "d", "server"]  # not pve
+        results = run_slot(get_engine("iperf3"), study.workload, t, "3.12", on_result=stored.append)
     finally:
         t.close()
+    assert stored == results and len(results) == 6
     rounds: dict[int, list] = {}
     for r in results:
         rounds.setdefault(r.extra["round"], []).append(r)
@@ -283,11 +288,13 @@ def test_lab_down_stops_the_sshds(tmp_path):
         nettune("lab", "up", str(f), "--ssh", check=True)
         pids = [sshlab.sshd_pid(name, h) for h in ("a", "b")]
         assert all(pids)
+        assert name not in sshlab.down_all_ssh()  # `lab down` keeps the sshds of a lab it keeps
+        assert all(start_time(p) for p in pids)
     finally:
         LabNet(layout).down()  # remove_namespace: kills every PID in the namespace, sshd too
     assert all(start_time(p) is None or _zombie(p) for p in pids)
-    sshlab.down(name)
-    assert not sshlab.study_dir(name).exists()
+    assert name in sshlab.down_all_ssh()  # then `lab down` removes the keys and PID records
+    assert not sshlab.study_dir(name).exists() and not any((PROC_DIR / str(p)).exists() for p in pids)
 
 
 def _reboot_lab_host(layout: LabLayout, host: str) -> None:
@@ -308,7 +315,7 @@ def test_restarted_host_is_waited_for_then_used(lab):
     """The next command after a host restart waits until the host answers again."""
     from nettune.engines.session import run_test
 
-    study = parse_study(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 1\n', "reconnect_timeout = 30"))
+    study = parse_study(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 1\n', reconnect=30))
     layout = lab["layout"]
     t = SshTarget(study)
     try:
@@ -350,7 +357,7 @@ def test_proxmox_queue_knob_restart_then_the_guest_is_used(lab):
     from nettune.knobs.proxmox_queues import ProxmoxQueues
 
     layout = lab["layout"]
-    study = parse_study(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 1\n', "reconnect_timeout = 30"))
+    study = parse_study(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 1\n', reconnect=30))
     t = SshTarget(study)
     timers = []
 

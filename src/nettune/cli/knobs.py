@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import NettuneError
@@ -38,7 +39,7 @@ def restore(
     if not out.lines and not alive:
         console.print(f"nothing to restore ({journal.path} has no unrestored changes)")
     for result, text in out.lines:
-        console.print(f"[{_STYLE.get(result, 'white')}]{result}[/]: {text}", highlight=False, soft_wrap=True)
+        console.print(f"[{_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
     if out.failed and forget:
         _forget(journal)
         return
@@ -57,7 +58,7 @@ def _forget(journal: object) -> None:
         for rec in s.changes:
             loc = Loc.from_record(rec["loc"])
             for cmd in KINDS[loc.kind].commands(loc, rec["original"]):
-                console.print(f"  {rec.get('host')}: {cmd}", highlight=False, soft_wrap=True)
+                console.print(escape(f"  {rec.get('host')}: {cmd}"), highlight=False, soft_wrap=True)
             journal.done(s.id, rec["seq"], "forgotten", "given up by `nettune restore --forget`")  # type: ignore[attr-defined]
         journal.end(s.id)  # type: ignore[attr-defined]
     console.print("[yellow]forgotten[/]: the commands above put the originals back by hand")
@@ -78,7 +79,7 @@ def list_(format: str = typer.Option("table", "--format", "-f", help="table or j
     for h in ("kind", "key", "scope", "what", "default", "tuned", "restart", "risk"):
         t.add_column(h, overflow="fold")
     for r in rows:
-        t.add_row(*(r[h] for h in ("kind", "key", "scope", "what", "default", "tuned", "restart", "risk")))
+        t.add_row(*(escape(r[h]) for h in ("kind", "key", "scope", "what", "default", "tuned", "restart", "risk")))
     console.print(t)
 
 
@@ -114,7 +115,7 @@ def show(
     for h in ("host", "knob", "device", "value"):
         t.add_column(h, overflow="fold")
     for r in rows:
-        t.add_row(r["host"], r["knob"], r["device"], r["value"])
+        t.add_row(*(escape(str(r[h])) for h in ("host", "knob", "device", "value")))
     console.print(t)
 
 
@@ -138,4 +139,4 @@ def persist(
     files = write_files(s["name"], p["point"], settings, out, interface)
     console.print(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:")
     for f in files:
-        console.print(f"  {f}", highlight=False)
+        console.print(escape(f"  {f}"), highlight=False)

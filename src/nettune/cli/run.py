@@ -40,7 +40,8 @@ class RichProgress:
 
     def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None:
         what = f"{result.total_bps / 1e9:.2f} Gbit/s" if result.ok and result.total_bps is not None else f"[red]failed: {result.error}[/]"
-        console.print(f"  {slot.point.label()} run {slot.run + 1}: {what}", highlight=False)
+        pair = f" {result.extra['pair']}" if result.extra.get("pair") else ""
+        console.print(f"  {slot.point.label()} run {slot.run + 1}{pair}: {what}", highlight=False)
         self.bar.advance(self.task)
 
     def message(self, text: str) -> None:

@@ -92,7 +92,8 @@ def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_versi
             x1 = {k: read_machine(h) for k, h in extra_machines.items()}
             self_pct = me.percent()
             _finish(cli, cli_side)
-            _wait_server(engine, wl, srv, srv_side)
+            # a client that failed (refused, error) never reached the server: don't wait
+            _wait_server(engine, wl, srv, srv_side, 10.0 if cli_side.exit_code == 0 and not cli_side.timed_out else 1.0)
         finally:
             srv.stop()
         _finish(srv, srv_side)
@@ -140,11 +141,11 @@ def _wait_listening(host: Any, proc: Any, port: int, proto: str) -> bool:
     return False
 
 
-def _wait_server(engine: Engine, wl: Workload, srv: Any, side: SideOutput) -> None:
+def _wait_server(engine: Engine, wl: Workload, srv: Any, side: SideOutput, limit: float = 10.0) -> None:
     """Let the server write its final report: iperf3 -1 exits by itself; iperf2 is done
     when the engine sees its final report in the output."""
     done = getattr(engine, "server_done", None)
-    end = time.monotonic() + 10.0
+    end = time.monotonic() + limit
     while time.monotonic() < end and srv.poll() is None:
         if not engine.server_exits and done is not None and done(wl, srv.output()[0]):
             return

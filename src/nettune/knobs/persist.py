@@ -14,7 +14,6 @@ plus README.txt saying where each file goes. Interfaces are the ones the study u
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 

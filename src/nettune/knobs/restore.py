@@ -112,6 +112,11 @@ def restore_changes(
             kind.restore(place.ex, loc, original)
             after = kind.read(place.ex, loc)
         except Exception as e:  # noqa: BLE001 - one knob must not stop the others' restore
+            why = place.gone() or ident_changed(place, loc, rec.get("ident") or {})
+            if why:  # vanished while we were at it (the lab was being removed)
+                journal.done(session, rec["seq"], "gone", why)
+                out.lines.append(("gone", f"{who}: nothing to restore: {why}"))
+                continue
             out.failed += 1
             out.failed_seqs.append(rec["seq"])
             msg = f"{who}: could not restore {show(original)}: {e}; run `nettune restore` again once fixed"

@@ -103,6 +103,19 @@ def plan(rp: Any, hosts: dict[str, Any], scopes: dict[Any, str] | None, where: _
     return items
 
 
+class _CpuCounts:
+    """CPU count per place (a lab namespace sees the machine's CPUs; a remote host its own)."""
+
+    def __init__(self) -> None:
+        self._n: dict[str, int] = {}
+
+    def __call__(self, place: Place) -> int:
+        key = "machine" if place.type != "remote" else place.key
+        if key not in self._n:
+            self._n[key] = cpu_count(place.ex if place.type == "remote" else machine().ex)
+        return self._n[key]
+
+
 def _queues(rp: Any) -> int | None:
     q = getattr(rp.target, "queues", None)
     return q if isinstance(q, int) else None
@@ -154,13 +167,14 @@ def precheck(study: Any, target: Any, resolved: list[Any], spec_text: str = "", 
         vhosts = dict(target.hosts)
         if probe is not None:
             vhosts |= {n: LabHost(n, probe.netns, "", h.interface) for n, h in lab.items()}
-        cpus = cpu_count(machine().ex)
+        cpus = _CpuCounts()
         scopes: dict[Any, str] = {}
         done: set[str] = set()
         for rp in resolved:
             for it in plan(rp, vhosts, scopes, where):
                 scratch = probe is not None and it.place.type == "netns" and it.place.netns == probe.netns
-                ctx = Ctx(cpus, _queues(rp) if it.host in lab else None, scratch, probe, SCRATCH_DEV, it.host)
+                local = it.place.type != "remote"  # the scratch veth shows this kernel, not a remote one
+                ctx = Ctx(cpus(it.place), _queues(rp) if it.host in lab else None, scratch, probe if local else None, SCRATCH_DEV, it.host)
                 sig = json.dumps([it.slot, it.value, ctx.queues], default=str)
                 if sig in done:
                     continue
@@ -195,7 +209,7 @@ class KnobSession:
         self.warnings: list[str] = []
         self._said: set[str] = set()
         self._scopes: dict[Any, str] = {}
-        self._cpus = cpu_count(machine().ex)
+        self._cpus = _CpuCounts()
         self._closed = False
         self._pid = os.getpid()
 
@@ -214,22 +228,24 @@ class KnobSession:
         for it in items:
             if it.place.type == "machine" and getattr(self.target.hosts[it.host], "netns", None):
                 self._say(f"knob {it.loc.key} is host-wide (not per network namespace): set once on this machine for all lab hosts, restored at the end")
-            ctx = Ctx(self._cpus, _queues(rp) if getattr(self.target.hosts[it.host], "netns", None) else None, host=it.host)
+            ctx = Ctx(self._cpus(it.place), _queues(rp) if getattr(self.target.hosts[it.host], "netns", None) else None, host=it.host)
             try:
                 it.kind.validate(it.place.ex, it.loc, it.value, ctx)
             except KnobError as e:
                 raise NettuneError(f"knob {it.loc.key} on {it.host} (point {rp.point.label()}): {e}") from None
             for n in ctx.notes:
                 self._say(n)
+        # No signal blocking here (an apply may take minutes, e.g. a VM restart): a change
+        # is journaled and listed in self.active before it is made, so an interrupt at any
+        # point leaves restore_all (or `nettune restore`) knowing about it.
         values: dict[str, dict[str, Any]] = {}
-        with critical():
-            self._drop_stale()
-            wanted = {it.slot for it in items}
-            stale = [r for r in self.active if r["_slot"] not in wanted]
-            if stale:
-                self._restore(stale)
-            for it in items:
-                values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
+        self._drop_stale()
+        wanted = {it.slot for it in items}
+        stale = [r for r in self.active if r["_slot"] not in wanted]
+        if stale:
+            self._restore(stale)
+        for it in items:
+            values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
         return values
 
     def _set(self, it: Item) -> Any:
@@ -244,6 +260,7 @@ class KnobSession:
         self.seq += 1
         rec = self.journal.change(self.sid, self.seq, self.study.name, it.place.label, loc.record(), it.place.record(), cur, it.value, identity(it.place, loc))
         rec["_place"], rec["_slot"] = it.place, it.slot
+        self.active.append(rec)  # before the change: restore_all must know about it
         try:
             kind.apply(ex, loc, it.value)
         except KnobError as e:
@@ -253,13 +270,11 @@ class KnobSession:
                 now = None
             if now is not None and kind.same(now, cur):
                 self.journal.done(self.sid, self.seq, "not-applied", str(e))
-            else:
-                self.active.append(rec)
+                self.active.remove(rec)
             raise NettuneError(f"knob {loc.key} on {it.place.label}: {e}") from None
         after = kind.read(ex, loc)
         self.journal.actual(self.sid, self.seq, after)
         rec["actual"] = after
-        self.active.append(rec)
         if not kind.looks_like(after, it.value):
             self._say(f"knob {loc.key} on {it.place.label}: set {it.value!r} but it reads back {after!r}")
         return self._shown(kind, after, it.value)

@@ -135,3 +135,14 @@ def knob_items(section: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str
     section = dict(section or {})
     hosts = section.pop("hosts", None) or {}
     return section, hosts
+
+
+def summary(section: dict[str, Any] | None) -> str:
+    """One line for a point's filled-in knobs, e.g. for `nettune run --dry-run`:
+    'mtu=1500 (server), offload:gro=off, command:swap=10'."""
+    knobs, hosts = knob_items(section)
+    parts = []
+    for key, value in knobs.items():
+        v = value.get("value") if isinstance(value, dict) else value
+        parts.append(f"{key}={v}" + (f" ({','.join(hosts[key])})" if key in hosts else ""))
+    return ", ".join(parts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, read_file, run_ok, write_file
+from .base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok, write_file
 
 # Can take a machine down, are irreversible, or weaken its security: never touched.
 DENY = {

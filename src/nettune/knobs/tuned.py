@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok
+from .base import Ctx, Kind, KnobError, Loc, catalog_row
 
 
 class Tuned(Kind):

@@ -15,10 +15,10 @@ from typing import Any, Iterator, Protocol
 
 from ..engines import get_engine
 from ..engines.result import TestResult
-from ..engines.session import run_test
 from ..errors import NettuneError, ToolMissing
 from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
+from .pairs import pair_rounds, run_slot, workload_hosts
 from ..spec.models import Study
 from ..store import Store
 from ..targets import make_target
@@ -72,9 +72,21 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def expected_seconds(study: Study, resolved: list[ResolvedPoint]) -> float:
-    per_point = {r.point.index: r.workload.duration + r.workload.omit + OVERHEAD_GUESS for r in resolved}
-    return sum(per_point[s.point.index] for s in schedule(study, [r.point for r in resolved])) + study.repeat.pause * 0
+def hosts_pairs(wl: Any, target: Any) -> list[Any]:
+    return [p for rnd in pair_rounds(wl, target) for p in rnd]
+
+
+def tests_per_slot(rp: ResolvedPoint, target: Any) -> int:
+    """1, or the number of host pairs when the workload runs over pairs."""
+    return len(hosts_pairs(rp.workload, target)) if rp.workload.pairs is not None else 1
+
+
+def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = None) -> float:
+    """First estimate for the ETA (the progress bar refines it as tests finish)."""
+    per = {r.point.index: (r.workload.duration + r.workload.omit + OVERHEAD_GUESS) * (tests_per_slot(r, target) if target else 1) for r in resolved}
+    pause = study.repeat.pause
+    slots = schedule(study, [r.point for r in resolved])
+    return sum(per[s.point.index] for s in slots) + pause * max(0, len(slots) - 1)
 
 
 def run_study(
@@ -91,9 +103,13 @@ def run_study(
     slots = schedule(study, [r.point for r in resolved])
 
     target = make_target(study)  # raises NotRoot etc. before anything is created
-    versions = preflight(study, resolved, target)
-    for note in _knob_precheck(study, target, resolved, spec_text, spec_file, restore_first):
-        progress.message(note)  # refuses over an unrestored journal; checks every knob first
+    try:
+        versions = preflight(study, resolved, target)
+        for note in _knob_precheck(study, target, resolved, spec_text, spec_file, restore_first):
+            progress.message(note)  # refuses over an unrestored journal; checks every knob first
+    except BaseException:
+        target.close()  # e.g. ssh connections already open; the lab has created nothing yet
+        raise
 
     study_id = store.begin_study(study, spec_text, spec_file)
     point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
@@ -101,8 +117,11 @@ def run_study(
     status = "failed"
     knobs = _knob_session(study, target, study_id)
     runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome)
-    total = len(slots) if not study.repeat.adaptive else len(slots) + len(resolved) * (study.repeat.max_counted - study.repeat.min_counted)
-    progress.start(study, total, expected_seconds(study, resolved))
+    per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
+    total = sum(per_slot[s.point.index] for s in slots)
+    if study.repeat.adaptive:  # the most it can take; most studies stop earlier
+        total += sum(per_slot.values()) * (study.repeat.max_counted - study.repeat.min_counted)
+    progress.start(study, total, expected_seconds(study, resolved, target))
     try:
         with sigterm_as_interrupt():
             for slot in slots:
@@ -154,17 +173,25 @@ class _PointRunner:
         t0 = time.monotonic()
         wl = rp.workload
         engine = get_engine(wl.engine)
-        # extra_machines: hosts sampled during every test (ssh: role = "hypervisor" -> cpu_extra)
-        res = run_test(engine, wl, self.target.hosts[wl.server], self.target.hosts[wl.client], self.versions[wl.engine],
-                       extra_machines=getattr(self.target, "extra_machines", None))
-        self.store.add_run(self.outcome.study_id, self.point_ids[slot.point.index], slot.run, slot.warmup, res, self.settings)
+        sid, pid = self.outcome.study_id, self.point_ids[slot.point.index]
+        # one test, or one per host pair in rounds; each stored the moment it ends.
+        # Hosts in target.extra_machines (ssh hypervisors) are sampled during every test.
+        results = run_slot(engine, wl, self.target, self.versions[wl.engine],
+                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, r, self.settings))
         self.count += 1
-        self.outcome.tests += 1
-        self.outcome.failed += 0 if res.ok else 1
+        self.outcome.tests += len(results)
+        self.outcome.failed += sum(not r.ok for r in results)
         if not slot.warmup:
-            self.values[slot.point.index].append(stopping_value(res))
-        self.progress.test_end(slot, res, time.monotonic() - t0)
-        return res
+            self.values[slot.point.index].append(_slot_value(results))
+        for res in results:
+            self.progress.test_end(slot, res, time.monotonic() - t0)
+        return results[-1]
+
+
+def _slot_value(results: list[TestResult]) -> float | None:
+    """What adaptive repeats watch for a slot: its throughput (summed over host pairs)."""
+    vals = [stopping_value(r) for r in results]
+    return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
 
 
 def _adaptive_rounds(study: Study, runner: _PointRunner) -> None:
@@ -189,11 +216,12 @@ def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[
         if wl.engine in versions:
             continue
         engine = get_engine(wl.engine)
-        for role in (wl.server, wl.client):
-            host = target.hosts[role]
+        names = workload_hosts(wl, target)
+        for name in names:
+            host = target.hosts[name]
             if host.which(engine.binary) is None:
                 raise ToolMissing(f"{engine.binary} is not installed on {host.name}: {engine.install_hint}")
-        client = target.hosts[wl.client]
+        client = target.hosts[names[-1]]
         r = getattr(client, "probe_run", client.run)(engine.version_argv(), timeout=10)
         versions[wl.engine] = engine.version(r.stdout + r.stderr)
         if not versions[wl.engine]:

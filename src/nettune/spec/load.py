@@ -79,7 +79,8 @@ def _most_specific(errors: list[dict[str, Any]]) -> dict[str, Any]:
 def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str:
     kind, msg, inp = err["type"], err["msg"], err.get("input")
     if kind == "extra_forbidden":
-        known = _known_fields(model, loc[:-1])
+        tags = {str(x) for x in err["loc"] if _is_union_tag(x)}
+        known = _known_fields(model, loc[:-1], tags)
         close = difflib.get_close_matches(loc[-1], known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known fields: {', '.join(known)}"
         return f"unknown field{hint}"
@@ -102,30 +103,45 @@ def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str
     return msg
 
 
-def _known_fields(model: type[BaseModel], loc: list[str]) -> list[str]:
+def _known_fields(model: type[BaseModel], loc: list[str], tags: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
     cur: Any = model
-    for part in loc:
+    keyed = False  # the previous field was a table of named entries ([target.hosts.NAME])
+    for i, part in enumerate(loc):
         fields = getattr(cur, "model_fields", {})
         if part not in fields:
+            if keyed:
+                keyed = False
+                continue
             return []
         ann = fields[part].annotation
-        cur = _model_in(ann)
+        keyed = "dict" in str(ann)
+        cur = _model_in(ann, loc[i + 1] if i + 1 < len(loc) else None, tags)
         if cur is None:
             return []
     return list(getattr(cur, "model_fields", {}))
 
 
-def _model_in(ann: Any) -> Any:
+def _model_in(ann: Any, want: str | None = None, tags: set[str] = frozenset()) -> Any:  # type: ignore[assignment]
+    """The model inside an annotation; in a union, the member that has field `want`."""
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return ann
+    found = []
     for arg in getattr(ann, "__args__", ()) or ():
-        m = _model_in(arg)
+        m = _model_in(arg, want, tags)
         if m is not None:
-            return m
+            found.append(m)
     meta = getattr(ann, "__metadata__", None)
-    if meta is not None:
-        return _model_in(ann.__origin__)
-    return None
+    if meta is not None and not found:
+        m = _model_in(ann.__origin__, want, tags)
+        found += [m] if m is not None else []
+    for m in found:  # the union member pydantic chose (its kind is in the error's loc)
+        kind = m.model_fields.get("kind")
+        if kind is not None and str(kind.default) in tags or (kind is not None and getattr(kind.annotation, "__args__", (None,))[0] in tags):
+            return m
+    for m in found:
+        if want is None or want in m.model_fields:
+            return m
+    return found[0] if found else None
 
 
 def find_line(text: str, loc: list[str]) -> int | None:

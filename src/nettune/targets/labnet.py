@@ -105,6 +105,11 @@ class LabLayout:
     def address(self, host: str) -> str:
         return str(self.subnet.network_address + 10 + self.hosts.index(host))
 
+    def mac(self, host: str, side: str) -> str:
+        """Locally administered unicast MAC derived from study, host and side."""
+        h = hashlib.sha1(f"{self.study}/{host}/{side}".encode()).digest()
+        return "02:" + ":".join(f"{b:02x}" for b in h[:5])
+
     @property
     def bridge_address(self) -> str:
         return str(self.subnet.network_address + 1)
@@ -143,9 +148,11 @@ class LabNet:
             with NetNS(nsname) as ns:
                 for idx in ns.link_lookup(ifname=nif):
                     ns.link("del", index=idx)
+            # Stable MACs, like a VM's NIC across restarts: peers' ARP caches stay valid
+            # after a re-creation (a new MAC stalls connections from the root namespace).
             ipr.link(
-                "add", ifname=rif, kind="veth", num_tx_queues=queues, num_rx_queues=queues,
-                peer={"ifname": nif, "net_ns_fd": nsname, "num_tx_queues": queues, "num_rx_queues": queues},
+                "add", ifname=rif, kind="veth", num_tx_queues=queues, num_rx_queues=queues, address=lay.mac(host, "r"),
+                peer={"ifname": nif, "net_ns_fd": nsname, "num_tx_queues": queues, "num_rx_queues": queues, "address": lay.mac(host, "n")},
             )
             br = ipr.link_lookup(ifname=lay.bridge)[0]
             idx = ipr.link_lookup(ifname=rif)[0]

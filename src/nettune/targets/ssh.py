@@ -110,12 +110,16 @@ class SshHost:
             self._conn = None
             conn = await (self._connect() if self.connects == 0 else self._reconnect())
             self.connects += 1
-            await self._start_shell(conn)
-            if self.connects == 1:
-                r = await self._exec(conn, ["uname", "-s"], 15)
-                self.os = "freebsd" if r.stdout.strip() == "FreeBSD" else "linux"
-            if self._orphans:
-                await self._kill_orphans(conn)
+            try:
+                await self._start_shell(conn)
+                if self.connects == 1:
+                    r = await self._exec(conn, ["uname", "-s"], 15)
+                    self.os = "freebsd" if r.stdout.strip() == "FreeBSD" else "linux"
+                if self._orphans:
+                    await self._kill_orphans(conn)
+            except BaseException:
+                conn.close()  # lost again while setting up: the next call starts over
+                raise
             self._conn = conn
             return conn
 

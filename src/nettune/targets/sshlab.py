@@ -239,12 +239,20 @@ def down(study: str) -> None:
 
 
 def down_all_ssh() -> list[str]:
-    """`nettune lab down`: every study's sshd and keys. Returns the study names."""
+    """`nettune lab down`, after the labs went: the sshds and keys of every lab whose
+    namespaces are gone (a lab `lab down` kept keeps its sshds). Returns study names."""
     if not SSH_DIR.is_dir():
         return []
-    names = sorted(p.name for p in SSH_DIR.iterdir() if p.is_dir())
-    for n in names:
-        down(n)
+    from pyroute2 import netns
+
+    alive = set(netns.listnetns())
+    names = []
+    for d in sorted(p for p in SSH_DIR.iterdir() if p.is_dir()):
+        hosts = [h.name for h in d.iterdir() if h.is_dir()]
+        if any(f"nettune-{d.name}-{h}" in alive for h in hosts):
+            continue
+        down(d.name)
+        names.append(d.name)
     return names
 
 
