@@ -35,9 +35,12 @@ def lab_leftovers() -> dict:
         if pid.isdigit():
             try:
                 comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if comm in ("iperf3", "iperf") and int(pid) != os.getpid():
+            # a zombie is already dead: after kill -9 of nettune its children are reparented
+            # to PID 1, and this sandbox's PID 1 does not reap them
+            if comm in ("iperf3", "iperf") and state != "Z" and int(pid) != os.getpid():
                 ours.append(f"{pid}:{comm}")
     found["iperf processes"] = ours
     return {k: v for k, v in found.items() if v}

@@ -6,6 +6,7 @@ import shlex
 from rich.table import Table
 
 from ..engines import get_engine
+from ..knobs.spec import summary as knob_summary
 from ..plan.points import expand_and_check, schedule
 from ..spec.models import Study
 from .main import console
@@ -40,7 +41,7 @@ def print_plan(study: Study, text: str, file: str) -> None:
         version = "3.16" if wl.engine == "iperf3" else "2.1"
         tgt = ", ".join(f"{k}={v}" for k, v in rp.target.model_dump().items() if k in ("mtu", "queues"))
         knobs = rp.extra.get("knobs")
-        notes = "; ".join(warns + ([f"knobs: {knobs}"] if knobs else []))
+        notes = "; ".join(warns + ([f"knobs: {knob_summary(knobs)}"] if knobs else []))
         t.add_row(
             str(rp.point.index), rp.point.label(), tgt,
             f"[{wl.server}] " + shlex.join(eng.server_argv(wl2, port, version)),
