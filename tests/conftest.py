@@ -2,6 +2,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,21 @@ IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: the lab creates network namespaces (CI runs as root)")
 needs_iperf3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (scripts/test.sh installs it)")
 needs_iperf2 = pytest.mark.skipif(shutil.which("iperf") is None, reason="iperf (iperf2) not installed (scripts/test.sh installs it)")
+
+
+@pytest.fixture(scope="module")
+def hostwide_lock() -> Iterator[None]:
+    """These tests change host-wide values of this machine: never alongside another run of them
+    (two test processes would each take the other's value for the original). Held for a whole
+    module; modules ask for it with `pytestmark = hostwide`."""
+    import fcntl
+
+    with open("/run/lock/nettune-tests-hostwide.lock" if os.path.isdir("/run/lock") else "/tmp/nettune-tests-hostwide.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+hostwide = pytest.mark.usefixtures("hostwide_lock")
 
 
 def nettune(*args: str, timeout: float = 300, check: bool = False, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,24 +15,15 @@ from nettune.engines.result import SideOutput
 from nettune.engines.result import TestResult as Result
 from nettune.spec.models import Workload
 
-FIX = Path(__file__).parent / "fixtures" / "iperf2"
+from fixtures_util import FIXTURES, close, load_capture
+
+FIX = FIXTURES / "iperf2"
 MODES = ["tcp_p4", "udp", "reverse", "fullduplex", "tcp_t1"]
 ENGINE = Iperf2Engine()
 
 
-def _read(p: Path) -> str:
-    return p.read_text() if p.exists() else ""
-
-
 def load(mode: str) -> tuple[Workload, SideOutput, SideOutput, dict[str, Any]]:
-    d = FIX / mode
-    meta = json.loads((d / "meta.json").read_text())
-    wl = Workload.model_validate({k: v for k, v in meta["workload"].items() if k in Workload.model_fields})
-    sides = [
-        SideOutput(role=r, host=r, argv=meta[f"{r}_argv"] or [], stdout=_read(d / f"{r}.stdout"), stderr=_read(d / f"{r}.stderr"))
-        for r in ("client", "server")
-    ]
-    return wl, sides[0], sides[1], meta
+    return load_capture(FIX, mode)
 
 
 def parsed(mode: str) -> tuple[Result, Workload, SideOutput, SideOutput, dict[str, Any]]:
@@ -54,10 +43,6 @@ def raw_finals(text: str, duration: int) -> list[list[str]]:
         if r[6] == span:
             last[(r[2], r[4], r[5])] = r
     return list(last.values())
-
-
-def close(a: float | None, b: float | None, rel: float = 0.01) -> bool:
-    return a is not None and b is not None and abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
 
 
 def to_server(rows: list[list[str]], port: int) -> list[list[str]]:

@@ -4,7 +4,6 @@ come from re-reading the raw JSON, never from numbers typed here."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,33 +14,20 @@ from nettune.engines.result import SideOutput
 from nettune.engines.result import TestResult as Result
 from nettune.spec.models import Workload
 
-FIX = Path(__file__).parent / "fixtures" / "iperf3"
+from fixtures_util import FIXTURES, close, load_capture
+
+FIX = FIXTURES / "iperf3"
 MODES = ["tcp_p4", "udp", "reverse", "bidir"]
 ENGINE = Iperf3Engine()
 
 
-def _read(p: Path) -> str:
-    return p.read_text() if p.exists() else ""
-
-
 def load(mode: str) -> tuple[Workload, SideOutput, SideOutput, dict[str, Any]]:
-    d = FIX / mode
-    meta = json.loads((d / "meta.json").read_text())
-    wl = Workload.model_validate({k: v for k, v in meta["workload"].items() if k in Workload.model_fields})
-    sides = [
-        SideOutput(role=r, host=r, argv=meta[f"{r}_argv"] or [], stdout=_read(d / f"{r}.stdout"), stderr=_read(d / f"{r}.stderr"))
-        for r in ("client", "server")
-    ]
-    return wl, sides[0], sides[1], meta
+    return load_capture(FIX, mode)
 
 
 def parsed(mode: str) -> tuple[Result, dict[str, Any], Workload, dict[str, Any]]:
     wl, c, s, meta = load(mode)
     return ENGINE.parse(wl, c, s), json.loads(c.stdout), wl, meta
-
-
-def close(a: float | None, b: float | None, rel: float = 0.01) -> bool:
-    return a is not None and b is not None and abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
 
 
 # --- parsing real outputs -------------------------------------------------------------

@@ -12,18 +12,9 @@ from pyroute2 import netns
 from nettune.knobs.journal import Journal
 from nettune.knobs.registry import KINDS
 
-from conftest import needs_iperf3, needs_root, nettune
+from conftest import hostwide, needs_iperf3, needs_root, nettune
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _hostwide_lock():
-    """These tests change host-wide values of this machine: never alongside another run of them
-    (two test processes would each take the other's value for the original)."""
-    import fcntl
-
-    with open("/run/lock/nettune-tests-hostwide.lock" if os.path.isdir("/run/lock") else "/tmp/nettune-tests-hostwide.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
+pytestmark = hostwide
 
 
 @pytest.fixture(autouse=True)

@@ -20,20 +20,9 @@ from nettune.spec import parse_study
 from nettune.targets.lab import LabTarget
 from nettune.targets.local import LocalHost
 
-from conftest import needs_root
+from conftest import hostwide, needs_root
 
-pytestmark = needs_root
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _hostwide_lock():
-    """These tests change host-wide values of this machine: never alongside another run of them
-    (two test processes would each take the other's value for the original)."""
-    import fcntl
-
-    with open("/run/lock/nettune-tests-hostwide.lock" if os.path.isdir("/run/lock") else "/tmp/nettune-tests-hostwide.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
+pytestmark = [needs_root, hostwide]
 
 NAME = "tk-kinds"
 BASE = f"""

@@ -272,3 +272,20 @@ def test_dry_run_changes_nothing(tmp_path):
     assert "iperf3 -c" in r.stdout.replace("\n", " ") or "iperf3" in r.stdout
     assert "-P 4" in r.stdout.replace("\n", " ") or "4" in r.stdout
     assert not (tmp_path / "r.db").exists() and not lab_leftovers()
+
+
+def test_knobs_example_runs_every_point(tmp_path):
+    """examples/knobs.toml: an mtu knob of 9000 on the hosts must carry traffic (the lab's
+    bridge passes jumbo frames), and every point's knob values are stored with its run."""
+    text = (EXAMPLES / "knobs.toml").read_text().replace('name = "knobs"', 'name = "nettune-t-knobs"').replace("duration = 2", "duration = 1")
+    f = tmp_path / "k.toml"
+    f.write_text(text)
+    db = tmp_path / "r.db"
+    nettune("run", str(f), "--db", str(db), check=True)
+    recs = json.loads(nettune("results", "--db", str(db), "--format", "json", check=True).stdout)
+    assert len(recs) == 8 and all(r["ok"] and r["receiver_bps"] > 0 for r in recs)
+    for r in recs:
+        k = r["settings"]["knobs"]["server"]
+        assert k["mtu"] == r["point"]["mtu"] and k["offload:gro"] == r["point"]["gro"]
+        assert r["settings"]["hosts"]["server"]["mtu"] == r["point"]["mtu"]
+    assert not lab_leftovers()

@@ -1,7 +1,11 @@
 """The local target (loopback, no namespaces): repeats, order, adaptive stopping."""
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 from nettune import Store, parse_study, run_study
+from nettune.run.study import Outcome
+from nettune.spec.models import Study
 
 from conftest import needs_iperf3
 
@@ -20,11 +24,16 @@ p = [1, 2]
 """
 
 
-def test_fixed_runs_interleaved_with_warmup(tmp_path):
-    study = parse_study(STUDY + "runs = 2\nwarmup = 1\n")
+def run(study: Study, tmp_path: Path) -> tuple[Outcome, list[dict[str, Any]]]:
+    """Run the study into a fresh database: (outcome, its runs in order)."""
     with Store(tmp_path / "r.db") as store:
         out = run_study(study, store)
-        runs = store.runs(out.study_id)
+        return out, store.runs(out.study_id)
+
+
+def test_fixed_runs_interleaved_with_warmup(tmp_path):
+    study = parse_study(STUDY + "runs = 2\nwarmup = 1\n")
+    out, runs = run(study, tmp_path)
     assert out.status == "done" and out.tests == 6
     # interleaved: every point's run k before any point's run k+1
     assert [(r["point"]["p"], r["run"], r["warmup"]) for r in runs] == [
@@ -34,9 +43,7 @@ def test_fixed_runs_interleaved_with_warmup(tmp_path):
 
 def test_adaptive_stops_at_max_when_margin_unreachable(tmp_path):
     study = parse_study(STUDY + "min_runs = 2\nmax_runs = 3\ntarget_margin = 0.000001\n")
-    with Store(tmp_path / "r.db") as store:
-        out = run_study(study, store)
-        runs = store.runs(out.study_id)
+    out, runs = run(study, tmp_path)
     assert Counter(r["point"]["p"] for r in runs) == {1: 3, 2: 3}
     assert sorted(r["run"] for r in runs if r["point"]["p"] == 1) == [0, 1, 2]
 
@@ -44,7 +51,5 @@ def test_adaptive_stops_at_max_when_margin_unreachable(tmp_path):
 def test_adaptive_stops_at_min_when_margin_is_loose(tmp_path):
     # with N=3 the 95% half-width is 2.5 sd: within 99.9% of the mean unless sd > 40%
     study = parse_study(STUDY + "min_runs = 3\nmax_runs = 5\ntarget_margin = 0.999\n")
-    with Store(tmp_path / "r.db") as store:
-        out = run_study(study, store)
-        runs = store.runs(out.study_id)
+    out, runs = run(study, tmp_path)
     assert Counter(r["point"]["p"] for r in runs) == {1: 3, 2: 3}

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import shlex
 
+from rich.markup import escape
 from rich.table import Table
 
 from ..engines import get_engine
 from ..knobs.spec import summary as knob_summary
+from ..plan.pairs import plan_rounds
 from ..plan.points import expand_and_check, schedule
 from ..spec.models import Study
 from .main import console
@@ -26,6 +28,10 @@ def _address(study: Study, host: str) -> str:
     return "127.0.0.1"
 
 
+def _traffic_hosts(study: Study) -> list[str]:
+    return list(getattr(study.target, "test_hosts", None) or study.target.hosts)
+
+
 def print_plan(study: Study, text: str, file: str) -> None:
     resolved = expand_and_check(study, text, file)
     slots = schedule(study, [r.point for r in resolved])
@@ -41,12 +47,19 @@ def print_plan(study: Study, text: str, file: str) -> None:
         version = "3.16" if wl.engine == "iperf3" else "2.1"
         tgt = ", ".join(f"{k}={v}" for k, v in rp.target.model_dump().items() if k in ("mtu", "queues"))
         knobs = rp.extra.get("knobs")
-        notes = "; ".join(warns + ([f"knobs: {knob_summary(knobs)}"] if knobs else []))
+        notes_list = warns + ([f"knobs: {knob_summary(knobs)}"] if knobs else [])
+        server, client = wl.server, wl.client
+        if wl.pairs is not None:
+            rounds = plan_rounds(wl.pairs, _traffic_hosts(study))
+            server, client = rounds[0][0]
+            shown = " | ".join(", ".join(f"{a}->{b}" for a, b in rnd) for rnd in rounds)
+            mode = "pairs of a round at once" if wl.parallel_pairs else "one pair at a time"
+            notes_list.insert(0, f"{sum(map(len, rounds))} pairs in {len(rounds)} rounds ({mode}): {shown}; commands shown for {server}->{client}")
         t.add_row(
             str(rp.point.index), rp.point.label(), tgt,
-            f"[{wl.server}] " + shlex.join(eng.server_argv(wl2, port, version)),
-            f"[{wl.client}] " + shlex.join(eng.client_argv(wl2, _address(study, wl.server), port, version)),
-            notes,
+            escape(f"[{server}] " + shlex.join(eng.server_argv(wl2, port, version))),
+            escape(f"[{client}] " + shlex.join(eng.client_argv(wl2, _address(study, server), port, version))),
+            "; ".join(notes_list),
         )
     console.print(t)
     console.print("[dim]dry run: nothing was created or changed (ports are chosen at run time)[/]")

@@ -199,6 +199,18 @@ def cpu_list_text(cpus: set[int]) -> str:
     return ",".join(parts)
 
 
+def same_uniform(a: Any, b: Any, scalar: type | tuple[type, ...]) -> bool:
+    """Compare two normalised values of a per-queue (or per-IRQ) knob: each is a scalar
+    (one value for all) or a dict of them. A scalar matches a dict when the dict is not
+    empty and every entry equals it."""
+    if isinstance(a, scalar) and isinstance(b, scalar):
+        return bool(a == b)
+    if isinstance(a, scalar):
+        a, b = b, a
+    if isinstance(b, scalar):
+        return bool(a) and all(v == b for v in a.values())
+    return bool(a == b)
+
 def on_off(loc: Loc, raw: Any) -> str:
     if isinstance(raw, bool):
         return "on" if raw else "off"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, run_ok, whole
+from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, run_ok, same_uniform, whole
 
 TYPES = ("rx", "tx", "other", "combined")
 
@@ -40,14 +40,7 @@ def as_dict(v: Any) -> dict[str, int] | int:
 
 
 def same_counts(a: Any, b: Any) -> bool:
-    a, b = as_dict(a), as_dict(b)
-    if isinstance(a, int) and isinstance(b, int):
-        return a == b
-    if isinstance(a, int):
-        a, b = b, a
-    if isinstance(b, int):
-        return bool(a) and all(v == b for v in a.values())  # type: ignore[union-attr]
-    return a == b
+    return same_uniform(as_dict(a), as_dict(b), int)
 
 
 class Channels(Kind):

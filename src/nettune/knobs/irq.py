@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, cpu_list, cpu_list_text, device_exists, read_file, write_file
+from .base import Ctx, Kind, KnobError, Loc, catalog_row, cpu_list, cpu_list_text, device_exists, read_file, same_uniform, write_file
 
 _FIND = (
     'd=$(readlink -f "/sys/class/net/$1/device") || exit 3; [ -n "$d" ] || exit 3; '
@@ -85,14 +85,7 @@ class IrqAffinity(Kind):
         def norm(v: Any) -> Any:
             return {k: cpu_list(x) for k, x in v.items()} if isinstance(v, dict) else cpu_list(str(v))
 
-        a, b = norm(a), norm(b)
-        if isinstance(a, set) and isinstance(b, set):
-            return a == b
-        if isinstance(a, set):
-            a, b = b, a
-        if isinstance(b, set):
-            return bool(a) and all(x == b for x in a.values())
-        return a == b
+        return same_uniform(norm(a), norm(b), set)
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         if isinstance(value, dict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, read_file, run_ok, write_file
+from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, read_file, run_ok, same_uniform, write_file
 
 
 def mask_hex(loc: Loc, raw: Any) -> str:
@@ -79,14 +79,7 @@ class Rps(Kind):
             write_file(ex, self._path(loc, q), mask, loc.key)
 
     def same(self, a: Any, b: Any) -> bool:
-        a, b = _norm(a), _norm(b)
-        if isinstance(a, str) and isinstance(b, str):
-            return a == b
-        if isinstance(a, str):
-            a, b = b, a
-        if isinstance(b, str):
-            return bool(a) and all(m == b for m in a.values())  # type: ignore[union-attr]
-        return a == b
+        return same_uniform(_norm(a), _norm(b), str)
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         dev = loc.device or "$IFACE"

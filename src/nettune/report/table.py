@@ -15,6 +15,7 @@ JSON_FIELDS = [
     "rtt_mean_us", "rtt_min_us", "rtt_max_us", "jitter_ms", "lost_packets", "packets", "lost_percent",
     "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits",
     "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq", "cpu_extra", "tool_cpu", "warnings", "settings", "streams",
+    "pair",
 ]
 
 
@@ -22,6 +23,7 @@ def records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for r in runs:
         rec = dict(r)
+        rec["pair"] = (r.get("extra") or {}).get("pair")  # "server->client" in a pairs study
         rec["total_bps"] = None if r.get("receiver_bps") is None else r["receiver_bps"] + (r.get("reverse_receiver_bps") or 0.0)
         out.append({k: rec.get(k) for k in JSON_FIELDS})
     return out
@@ -38,15 +40,18 @@ def _pct(v: float | None) -> str:
 def columns(runs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     params = list(runs[0]["point"]) if runs else []
     multi = any(r["run"] > 0 or r["warmup"] for r in runs)
+    pairs = any((r.get("extra") or {}).get("pair") for r in runs)
     has_retr = any(r.get("retransmits") is not None for r in runs)
     has_rev = any(r.get("reverse_receiver_bps") is not None for r in runs)
     has_udp = any(r.get("lost_percent") is not None for r in runs)
-    head = params + (["run"] if multi else []) + ["Gbit/s"] + (["rev Gbit/s"] if has_rev else [])
+    head = params + (["pair"] if pairs else []) + (["run"] if multi else []) + ["Gbit/s"] + (["rev Gbit/s"] if has_rev else [])
     head += ["client CPU%", "server CPU%", "host CPU%", "softirq%"]
     head += (["retrans"] if has_retr else []) + (["loss %", "jitter ms"] if has_udp else []) + ["status"]
     rows = []
     for r in runs:
         row = [str(r["point"].get(p, "")) for p in params]
+        if pairs:
+            row.append(str((r.get("extra") or {}).get("pair", "")))
         if multi:
             row.append(f"{r['run'] + 1}" + (" (warm-up)" if r["warmup"] else ""))
         row.append(_g(r["receiver_bps"]))

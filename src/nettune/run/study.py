@@ -162,6 +162,8 @@ class _PointRunner:
             self.settings = self.target.prepare(rp)
             if self.knobs is not None:
                 self.settings["knobs"] = self.knobs.apply_point(rp)
+                if hasattr(self.target, "state"):  # read back what the knobs changed
+                    self.settings.update(self.target.state())
                 for note in self.knobs.take_messages():
                     self.progress.message(note)
             if self.current is None:

@@ -34,7 +34,7 @@ class LabTarget(Strict):
 
     kind: Literal["lab"]
     hosts: list[str] = Field(default=["server", "client"], min_length=1, description="Host names; each becomes a namespace nettune-<study>-<host>.")
-    mtu: Mtu | Template = Field(default=1500, description="MTU of the bridge and every veth (68..65535).")
+    mtu: Mtu | Template = Field(default=1500, description="MTU of every host's interface (68..65535); the bridge, the lab's switch, passes any frame size.")
     queues: Queues | Template = Field(default=1, description="tx/rx queues of each host's veth; changing it re-creates the veth.")
     subnet: str | None = Field(default=None, description="A /24 inside 198.18.0.0/15; default derived from the study name.")
 

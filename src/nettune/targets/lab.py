@@ -99,6 +99,10 @@ class LabTarget:
         self._mtu, self._queues = spec.mtu, spec.queues
         return {"hosts": self.net.state()}
 
+    def state(self) -> dict[str, Any]:
+        """The hosts' interfaces as they are now (after knobs, e.g. an mtu knob)."""
+        return {"hosts": self.net.state()}
+
     def up(self, mtu: int, queues: int) -> None:
         self.net.up(mtu, queues)
         self._mtu, self._queues = mtu, queues

@@ -35,6 +35,9 @@ BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
 
 
 NETLINK_DEADLINE = 60.0
+# The bridge and its ports are the lab's switch: like a jumbo-capable switch they pass
+# any frame, so the hosts' own MTU (target.mtu, or an "mtu" knob on a host) decides.
+SWITCH_MTU = 65535
 
 
 @contextmanager
@@ -129,7 +132,7 @@ class LabNet:
             if not ipr.link_lookup(ifname=lay.bridge):
                 ipr.link("add", ifname=lay.bridge, kind="bridge")
             br = ipr.link_lookup(ifname=lay.bridge)[0]
-            ipr.link("set", index=br, mtu=mtu, state="up")
+            ipr.link("set", index=br, mtu=SWITCH_MTU, state="up")
             _ensure_addr(ipr, br, lay.bridge_address, lay.subnet.prefixlen)
         for h in lay.hosts:
             if lay.ns(h) not in netns.listnetns():
@@ -156,7 +159,7 @@ class LabNet:
             )
             br = ipr.link_lookup(ifname=lay.bridge)[0]
             idx = ipr.link_lookup(ifname=rif)[0]
-            ipr.link("set", index=idx, mtu=mtu, master=br, state="up")
+            ipr.link("set", index=idx, mtu=SWITCH_MTU, master=br, state="up")
         with deadline(f"configuring the veth of {host}"), NetNS(nsname) as ns:
             idx = ns.link_lookup(ifname=nif)[0]
             ns.link("set", index=idx, mtu=mtu, state="up")
@@ -164,15 +167,10 @@ class LabNet:
             _wait_oper_up(ns, idx)
 
     def set_mtu(self, mtu: int) -> None:
+        """The hosts' MTU; the switch side already passes any frame size."""
         lay = self.layout
-        with IPRoute() as ipr:
-            # the bridge takes the smallest MTU of its ports, so raise ports before it
-            for h in lay.hosts:
-                for idx in ipr.link_lookup(ifname=lay.root_if(h)):
-                    ipr.link("set", index=idx, mtu=mtu)
-            ipr.link("set", index=ipr.link_lookup(ifname=lay.bridge)[0], mtu=mtu)
         for h in lay.hosts:
-            with NetNS(lay.ns(h)) as ns:
+            with deadline(f"setting the MTU of {h}"), NetNS(lay.ns(h)) as ns:
                 ns.link("set", index=ns.link_lookup(ifname=lay.ns_if(h))[0], mtu=mtu)
 
     def state(self) -> dict[str, dict[str, int | str]]:
