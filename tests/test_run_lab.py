@@ -265,6 +265,7 @@ def test_not_root_is_one_line(monkeypatch, tmp_path):
     r = CliRunner().invoke(app, ["run", str(quick(tmp_path, "nettune-t-nonroot")), "--db", str(tmp_path / "r.db")])
     assert r.exit_code == 2
     assert "needs root" in r.output and "sudo" in r.output and "Traceback" not in r.output
+    assert '[target] kind = "local"' in r.output  # markup-like text is printed as written
 
 
 def test_dry_run_changes_nothing(tmp_path):

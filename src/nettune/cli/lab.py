@@ -46,7 +46,7 @@ def up(
         for h, s in hosts.items():
             console.print(f"sshd on {h}: root@{s['address']} port {s['port']} (pid {s['pid']}), key {s['key']}")
         if inventory:
-            console.print(f'inventory written to {inventory}: use [target] kind = "ssh", inventory = "{inventory.resolve()}"')
+            console.print(f'inventory written to {inventory}: use \\[target] kind = "ssh", inventory = "{inventory.resolve()}"')
 
 
 @lab_app.command("down")
