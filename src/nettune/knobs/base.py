@@ -135,6 +135,8 @@ def write_file(ex: Any, path: str, text: str, what: str = "") -> None:
 
 
 def device_exists(ex: Any, dev: str) -> bool:
+    if getattr(ex, "os", "linux") == "freebsd":  # no /sys there
+        return bool(ex.run(["ifconfig", dev], timeout=10).returncode == 0)
     try:
         ex.read_text(f"/sys/class/net/{dev}/ifindex")
         return True

@@ -56,7 +56,7 @@ class Sysctl(Kind):
         why = DENY.get(dotted) or next((f"{p}* can take the machine down or weaken security" for p in DENY_PREFIX if dotted.startswith(p)), None)
         if why:
             raise KnobError(f"{loc.key}: never changed automatically ({why}); change it by hand if you must")
-        if not re.fullmatch(r"[A-Za-z0-9_./:-]+", name) or ".." in name:
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./:-]*", name) or ".." in name:  # no leading "-": it would read as an option
             raise KnobError(f"{loc.key}: {name!r} is not a sysctl name")
         value = norm(raw)
         if not value:

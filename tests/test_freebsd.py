@@ -1,0 +1,363 @@
+"""FreeBSD guests: facts, machine CPU from kern.cp_time, and the FreeBSD branches of the
+sysctl, cc, mtu and offload knobs, driven through a fake FreeBSD host.
+
+The fake answers from tests/fixtures/freebsd (outputs of uname(1), sysctl(8) and
+ifconfig(8) in their FreeBSD 14 formats, written from the man pages and ifconfig.c, not
+captured from a live guest) and keeps state: `sysctl NAME=VALUE` changes later reads,
+`ifconfig IF mtu N` / `[-]lro` / `[-]tso` change later ifconfig output (options bitmask
+included). Every argv is recorded, so tests check exactly what would run on the guest.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from nettune.knobs.base import Ctx, KnobError, Loc
+from nettune.knobs.registry import KINDS
+from nettune.probes.cpu import machine_percent, parse_proc_stat
+from nettune.targets.base import CommandResult, Host
+from nettune.targets.freebsd import cp_time_as_proc_stat, freebsd_facts
+from nettune.targets.ssh import SshHost
+
+FIX = Path(__file__).parent / "fixtures" / "freebsd"
+HOSTILE = "1; touch /tmp/x"
+
+# IFCAP_* bits (sys/net/if.h) the fixture's options line uses
+IFCAP = {
+    "RXCSUM": 0x1, "TXCSUM": 0x2, "VLAN_MTU": 0x8, "VLAN_HWTAGGING": 0x10, "JUMBO_MTU": 0x20,
+    "VLAN_HWCSUM": 0x80, "TSO4": 0x100, "TSO6": 0x200, "LRO": 0x400, "VLAN_HWFILTER": 0x10000,
+    "VLAN_HWTSO": 0x40000, "LINKSTATE": 0x80000, "RXCSUM_IPV6": 0x200000, "TXCSUM_IPV6": 0x400000,
+}
+# ifconfig(8) flag -> capabilities it toggles ("tso" is TSO4|TSO6)
+IFCONFIG_CAPS = {"lro": ["LRO"], "tso": ["TSO4", "TSO6"], "rxcsum": ["RXCSUM"], "txcsum": ["TXCSUM"]}
+READ_ONLY = ("hw.", "kern.cp_time", "kern.cp_times")
+
+
+class FakeFreeBSD:
+    """A FreeBSD 14.2 guest reached over SSH, as far as nettune's FreeBSD paths go."""
+
+    name = "fbsd1"
+    address = "192.0.2.10"
+    os = "freebsd"
+    interface = "vtnet0"
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.sysctl: dict[str, str] = {}
+        for ln in (FIX / "sysctl_values.txt").read_text().splitlines():
+            if ln.strip() and not ln.startswith("#"):
+                k, v = ln.split(" = ", 1)
+                self.sysctl[k] = v
+        self.cp_times = [(FIX / f"cp_time_{i}.txt").read_text() for i in (1, 2)]
+        self._ifconfig = (FIX / "ifconfig_vtnet0.txt").read_text()
+        self.mtu = int(re.search(r" mtu (\d+)", self._ifconfig).group(1))
+        self.caps = re.search(r"options=[0-9a-f]+<([^>]*)>", self._ifconfig).group(1).split(",")
+
+    # -- Host protocol ---------------------------------------------------------------
+    def spawn(self, argv: list[str]):  # not needed by these paths
+        raise NotImplementedError
+
+    def read_text(self, path: str) -> str:
+        raise FileNotFoundError(f"{path}: no such file on FreeBSD (no /proc, no /sys)")
+
+    def write_text(self, path: str, text: str) -> None:
+        raise OSError(f"{path}: not writable")
+
+    def which(self, tool: str) -> str | None:
+        return {"sysctl": "/sbin/sysctl", "ifconfig": "/sbin/ifconfig", "iperf3": "/usr/local/bin/iperf3"}.get(tool)
+
+    def listening(self, port: int, proto: str = "tcp") -> bool:
+        return False
+
+    def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        argv = list(argv)
+        assert all(isinstance(a, str) for a in argv), argv
+        self.calls.append(argv)
+
+        def res(out: str = "", err: str = "", rc: int = 0) -> CommandResult:
+            return CommandResult(argv, rc, out, err)
+
+        if argv == ["uname", "-srm"]:
+            return res((FIX / "uname_srm.txt").read_text())
+        if argv == ["uname", "-s"]:
+            return res("FreeBSD\n")
+        if argv == ["iperf3", "--version"]:
+            return res((FIX / "iperf3_version.txt").read_text())
+        if argv == ["iperf", "-v"]:
+            return res("", "sh: iperf: not found\n", 127)
+        if argv[0] == "sysctl":
+            return self._sysctl(argv, res)
+        if argv[0] == "ifconfig":
+            return self._ifconfig_cmd(argv, res)
+        return res("", f"sh: {argv[0]}: not found\n", 127)
+
+    # -- sysctl(8) -------------------------------------------------------------------
+    def _sysctl(self, argv, res):
+        if argv[1:2] == ["-n"]:
+            names = argv[2:]
+            if names == ["hw.model", "hw.ncpu", "hw.physmem"]:
+                return res((FIX / "sysctl_hw_model_ncpu_physmem.txt").read_text())
+            if names[:1] == ["kern.cp_time"]:
+                text = self.cp_times[0] if len(self.cp_times) == 1 else self.cp_times.pop(0)
+                lines = text.splitlines()
+                return res("\n".join(lines[: len(names)]) + "\n")
+            out, err = [], []
+            for n in names:
+                if n in self.sysctl:
+                    out.append(self.sysctl[n])
+                else:
+                    err.append(f"sysctl: unknown oid '{n}'")
+            return res("".join(x + "\n" for x in out), "".join(x + "\n" for x in err), 1 if err else 0)
+        if len(argv) == 2 and "=" in argv[1]:
+            name, value = argv[1].split("=", 1)
+            if name not in self.sysctl:
+                return res("", f"sysctl: unknown oid '{name}'\n", 1)
+            if name.startswith(READ_ONLY):
+                return res("", f"sysctl: oid '{name}' is read only\n", 1)
+            old = self.sysctl[name]
+            if old.isdigit() and not value.isdigit():
+                return res("", f"sysctl: invalid integer '{value}'\n", 1)
+            if name == "net.inet.tcp.cc.algorithm" and value not in self.sysctl["net.inet.tcp.cc.available"].split(", "):
+                return res(f"{name}: {old}\n", f"sysctl: {name}={value}: No such file or directory\n", 1)
+            self.sysctl[name] = value
+            return res(f"{name}: {old} -> {value}\n")
+        return res("", "usage: sysctl [-bdehiNnoqTtWx] [ -B <bufsize> ] [-f filename] name[=value] ...\n", 1)
+
+    # -- ifconfig(8) -----------------------------------------------------------------
+    def _render(self) -> str:
+        bits = sum(IFCAP[c] for c in self.caps)
+        text = re.sub(r" mtu \d+", f" mtu {self.mtu}", self._ifconfig, count=1)
+        opts = f"\toptions={bits:x}<{','.join(self.caps)}>\n" if self.caps else ""  # ifconfig omits options=0
+        return re.sub(r"\toptions=[0-9a-f]+<[^>]*>\n", opts, text, count=1)
+
+    def _ifconfig_cmd(self, argv, res):
+        if len(argv) < 2 or argv[1] != "vtnet0":
+            return res("", f"ifconfig: interface {argv[1] if len(argv) > 1 else ''} does not exist\n", 1)
+        rest = argv[2:]
+        if not rest:
+            return res(self._render())
+        if len(rest) == 2 and rest[0] == "mtu":
+            if not rest[1].isdigit() or not 72 <= int(rest[1]) <= 65536:
+                return res("", "ifconfig: ioctl SIOCSIFMTU (set mtu): Invalid argument\n", 1)
+            self.mtu = int(rest[1])
+            return res()
+        if len(rest) == 1 and rest[0].lstrip("-") in IFCONFIG_CAPS:
+            caps = IFCONFIG_CAPS[rest[0].lstrip("-")]
+            if rest[0].startswith("-"):
+                self.caps = [c for c in self.caps if c not in caps]
+            else:
+                self.caps = sorted(set(self.caps) | set(caps), key=lambda c: IFCAP[c])
+            return res()
+        return res("", f"ifconfig: {rest[0]}: bad value\n", 1)
+
+
+@pytest.fixture
+def host() -> FakeFreeBSD:
+    return FakeFreeBSD()
+
+
+def no_shell(calls: list[list[str]]) -> None:
+    for argv in calls:
+        assert argv[0] not in ("sh", "bash", "csh", "tcsh") and "-c" not in argv, argv
+
+
+def test_fake_is_a_host(host):
+    assert isinstance(host, Host)
+
+
+# -- facts and CPU ---------------------------------------------------------------------
+
+def test_facts(host):
+    f = freebsd_facts(host)
+    assert f["os"] == "freebsd"
+    assert f["kernel"] == "FreeBSD 14.2-RELEASE amd64"
+    assert f["cpu_model"] == "Intel(R) Xeon(R) Gold 6230R CPU @ 2.10GHz"
+    assert f["cpu_count"] == 4
+    assert f["mem_gib"] == 8.0
+    assert f["iperf3_version"] == "3.17.1"
+    assert f["iperf2_version"] is None  # not installed: rc 127
+    assert f["tcp_congestion_control"] == "cubic" and f["maxsockbuf"] == "2097152"
+    assert ["uname", "-srm"] in host.calls
+    no_shell(host.calls)
+
+
+def test_cpu_percent_from_two_cp_time_readings(host):
+    # SshHost.read_text's FreeBSD branch, with the fake as the connection
+    a = parse_proc_stat(SshHost.read_text(host, "/proc/stat"), 0.0)
+    b = parse_proc_stat(SshHost.read_text(host, "/proc/stat"), 1.0)
+    assert host.calls == [["sysctl", "-n", "kern.cp_time", "kern.cp_times"]] * 2
+    assert a.ncpu == b.ncpu == 4
+    busy, soft = machine_percent(a, b)
+    # deltas: user 300, nice 0, sys 200, intr 50, idle 400 -> 550 busy of 950
+    assert busy == pytest.approx(100 * 550 / 950)
+    assert soft == 0.0  # FreeBSD has no softirq counter; intr goes to irq
+
+
+def test_cp_time_mapping():
+    text = cp_time_as_proc_stat("2110 0 1560 41 131231", "")
+    assert text == "cpu 2110 0 1560 131231 0 41 0 0\n"
+    with pytest.raises(OSError):
+        cp_time_as_proc_stat("1 2 3")
+
+
+def test_cp_time_failure_is_oserror(host):
+    host.run = lambda argv, timeout=30.0: CommandResult(argv, 1, "", "sysctl: unknown oid 'kern.cp_times'")
+    with pytest.raises(OSError, match="kern.cp_time"):
+        SshHost.read_text(host, "/proc/stat")
+
+
+# -- sysctl knobs ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,orig,new", [
+    ("kern.ipc.maxsockbuf", "2097152", "8388608"),
+    ("net.inet.tcp.sendspace", "32768", "65536"),
+    ("net.inet.tcp.recvspace", "65536", "131072"),
+])
+def test_sysctl_round_trip(host, name, orig, new):
+    k = KINDS["sysctl"]
+    loc = Loc(f"sysctl:{name}", "sysctl", name)
+    value = k.parse(loc, int(new))
+    k.validate(host, loc, value, Ctx())
+    original = k.read(host, loc)
+    assert original == orig
+    host.calls.clear()
+    k.apply(host, loc, value)
+    assert host.calls == [["sysctl", f"{name}={new}"]]
+    assert k.read(host, loc) == new
+    host.calls.clear()
+    k.restore(host, loc, original)
+    assert host.calls == [["sysctl", f"{name}={orig}"]]
+    assert k.read(host, loc) == orig
+    no_shell(host.calls)
+
+
+def test_sysctl_hostile_value(host):
+    k = KINDS["sysctl"]
+    loc = Loc("sysctl:kern.ipc.maxsockbuf", "sysctl", "kern.ipc.maxsockbuf")
+    value = k.parse(loc, HOSTILE)
+    with pytest.raises(KnobError, match="whole number"):
+        k.validate(host, loc, value, Ctx())
+    # even if it got past validation, it is one argv element and sysctl(8) rejects it
+    host.calls.clear()
+    with pytest.raises(KnobError, match="invalid integer"):
+        k.apply(host, loc, value)
+    assert host.calls == [["sysctl", f"kern.ipc.maxsockbuf={HOSTILE}"]]
+    assert host.sysctl["kern.ipc.maxsockbuf"] == "2097152"
+
+
+def test_sysctl_hostile_name_refused():
+    k = KINDS["sysctl"]
+    for name in ("kern.ipc.maxsockbuf; reboot", "a b", "$(reboot)"):
+        with pytest.raises(KnobError):
+            k.parse(Loc(f"sysctl:{name}", "sysctl", name), "1")
+
+
+def test_sysctl_unknown_and_read_only(host):
+    k = KINDS["sysctl"]
+    with pytest.raises(KnobError, match="unknown oid"):
+        k.read(host, Loc("sysctl:net.inet.tcp.nope", "sysctl", "net.inet.tcp.nope"))
+    with pytest.raises(KnobError, match="read only"):
+        k.apply(host, Loc("sysctl:hw.ncpu", "sysctl", "hw.ncpu"), "8")
+
+
+# -- cc ----------------------------------------------------------------------------------
+
+def test_cc_round_trip(host):
+    k = KINDS["cc"]
+    loc = Loc("cc", "cc")
+    value = k.parse(loc, "newreno")
+    k.validate(host, loc, value, Ctx())
+    original = k.read(host, loc)
+    assert original == "cubic"
+    host.calls.clear()
+    k.apply(host, loc, value)
+    assert host.calls == [["sysctl", "net.inet.tcp.cc.algorithm=newreno"]]
+    assert k.read(host, loc) == "newreno"
+    k.restore(host, loc, original)
+    assert host.sysctl["net.inet.tcp.cc.algorithm"] == "cubic"
+    with pytest.raises(KnobError, match="No such file"):  # not loaded (kldload cc_bbr)
+        k.apply(host, loc, "bbr")
+    with pytest.raises(KnobError):
+        k.parse(loc, HOSTILE)
+    no_shell(host.calls)
+
+
+# -- mtu -------------------------------------------------------------------------------
+
+def test_mtu_round_trip(host):
+    k = KINDS["mtu"]
+    loc = Loc("mtu", "mtu", None, "vtnet0")
+    value = k.parse(loc, 9000)
+    k.validate(host, loc, value, Ctx())
+    original = k.read(host, loc)
+    assert original == 1500
+    host.calls.clear()
+    k.apply(host, loc, value)
+    assert host.calls == [["ifconfig", "vtnet0", "mtu", "9000"]]
+    assert " mtu 9000" in host.run(["ifconfig", "vtnet0"]).stdout
+    assert k.read(host, loc) == 9000
+    host.calls.clear()
+    k.restore(host, loc, original)
+    assert host.calls == [["ifconfig", "vtnet0", "mtu", "1500"]]
+    assert k.read(host, loc) == 1500
+    no_shell(host.calls)
+
+
+def test_mtu_hostile_and_missing_device(host):
+    k = KINDS["mtu"]
+    with pytest.raises(KnobError, match="whole number"):
+        k.parse(Loc("mtu", "mtu", None, "vtnet0"), HOSTILE)
+    with pytest.raises(KnobError, match="no interface vtnet9"):
+        k.validate(host, Loc("mtu@vtnet9", "mtu", None, "vtnet9"), 9000, Ctx())
+    # a hostile device name stays one argv element (ifconfig reports no such interface)
+    dev = "vtnet0; touch /tmp/x"
+    host.calls.clear()
+    with pytest.raises(KnobError, match="does not exist"):
+        k.apply(host, Loc(f"mtu@{dev}", "mtu", None, dev), 9000)
+    assert host.calls == [["ifconfig", dev, "mtu", "9000"]]
+
+
+# -- offload ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("feature,flag,caps", [("lro", "lro", ["LRO"]), ("tso", "tso", ["TSO4", "TSO6"])])
+def test_offload_round_trip(host, feature, flag, caps):
+    k = KINDS["offload"]
+    loc = Loc(f"offload:{feature}", "offload", feature, "vtnet0")
+    value = k.parse(loc, "off")
+    k.validate(host, loc, value, Ctx())
+    original = k.read(host, loc)
+    assert original == "on"
+    host.calls.clear()
+    k.apply(host, loc, value)
+    assert host.calls == [["ifconfig", "vtnet0", f"-{flag}"]]
+    out = host.run(["ifconfig", "vtnet0"]).stdout
+    opts = re.search(r"options=([0-9a-f]+)<([^>]*)>", out)
+    assert not set(caps) & set(opts.group(2).split(","))
+    assert int(opts.group(1), 16) == 0x4C079B - sum(IFCAP[c] for c in caps)
+    assert k.read(host, loc) == "off"
+    host.calls.clear()
+    k.restore(host, loc, original)
+    assert host.calls == [["ifconfig", "vtnet0", flag]]
+    assert k.read(host, loc) == "on"
+    assert "options=4c079b<" in host.run(["ifconfig", "vtnet0"]).stdout
+    no_shell(host.calls)
+
+
+def test_offload_all_off_does_not_read_nd6_options(host):
+    k = KINDS["offload"]
+    host.caps = []  # ifconfig then prints no options= line, only "nd6 options=29<...>"
+    for f in ("lro", "tso", "rx", "tx"):
+        assert k.read(host, Loc(f"offload:{f}", "offload", f, "vtnet0")) == "off"
+
+
+def test_offload_refusals(host):
+    k = KINDS["offload"]
+    with pytest.raises(KnobError, match="on or off"):
+        k.parse(Loc("offload:lro", "offload", "lro", "vtnet0"), HOSTILE)
+    with pytest.raises(KnobError, match="not an offload feature"):
+        k.parse(Loc("offload:lro;reboot", "offload", "lro;reboot", "vtnet0"), "off")
+    with pytest.raises(KnobError, match="only lro, tso, rx, tx"):
+        k.validate(host, Loc("offload:gro", "offload", "gro", "vtnet0"), "off", Ctx())
+    assert not any(c[:2] == ["ifconfig", "vtnet0"] and len(c) > 2 for c in host.calls)
