@@ -270,8 +270,9 @@ def test_not_root_is_one_line(monkeypatch, tmp_path):
 
 def test_dry_run_changes_nothing(tmp_path):
     r = nettune("run", str(EXAMPLES / "quick.toml"), "--dry-run", "--db", str(tmp_path / "r.db"), check=True)
-    assert "iperf3 -c" in r.stdout.replace("\n", " ") or "iperf3" in r.stdout
-    assert "-P 4" in r.stdout.replace("\n", " ") or "4" in r.stdout
+    # the plan shows the exact commands: 4 points, the last with 4 streams
+    assert r.stdout.count("iperf3 -c") == 4 and r.stdout.count("iperf3 -s -1") == 4
+    assert "-P 4" in r.stdout and "-P 1" in r.stdout
     assert not (tmp_path / "r.db").exists() and not lab_leftovers()
 
 

@@ -51,7 +51,7 @@ class Outcome:
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (and SIGHUP) unwind like Ctrl-C so every finally block runs."""
+    """SIGINT, SIGTERM and SIGHUP all unwind as KeyboardInterrupt so every finally block runs."""
 
     owner = os.getpid()
 
