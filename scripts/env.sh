@@ -1,24 +1,28 @@
-# Sourced by scripts/demo.sh and scripts/test.sh: a virtualenv in .venv with nettune
-# installed (editable) and the system tools nettune drives. Idempotent and quick when
-# everything is already there.
+# Sourced by scripts/demo.sh and scripts/test.sh: the system tools nettune and its tests call,
+# then a virtualenv in .venv with nettune installed (editable). Idempotent and quick when
+# everything is already there. Run as root (a new machine or container often has no sudo).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ "$(id -u)" != 0 ]; then
-  echo "nettune's lab uses network namespaces and needs root: run this with sudo" >&2
+  echo "nettune's lab uses network namespaces and needs root: run this as root (sudo bash $0 where sudo exists)" >&2
   exit 2
 fi
-need_apt=""
-for t in iperf3 iperf ethtool sshd ip tc; do command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || need_apt=1; done
-if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then need_apt=1; fi
-if [ -n "$need_apt" ]; then
+# Every command the code or the tests run on this machine. The package lists below must name
+# a package for each; tests/test_setup_tools.py keeps them in step with nettune/setup_tools.py.
+need_pkgs=""
+for t in iperf3 iperf ethtool sshd ssh-keygen ip tc sudo ps sysctl pgrep; do
+  command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || need_pkgs=1
+done
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs=1
+if [ -n "$need_pkgs" ]; then
   if command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive   # iperf3's debconf must not ask to start a daemon
     apt-get update -q >/dev/null
-    apt-get install -y -q iperf3 iperf ethtool openssh-server iproute2 procps python3-venv >/dev/null
+    apt-get install -y -q iperf3 iperf ethtool openssh-server openssh-client iproute2 procps sudo python3-venv >/dev/null
   elif command -v dnf >/dev/null; then
-    dnf install -y -q iperf3 iperf ethtool openssh-server iproute iproute-tc procps-ng python3
+    dnf install -y -q iperf3 iperf ethtool openssh-server openssh-clients iproute iproute-tc procps-ng sudo python3
   else
-    echo "install iperf3, iperf, ethtool, openssh-server and iproute2 with your package manager" >&2
+    echo "install iperf3, iperf, ethtool, openssh-server, iproute2, procps and sudo with your package manager" >&2
     exit 2
   fi
 fi

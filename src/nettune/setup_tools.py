@@ -7,14 +7,21 @@ import subprocess
 
 from .errors import NettuneError
 
-# tool -> (Debian package, Fedora package)
+# Every command nettune runs on this machine -> (Debian package, Fedora package).
+# scripts/env.sh installs the same packages before nettune itself is installed
+# (tests/test_setup_tools.py keeps the two in step).
 TOOLS = {
     "iperf3": ("iperf3", "iperf3"),
     "iperf": ("iperf", "iperf"),
     "ethtool": ("ethtool", "ethtool"),
-    "sshd": ("openssh-server", "openssh-server"),
+    "sshd": ("openssh-server", "openssh-server"),  # `lab up --ssh`: an sshd per lab host
+    "ssh-keygen": ("openssh-client", "openssh-clients"),
     "ip": ("iproute2", "iproute"),
     "tc": ("iproute2", "iproute-tc"),
+    "sysctl": ("procps", "procps-ng"),
+    "ps": ("procps", "procps-ng"),
+    "pgrep": ("procps", "procps-ng"),
+    "sudo": ("sudo", "sudo"),  # hosts with sudo = true (the SSH rehearsal on the lab uses it)
 }
 
 

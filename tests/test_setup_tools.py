@@ -1,0 +1,47 @@
+"""The install steps name a package for every command nettune and its tests run.
+
+scripts/env.sh installs before nettune exists (so it cannot import the table), and
+`nettune setup` installs from nettune.setup_tools.TOOLS: the two must not drift apart, or a
+new machine misses a tool (it happened with sudo)."""
+import re
+import shutil
+from pathlib import Path
+
+from nettune.setup_tools import TOOLS, missing_tools
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _install_lines(manager: str) -> set[str]:
+    text = (ROOT / "scripts" / "env.sh").read_text()
+    pkgs: set[str] = set()
+    for line in text.splitlines():
+        m = re.search(rf"\b{manager} install -y -q (.*?)(?:>|$)", line)
+        if m:
+            pkgs |= set(m.group(1).split())
+    return pkgs
+
+
+def test_env_sh_installs_every_package_of_the_tools_table():
+    apt, dnf = _install_lines("apt-get"), _install_lines("dnf")
+    assert apt and dnf
+    for tool, (deb, rpm) in TOOLS.items():
+        assert deb in apt, f"scripts/env.sh apt-get line lacks {deb} (for {tool})"
+        assert rpm in dnf, f"scripts/env.sh dnf line lacks {rpm} (for {tool})"
+
+
+def test_env_sh_checks_every_tool_of_the_table():
+    text = (ROOT / "scripts" / "env.sh").read_text()
+    checked = re.search(r"for t in ([^;]+);", text).group(1).split()
+    assert set(TOOLS) <= set(checked), f"env.sh does not check {sorted(set(TOOLS) - set(checked))}"
+
+
+def test_missing_tools_reports_what_path_lacks(monkeypatch, tmp_path):
+    for t in ("iperf3", "ip"):
+        (tmp_path / t).write_text("#!/bin/sh\n")
+        (tmp_path / t).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    missing = missing_tools()
+    # /usr/sbin and /sbin are always searched (sshd, ip, tc live there for non-root PATHs)
+    expected = {t for t in TOOLS if t not in ("iperf3", "ip") and not shutil.which(t, path="/usr/sbin:/sbin")}
+    assert set(missing) == expected
