@@ -31,9 +31,9 @@ def hostwide_lock() -> Iterator[None]:
 hostwide = pytest.mark.usefixtures("hostwide_lock")
 
 
-def nettune(*args: str, timeout: float = 300, check: bool = False, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the real CLI in a subprocess, as a user would."""
-    env = dict(os.environ, COLUMNS="250")  # wide enough that tables do not fold names
+def nettune(*args: str, timeout: float = 300, check: bool = False, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess, as a user would (`env` adds to the environment)."""
+    env = dict(os.environ, COLUMNS="250") | (env or {})  # wide enough that tables show every column
     p = subprocess.run([sys.executable, "-m", "nettune.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
     if check and p.returncode != 0:
         raise AssertionError(f"nettune {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")

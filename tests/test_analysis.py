@@ -241,3 +241,17 @@ def test_analyze_cli(tmp_path):
     assert "peak at parallel=10" in p.stdout
     p = nettune("analyze", "nope", "--db", str(db))
     assert p.returncode == 2 and "no study 'nope'" in p.stderr
+
+
+def test_headline_names_the_best_point_and_what_limited_it(store):
+    pts = [({"parallel": p}, g) for p, g in ((1, 20.0), (2, 26.0), (4, 27.0))]
+    build(store, "old", pts, version="3.12", cpu=lambda p, g: (99.5, 70.0, 10.0))
+    build(store, "new", pts, version="3.16")
+    build(store, "once", pts, version="3.16", runs=1)
+    old = analyze(load(store, "old"))["headline"]
+    assert old[0].startswith("best: ") and "at parallel=4" in old[0] and "95% CI" in old[0]
+    assert old[1].startswith("bottleneck: the tool") and "client" in old[1] and "100%" in old[1]
+    new = analyze(load(store, "new"))["headline"]
+    assert len(new) == 2 and new[1].startswith("mattered most: parallel")
+    once = analyze(load(store, "once"))["headline"]
+    assert "single run" in once[0] and once[-1].startswith("single runs: no noise estimate")

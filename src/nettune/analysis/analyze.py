@@ -89,7 +89,29 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
         findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
                         f"{worst['cv'] * 100:.0f}% at {worst['label']}): add runs, or set [repeat] target_margin")
     out["findings"] = findings
+    out["headline"] = headline(out, bp.label(params) if params else "", hits=_tool_bound(data))
     return out
+
+
+def headline(out: dict[str, Any], where: str, hits: dict[str, float]) -> list[str]:
+    """The two or three lines a reader needs first: the best point, and what limited it
+    (the measuring tool, else the parameter that mattered most), and whether it is settled."""
+    best, unit = out["best"], out["unit"]
+    ci = f" (95% CI {num(best['ci_low'])} to {num(best['ci_high'])}, N={best['n']})" if best["ci_low"] is not None else f" (N={best['n']}, single run)"
+    lines = [f"best: {num(best['mean'])} {unit}{' at ' + where if where else ''}{ci}"]
+    if hits:
+        side, top = max(hits.items(), key=lambda kv: kv[1])
+        lines.append(f"bottleneck: the tool, not the network: iperf3 before 3.16 runs every stream on one thread, and its {side} "
+                     f"used up to {top:.0f}% of a core; use iperf3 >= 3.16 or engine = \"iperf2\" for the path's real capacity")
+    else:
+        effects = [p["effect"] for p in out["parameters"] if p["effect"] and p["effect"]["mattered"]]
+        if effects:
+            e = max(effects, key=lambda e: e["spread_pct"])
+            lines.append(f"mattered most: {e['param']} ({e['spread_pct']:.0f}% apart: {num(e['low'][1])} {unit} at "
+                         f"{e['param']}={e['low'][0]} vs {num(e['high'][1])} at {e['param']}={e['high'][0]})")
+    if best["n"] < 2:
+        lines.append("single runs: no noise estimate yet; set [repeat] runs = 3 (or target_margin) before trusting a difference")
+    return lines
 
 
 def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> dict[str, Any]:
@@ -180,8 +202,8 @@ def _version(text: str | None) -> tuple[int, int] | None:
     return (int(mt.group(1)), int(mt.group(2))) if mt else None
 
 
-def instrument(data: StudyData, params: list[str]) -> list[str]:
-    """Study D: iperf3 before 3.16 is one thread; at ~100% of a core it measured itself."""
+def _tool_bound_points(data: StudyData, params: list[str]) -> tuple[str, dict[str, list[tuple[str, float]]]]:
+    """iperf3 < 3.16 runs at >= TOOL_SATURATED % of one core: (version, side -> [(point, %)])."""
     hits: dict[str, list[tuple[str, float]]] = defaultdict(list)
     version = ""
     for p in data.points:
@@ -195,6 +217,17 @@ def instrument(data: StudyData, params: list[str]) -> list[str]:
                               ("server", r.get("cpu_server") or tool.get("remote_total"))):
                 if val is not None and float(val) >= TOOL_SATURATED:
                     hits[side].append((p.label(params), float(val)))
+    return version, hits
+
+
+def _tool_bound(data: StudyData) -> dict[str, float]:
+    """Side -> the highest CPU % of a pegged single-threaded iperf3 (empty: not tool-bound)."""
+    return {side: max(v for _, v in seen) for side, seen in _tool_bound_points(data, data.params)[1].items()}
+
+
+def instrument(data: StudyData, params: list[str]) -> list[str]:
+    """Study D: iperf3 before 3.16 is one thread; at ~100% of a core it measured itself."""
+    version, hits = _tool_bound_points(data, params)
     out = []
     for side, seen in hits.items():
         pts = list(dict.fromkeys(lbl for lbl, _ in seen))
@@ -205,4 +238,4 @@ def instrument(data: StudyData, params: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["analyze", "efficiency", "instrument"]
+__all__ = ["analyze", "efficiency", "headline", "instrument"]

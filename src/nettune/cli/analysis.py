@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import NettuneError
-from .main import app, console, err_console, user_errors
+from .main import app, console, err_console, print_fitted, print_items, user_errors
 from .results import DB_OPT, open_store
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
@@ -95,22 +95,16 @@ def analyze(
     if format == "json":
         _print_json(result)
         return
-    from rich.table import Table
-
     from ..report.build import summary_table
+    from ..report.fit import fit_table
 
     head, rows = summary_table(result, result["params"])
     # the terminal gets the statistics; CPU columns are in `nettune results` and the report
     keep = [i for i, h in enumerate(head) if i < len(result["params"]) or h in ("N", result["unit"], "± 95%", "median", "sd", "min to max", "CV %")]
-    t = Table(title=f"{result['study']} (study #{result['study_id']}): {result['unit']} of counted runs, ± = 95% CI (Student's t)",
-              title_justify="left", box=None, padding=(0, 1), header_style="bold")
-    for i in keep:
-        t.add_column(head[i], justify="right", no_wrap=True)
-    for row in rows:
-        t.add_row(*(row[i][0] for i in keep))
-    console.print(t)
-    for f in result["findings"]:
-        console.print(f"  - {f}", highlight=False, soft_wrap=True)
+    title = f"{result['study']} (study #{result['study_id']}): {result['unit']} of counted runs, ± = 95% CI (Student's t)"
+    print_fitted(fit_table([head[i] for i in keep], [[row[i][0] for i in keep] for row in rows], console.width,
+                           drop_order=["CV %", "sd", "median", "min to max"], boxed=False, title=title, title_justify="left"))
+    print_items(result["findings"])
 
 
 @app.command()

@@ -40,6 +40,24 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def print_fitted(fitted: Any) -> None:
+    """A report.fit.Fitted table, and the note saying which columns did not fit."""
+    console.print(fitted.table)
+    note = fitted.note(console.width)
+    if note:
+        console.print(f"[dim]{escape(note)}[/]", highlight=False)
+
+
+def print_items(items: list[str], bullet: str = "  - ", style: str = "") -> None:
+    """Sentences as a list, wrapped at word boundaries to the terminal (never mid-word)."""
+    import textwrap
+
+    width = max(console.width, 40)
+    for item in items:
+        text = textwrap.fill(item, width, initial_indent=bullet, subsequent_indent=" " * len(bullet), break_long_words=False, break_on_hyphens=False)
+        console.print(f"[{style}]{escape(text)}[/]" if style else escape(text), highlight=False, soft_wrap=True)
+
+
 def _register() -> None:
     # one import per command group; each module adds its commands to `app`
     from . import analysis, knobs, lab, results, run  # noqa: F401

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..errors import NettuneError
 from ..report import table as rt
 from ..store import Store
-from .main import app, console, user_errors
+from .main import app, console, print_fitted, user_errors
 
 DB_OPT = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite).")
 
@@ -43,7 +43,7 @@ def results(
     elif format == "markdown":
         print(rt.markdown(runs), end="")
     else:
-        console.print(rt.rich_table(f"{s['name']} (study #{s['id']}, {s['status']})", runs))
+        print_fitted(rt.rich_table(f"{s['name']} (study #{s['id']}, {s['status']})", runs, console.width))
 
 
 @app.command()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..engines.result import TestResult
@@ -14,7 +15,7 @@ from ..plan.points import Slot
 from ..report import table as rt
 from ..spec import load_study, parse_study
 from ..spec.models import Study, json_schema
-from .main import app, console, user_errors
+from .main import app, console, print_fitted, print_items, user_errors
 from .results import DB_OPT
 from .plan import print_plan
 
@@ -62,12 +63,26 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
         finally:
             prog.stop()
         runs = store.runs(outcome.study_id)
-    console.print(rt.rich_table(f"{study.name} (study #{outcome.study_id})", runs))
+        lines = _headline(store, outcome.study_id)
+    print_fitted(rt.rich_table(f"{study.name} (study #{outcome.study_id})", runs, console.width))
     for w in outcome.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
+        print_items([w], bullet="warning: ", style="yellow")
     failed = f", [red]{outcome.failed} failed[/]" if outcome.failed else ""
-    console.print(f"{outcome.tests} tests{failed}; results in [bold]{db.resolve()}[/]")
+    console.print(f"{outcome.tests} tests{failed}; results in [bold]{escape(str(db.resolve()))}[/]")
+    print_items(lines, bullet="")
     console.print(f"next: nettune analyze {study.name} --db {db}   |   nettune report {study.name} --db {db} --out report/", highlight=False)
+
+
+def _headline(store: Any, study_id: int) -> list[str]:
+    """The best point and what limited it (analysis' headline); nothing if no run succeeded."""
+    from ..analysis.analyze import analyze
+    from ..analysis.data import load
+    from ..errors import NettuneError
+
+    try:
+        return list(analyze(load(store, str(study_id)))["headline"])
+    except NettuneError:
+        return []
 
 
 @app.command()

@@ -6,7 +6,7 @@ import io
 import json
 from typing import Any
 
-from rich.table import Table
+from .fit import Fitted, fit_table
 
 # Fields every JSON record carries (documented in docs/results.md).
 JSON_FIELDS = [
@@ -70,14 +70,15 @@ def columns(runs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def rich_table(title: str, runs: list[dict[str, Any]]) -> Table:
+# Hidden first when the terminal is too narrow for every column (least important first).
+DROP_ORDER = ["softirq%", "jitter ms", "loss %", "retrans", "host CPU%", "rev Gbit/s", "run", "server CPU%", "client CPU%"]
+
+
+def rich_table(title: str, runs: list[dict[str, Any]], width: int) -> Fitted:
+    """The results table for a terminal `width` columns wide; values are never broken."""
     head, rows = columns(runs)
-    t = Table(title=title, title_justify="left")
-    for h in head:
-        t.add_column(h, justify="left" if h in ("status",) else "right", overflow="fold")
-    for row in rows:
-        t.add_row(*row, style=None if row[-1].startswith("ok") else "red")
-    return t
+    styles = [None if row[-1].startswith("ok") else "red" for row in rows]
+    return fit_table(head, rows, width, drop_order=DROP_ORDER, prose=["status"], styles=styles, title=title, title_justify="left")
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
