@@ -95,3 +95,13 @@ def test_cli_tables_at_80_columns_and_formats_never_cut(db):
     assert a.returncode == 0, a.stderr
     assert all(len(line) <= 80 for line in a.stdout.splitlines())
     assert "6291456" in a.stdout
+
+
+def test_too_narrow_for_any_table_stacks_rows_as_blocks():
+    head = ["knob", "value", "[x]"]
+    rows = [["sysctl:net.core.netdev_max_backlog", "/sys/class/net/eth0/queues/tx-0/xps_cpus", "[bold]a[/]"]]
+    fitted = fit_table(head, rows, 40)
+    text = render(fitted.table, 40)
+    assert "sysctl:net.core.netdev_max_backlog" in text  # the heading line
+    assert "/sys/class/net/eth0/queues/tx-0/xps_cpus" in text.replace("\n    ", " ")  # never split
+    assert "[x]: [bold]a[/]" in text  # cells and headers are plain text, not markup

@@ -7,10 +7,9 @@ from typing import Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from ..errors import NettuneError
-from .main import app, console, err_console, user_errors
+from .main import app, console, err_console, print_fitted, user_errors
 
 knobs_app = typer.Typer(help="Settings nettune can change per sweep point (and always restores).", no_args_is_help=True)
 app.add_typer(knobs_app, name="knobs")
@@ -75,12 +74,13 @@ def list_(format: str = typer.Option("table", "--format", "-f", help="table or j
     if format == "json":
         print(json.dumps(rows, indent=2))
         return
-    t = Table(title="nettune knobs (in a study file: \\[knobs] \"KIND\\[:ARG]\\[@DEVICE]\" = value)", title_justify="left", show_lines=False)
-    for h in ("kind", "key", "scope", "what", "default", "tuned", "restart", "risk"):
-        t.add_column(h, overflow="fold")
-    for r in rows:
-        t.add_row(*(escape(r[h]) for h in ("kind", "key", "scope", "what", "default", "tuned", "restart", "risk")))
-    console.print(t)
+    from ..report.fit import fit_table
+
+    cols = ("kind", "key", "scope", "what", "default", "tuned", "restart", "risk")
+    print_fitted(fit_table(cols, [[r[h] for h in cols] for r in rows], console.width,
+                           drop_order=["risk", "restart", "tuned", "default", "scope"],
+                           prose=["scope", "what", "default", "tuned", "restart", "risk"], right=[],
+                           title="nettune knobs (in a study file: \\[knobs] \"KIND\\[:ARG]\\[@DEVICE]\" = value)", title_justify="left"))
 
 
 @knobs_app.command("show")
@@ -111,12 +111,10 @@ def show(
     if format == "json":
         print(json.dumps(rows, indent=2))
         return
-    t = Table(title_justify="left")
-    for h in ("host", "knob", "device", "value"):
-        t.add_column(h, overflow="fold")
-    for r in rows:
-        t.add_row(*(escape(str(r[h])) for h in ("host", "knob", "device", "value")))
-    console.print(t)
+    from ..report.fit import fit_table
+
+    cols = ("host", "knob", "device", "value")
+    print_fitted(fit_table(cols, [[str(r[h]) for h in cols] for r in rows], console.width, prose=["value"], right=[]))
 
 
 @app.command()

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from ..errors import NettuneError
 from ..report import table as rt
@@ -52,10 +51,10 @@ def studies(db: Path = DB_OPT) -> None:
     """List the studies in the results database."""
     with open_store(db) as store:
         rows = store.studies()
-    t = Table(title=str(db), title_justify="left")
-    for h in ("id", "name", "target", "started", "status", "points", "runs", "failed"):
-        t.add_column(h)
-    for r in rows:
-        started = dt.datetime.fromtimestamp(r["started"]).strftime("%Y-%m-%d %H:%M")
-        t.add_row(str(r["id"]), r["name"], r["target_kind"] or "", started, r["status"], str(r["points"]), str(r["runs"]), str(r["failed"]))
-    console.print(t)
+    from ..report.fit import fit_table
+
+    cols = ("id", "name", "target", "started", "status", "points", "runs", "failed")
+    table = [[str(r["id"]), r["name"], r["target_kind"] or "", dt.datetime.fromtimestamp(r["started"]).strftime("%Y-%m-%d %H:%M"),
+              r["status"], str(r["points"]), str(r["runs"]), str(r["failed"])] for r in rows]
+    print_fitted(fit_table(cols, table, console.width, drop_order=["target", "points", "failed"], right=["id", "points", "runs", "failed"],
+                           title=str(db), title_justify="left"))

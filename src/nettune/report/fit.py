@@ -18,14 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 PROSE_MIN = 12  # a prose column narrower than this reads badly even when words fit
 
 
 @dataclass
 class Fitted:
-    table: Table
+    table: RenderableType  # a Table, or rows stacked as blocks when no table can fit
     hidden: list[str] = field(default_factory=list)
 
     def note(self, width: int) -> str | None:
@@ -64,7 +66,7 @@ def fit_table(
     head: Sequence[str],
     rows: Sequence[Sequence[str]],
     width: int,
-    *,
+    *,  # cells are plain text (no rich markup); the title may use markup
     drop_order: Sequence[str] = (),
     prose: Sequence[str] = (),
     right: Sequence[str] | None = None,
@@ -93,6 +95,8 @@ def fit_table(
         if name in head and head.index(name) in keep:
             keep.remove(head.index(name))
             hidden.append(name)
+    if not fits(boxed):
+        return Fitted(_stacked(head, rows, width, table_kw.get("title")), [])
     widths = {i: minimum[i] for i in keep}
     spare = width - _chrome(len(keep), boxed) - sum(widths.values())
     # give room back where it removes folding: data columns first (headers whole), prose last
@@ -108,10 +112,25 @@ def fit_table(
     right_set = set(right) if right is not None else {h for h in head if h not in prose_set}
     for i in keep:
         # every width holds its longest value, so only headers (at spaces) and prose wrap
-        table.add_column(head[i], justify="right" if head[i] in right_set else "left", width=widths[i], overflow="fold")
+        table.add_column(Text(head[i]), justify="right" if head[i] in right_set else "left", width=widths[i], overflow="fold")
     for n, r in enumerate(rows):
-        table.add_row(*(str(r[i]) for i in keep), style=styles[n] if styles else None)
+        # cells are plain text: a value with "[...]" is shown as is, never read as markup
+        table.add_row(*(Text(str(r[i])) for i in keep), style=styles[n] if styles else None)
     return Fitted(table, hidden)
+
+
+def _stacked(head: Sequence[str], rows: Sequence[Sequence[str]], width: int, title: object) -> Group:
+    """Too narrow for any table: one block per row, the first column as its heading and
+    `header: value` pairs wrapped at spaces (a value is broken only if wider than the screen)."""
+    import textwrap
+
+    parts: list[RenderableType] = [Text.from_markup(str(title))] if title else []
+    for r in rows:
+        parts.append(Text(str(r[0]), style="bold"))
+        pairs = "; ".join(f"{h}: {v}" for h, v in zip(head[1:], r[1:]) if str(v))
+        parts.append(Text(textwrap.fill(pairs, max(width, 20), initial_indent="    ", subsequent_indent="    ",
+                                        break_long_words=False, break_on_hyphens=False)))
+    return Group(*parts)
 
 
 __all__ = ["Fitted", "column_widths", "fit_table"]
