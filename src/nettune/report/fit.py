@@ -128,8 +128,9 @@ def _stacked(head: Sequence[str], rows: Sequence[Sequence[str]], width: int, tit
     for r in rows:
         parts.append(Text(str(r[0]), style="bold"))
         pairs = "; ".join(f"{h}: {v}" for h, v in zip(head[1:], r[1:]) if str(v))
+        # wrapped here at spaces; rich must not fold again: a word wider than the screen stays whole
         parts.append(Text(textwrap.fill(pairs, max(width, 20), initial_indent="    ", subsequent_indent="    ",
-                                        break_long_words=False, break_on_hyphens=False)))
+                                        break_long_words=False, break_on_hyphens=False), no_wrap=True, overflow="ignore"))
     return Group(*parts)
 
 
