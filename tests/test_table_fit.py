@@ -16,7 +16,7 @@ from test_analysis import build
 
 def render(table, width: int) -> str:
     con = Console(width=width, record=True, color_system=None)
-    con.print(table)
+    con.print(table, crop=False)
     return con.export_text()
 
 

@@ -42,7 +42,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def print_fitted(fitted: Any) -> None:
     """A report.fit.Fitted table, and the note saying which columns did not fit."""
-    console.print(fitted.table)
+    console.print(fitted.table, crop=False)  # a word wider than the screen stays whole (see report.fit)
     note = fitted.note(console.width)
     if note:
         console.print(f"[dim]{escape(note)}[/]", highlight=False)
