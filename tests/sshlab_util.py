@@ -14,7 +14,9 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
+
+import pytest
 
 from nettune.targets import sshlab
 from nettune.targets.labnet import LabLayout, LabNet, pids_in_namespace
@@ -44,6 +46,26 @@ def ssh_lab(d: Path, name: str, hosts: list[str], subnet: str) -> Iterator[dict]
         sshlab.down(name)
         assert all(p is None or start_time(p) is None or _zombie(p) for p in sshd), "an sshd survived the lab"
         assert not any(pids_in_namespace(layout.ns(h)) for h in hosts)
+
+
+def lab_fixture(name: str, hosts: list[str], subnet: str) -> Any:
+    """A module-scoped `lab` fixture: this lab up with its sshds for a whole test module."""
+
+    @pytest.fixture(scope="module")
+    def lab(tmp_path_factory: Any) -> Iterator[dict]:
+        with ssh_lab(tmp_path_factory.mktemp(name), name, hosts, subnet) as lab:
+            yield lab
+
+    return lab
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: Any) -> Path:
+    """(autouse where imported) A journal and a trust-on-first-use file of the test's own;
+    returns the latter."""
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("NETTUNE_KNOWN_HOSTS", str(tmp_path / "tofu_known_hosts"))
+    return tmp_path / "tofu_known_hosts"
 
 
 def _zombie(pid: int) -> bool:

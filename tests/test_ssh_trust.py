@@ -26,7 +26,7 @@ from nettune.targets import sshlab
 from nettune.targets.ssh import SshTarget
 
 from conftest import needs_iperf3, needs_root, nettune
-from sshlab_util import cut_sessions_when_client_runs, restart_plain_sshd, restart_sshd_with_mounts, ssh_lab
+from sshlab_util import cut_sessions_when_client_runs, lab_fixture, private_state, restart_plain_sshd, restart_sshd_with_mounts  # noqa: F401 - private_state: autouse fixture
 
 pytestmark = [needs_root, needs_iperf3]
 
@@ -39,17 +39,7 @@ A, B = "198.19.214.10", "198.19.214.11"
 RECORDED_SUDO_REFUSAL = (1, "sudo: a password is required\n")
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    with ssh_lab(tmp_path_factory.mktemp("h4trust"), LAB, HOSTS, SUBNET) as lab:
-        yield lab
-
-
-@pytest.fixture(autouse=True)
-def private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("NETTUNE_KNOWN_HOSTS", str(tmp_path / "tofu_known_hosts"))
-    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
-    return tmp_path / "tofu_known_hosts"
+lab = lab_fixture(LAB, HOSTS, SUBNET)
 
 
 def study(inv: Path, extra: str = "", workload: str = 'server = "a"\nclient = "b"\nduration = 1', name: str = "h4-trust-study") -> str:
@@ -96,8 +86,9 @@ def test_sudo_not_installed_is_said_with_the_fix(lab, tmp_path):
     restart_sshd_with_mounts(lab["layout"], "b", HIDE_SUDO.format(orig=str(orig)))
     try:
         msg = connect_error(study(lab["inventory"], "[target.hosts.b]\nsudo = true"))
+        print(msg)  # shown with -s: the exact message, for the docs
         assert msg.startswith(f"b (root@{B}:22): sudo = true but sudo is not installed there")
-        assert "install sudo" in msg and "log in as root with sudo = false" in msg
+        assert "install sudo" in msg and msg.endswith("or set sudo = false (root needs no sudo)")
         # the same through `nettune run`: one line, the real cause, never "iperf3 is not installed"
         f = tmp_path / "s.toml"
         f.write_text(study(lab["inventory"], "[target.hosts.b]\nsudo = true"))
@@ -123,9 +114,10 @@ def test_sudo_asking_for_a_password_is_said_with_the_fix(lab, tmp_path):
     restart_sshd_with_mounts(lab["layout"], "b", REPLACE_SUDO.format(standin=str(standin)))
     try:
         msg = connect_error(study(lab["inventory"], "[target.hosts.b]\nsudo = true"))
+        print(repr(said), msg)  # shown with -s: what sudo said, and the message
         assert msg.startswith(f"b (root@{B}:22): sudo = true but sudo asks root for a password")
         assert " ".join(said.split()) in msg
-        assert "root ALL=(ALL) NOPASSWD: ALL" in msg and "log in as root with sudo = false" in msg
+        assert "root ALL=(ALL) NOPASSWD: ALL" in msg and msg.endswith("or set sudo = false (root needs no sudo)")
     finally:
         restart_plain_sshd(lab["layout"], "b")
     t = SshTarget(parse_study(study(lab["inventory"], "[target.hosts.b]\nsudo = true")))  # the real sudo again

@@ -31,7 +31,6 @@ import logging
 import os
 import shlex
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import asyncssh
@@ -43,18 +42,11 @@ from .freebsd import cp_time_as_proc_stat, freebsd_facts
 from .procs import port_listening
 from .sshproc import WRAPPER, EventLoopThread, SshProc
 from .sshshell import RemoteShell, ShellGone
-from .sshtrust import client_keys, host_trust, mismatch_message, presented_key, sudo_problem
+from .sshtrust import (client_keys, host_trust, mismatch_message, openssh_line, pattern, presented_key, record_first_use,
+                       sudo_problem, tofu_file)
 
 log = logging.getLogger("nettune.ssh")
 KEEPALIVE = 5.0  # seconds; 3 missed keepalives = connection lost
-
-
-def tofu_file() -> Path:
-    """Where host keys trusted on first use are recorded."""
-    if os.environ.get("NETTUNE_KNOWN_HOSTS"):
-        return Path(os.environ["NETTUNE_KNOWN_HOSTS"])
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    return Path(base) / "nettune" / "known_hosts"
 
 
 class SshError(NettuneError, ConnectionError):
@@ -159,7 +151,8 @@ class SshHost:
         try:
             conn = await asyncssh.connect(self.address, known_hosts=trust.known_hosts, **opts)
         except asyncssh.HostKeyNotVerifiable:
-            raise SshError(mismatch_message(where, trust, await presented_key(self.address, s.port, self._timeout))) from None
+            presented = await presented_key(self.address, s.port, self._timeout)
+            raise SshError(mismatch_message(where, trust, presented, pattern(self.address, s.port))) from None
         except asyncssh.PermissionDenied:
             raise SshError(f"{where}: login refused; check user and key ({s.key or 'ssh-agent / ~/.ssh/id_*'})") from None
         except (OSError, asyncssh.Error, asyncio.TimeoutError) as e:
@@ -187,19 +180,12 @@ class SshHost:
             "address": self.address, "port": s.port, "user": self._login or s.user,
             "key": os.path.abspath(os.path.expanduser(s.key)) if s.key else None, "known_hosts": self._trust_file,
             "sudo": s.sudo, "connect_timeout": self._timeout,
-            "host_key": " ".join(key.export_public_key("openssh").decode().split()[:2]) if key is not None else None,
+            "host_key": openssh_line(key) if key is not None else None,
             "host_key_fingerprint": key.get_fingerprint() if key is not None else None,
         }
 
     def _record_first_use(self, key: Any) -> None:
-        f = tofu_file()
-        f.parent.mkdir(parents=True, exist_ok=True)
-        pattern = self.address if self.spec.port == 22 else f"[{self.address}]:{self.spec.port}"
-        pub = " ".join(key.export_public_key("openssh").decode().split()[:2])
-        with open(f, "a") as fh:
-            fh.write(f"{pattern} {pub}\n")
-        os.chmod(f, 0o600)
-        self.host_key_note = f"trusted on first use: {key.get_fingerprint()} recorded in {f}"
+        self.host_key_note = record_first_use(self.address, self.spec.port, key)
         log.warning("%s (%s): host key %s", self.name, self.address, self.host_key_note)
 
     async def _start_shell(self, conn: Any) -> None:

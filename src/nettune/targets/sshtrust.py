@@ -24,9 +24,33 @@ import asyncio
 import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncssh
+
+
+def tofu_file() -> Path:
+    """Where host keys trusted on first use are recorded."""
+    if os.environ.get("NETTUNE_KNOWN_HOSTS"):
+        return Path(os.environ["NETTUNE_KNOWN_HOSTS"])
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(base) / "nettune" / "known_hosts"
+
+
+def openssh_line(key: Any) -> str:
+    """'ssh-ed25519 AAAA...' of a public key, without a comment."""
+    return " ".join(key.export_public_key("openssh").decode().split()[:2])
+
+
+def record_first_use(address: str, port: int, key: Any) -> str:
+    """Append a host key to nettune's trust-on-first-use file; returns the note to show."""
+    f = tofu_file()
+    f.parent.mkdir(parents=True, exist_ok=True)
+    with open(f, "a") as fh:
+        fh.write(f"{pattern(address, port)} {openssh_line(key)}\n")
+    os.chmod(f, 0o600)
+    return f"trusted on first use: {key.get_fingerprint()} recorded in {f}"
 
 
 def pattern(address: str, port: int) -> str:
@@ -94,13 +118,13 @@ def host_trust(where: str, address: str, port: int, known_hosts: str | None, tof
     raise SshError(f"{where}: host key unknown (not in {pinned_file}{missing}{others}); add it after checking it ({scan}) or set trust_on_first_use = true")
 
 
-def mismatch_message(where: str, trust: Trust, presented: Any) -> str:
+def mismatch_message(where: str, trust: Trust, presented: Any, host: str) -> str:
     now = f" it presents {presented.get_fingerprint()}" if presented is not None else ""
     if trust.expected is not None:
         return (f"{where}: host key is not the {trust.expected.get_fingerprint()} seen when nettune changed its settings;{now}; "
                 "not restoring into what may be another machine: check the host, then put the values back by hand (`nettune restore --forget HOST` prints the commands)")
     return (f"{where}: host key does NOT match the one in {trust.checked};{now}; if the host was reinstalled, "
-            f"remove its old key (ssh-keygen -R HOST -f {trust.checked}) and check the new one")
+            f"remove its old key (ssh-keygen -R '{host}' -f {trust.checked}) and check the new one")
 
 
 async def presented_key(address: str, port: int, timeout: float) -> Any:
@@ -140,7 +164,7 @@ def sudo_problem(where: str, user: str, rc: int, stderr: str) -> str | None:
     if rc == 0:
         return None
     said = " ".join(stderr.split())[:200] or f"exit code {rc}"
-    root = "or log in as root with sudo = false"
+    root = "or set sudo = false (root needs no sudo)" if user == "root" else "or log in as root with sudo = false"
     if rc == 127 or "not found" in said:
         return f"{where}: sudo = true but sudo is not installed there (`sudo -n true`: {said}); install sudo (e.g. apt-get install sudo), {root}"
     if "must have a tty" in said:
