@@ -3,9 +3,9 @@ keys against trust-on-first-use, private key file modes, the known_hosts file na
 every message, a malformed key, and no CPU figure for a test whose connection dropped.
 
 sudo is hidden or replaced only for one lab host's sshd, which the test restarts inside a
-further private mount namespace (sshlab_util.restart_sshd_with_mounts): "not installed"
-is a tmpfs over /usr/bin holding symlinks to every real entry but sudo; "asks for a
-password" is a script bind-mounted over /usr/bin/sudo that prints exactly what the real
+further private mount namespace (sshlab_util.restart_sshd_with_mounts) with a tmpfs over
+/usr/bin holding a symlink to every real entry but sudo: "not installed" as it is; "asks
+for a password" with /usr/bin/sudo a script that prints exactly what the real
 `sudo -n true` prints for a user without NOPASSWD (captured from this machine's sudo as
 user nobody). Nothing outside that sshd's sessions sees either.
 """
@@ -64,26 +64,29 @@ def real_sudo_refusal() -> tuple[int, str]:
     return r.returncode, r.stderr
 
 
-HIDE_SUDO = """
+# Run as root inside the restarted sshd's own mount namespace: a tmpfs over /usr/bin with
+# a symlink to every real entry but sudo; `standin`, if given, becomes /usr/bin/sudo.
+SUDO_MOUNTS = """
 import os, subprocess
-orig = {orig!r}
+orig, standin = {orig!r}, {standin!r}
 subprocess.run(["mount", "--bind", "/usr/bin", orig], check=True)
 subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", "/usr/bin"], check=True)
 for n in os.listdir(orig):
     if n != "sudo":
         os.symlink(os.path.join(orig, n), os.path.join("/usr/bin", n))
+if standin:
+    os.symlink(standin, "/usr/bin/sudo")
 """
 
-REPLACE_SUDO = """
-import subprocess
-subprocess.run(["mount", "--bind", {standin!r}, "/usr/bin/sudo"], check=True)
-"""
+
+def sudo_mounts(tmp_path: Path, standin: Path | None = None) -> str:
+    orig = tmp_path / "usr-bin"
+    orig.mkdir()
+    return SUDO_MOUNTS.format(orig=str(orig), standin=str(standin) if standin else "")
 
 
 def test_sudo_not_installed_is_said_with_the_fix(lab, tmp_path):
-    orig = tmp_path / "usr-bin"
-    orig.mkdir()
-    restart_sshd_with_mounts(lab["layout"], "b", HIDE_SUDO.format(orig=str(orig)))
+    restart_sshd_with_mounts(lab["layout"], "b", sudo_mounts(tmp_path))
     try:
         msg = connect_error(study(lab["inventory"], "[target.hosts.b]\nsudo = true"))
         print(msg)  # shown with -s: the exact message, for the docs
@@ -111,7 +114,7 @@ def test_sudo_asking_for_a_password_is_said_with_the_fix(lab, tmp_path):
     standin = tmp_path / "sudo"
     standin.write_text(f"#!/bin/sh\nprintf '%s' {shlex.quote(said)} >&2\nexit {rc}\n")
     standin.chmod(0o755)
-    restart_sshd_with_mounts(lab["layout"], "b", REPLACE_SUDO.format(standin=str(standin)))
+    restart_sshd_with_mounts(lab["layout"], "b", sudo_mounts(tmp_path, standin))
     try:
         msg = connect_error(study(lab["inventory"], "[target.hosts.b]\nsudo = true"))
         print(repr(said), msg)  # shown with -s: what sudo said, and the message
@@ -120,6 +123,8 @@ def test_sudo_asking_for_a_password_is_said_with_the_fix(lab, tmp_path):
         assert "root ALL=(ALL) NOPASSWD: ALL" in msg and msg.endswith("or set sudo = false (root needs no sudo)")
     finally:
         restart_plain_sshd(lab["layout"], "b")
+    if shutil.which("sudo") is None:
+        return  # nothing real to go back to (scripts/env.sh installs sudo)
     t = SshTarget(parse_study(study(lab["inventory"], "[target.hosts.b]\nsudo = true")))  # the real sudo again
     try:
         assert t.hosts["b"].run(["id", "-u"]).stdout.strip() == "0"
