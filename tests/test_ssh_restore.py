@@ -1,7 +1,8 @@
 """`nettune restore` over SSH, on the lab's real sshds: a knob sweep over SSH is killed
 with SIGKILL while its values are in force, then restore reconnects (one connection per
 host, only to the host key the run saw) and puts every value back; an unreachable host
-stays pending and is named; pending changes block only studies that use their host;
+stays pending and is named; a host with another host key is refused; pending changes
+block only studies that use their host (and `--restore-first` restores them over SSH);
 `--forget HOST`; `nettune lab down NAME` restores first and says what it gives up.
 
 Values are read back with `ip netns exec`, never through nettune. The sysctls used
@@ -117,10 +118,10 @@ def test_kill_9_mid_sweep_then_restore_puts_every_value_back(lab, tmp_path):
     assert "nothing to restore" in nettune("restore", check=True).stdout
 
 
-def _run(tmp_path: Path, name: str, text: str) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, name: str, text: str, *args: str) -> subprocess.CompletedProcess:
     f = tmp_path / f"{name}.toml"
     f.write_text(text)
-    return nettune("run", str(f), "--db", str(tmp_path / "gate.db"))
+    return nettune("run", str(f), "--db", str(tmp_path / "gate.db"), *args)
 
 
 def test_unreachable_host_stays_pending_blocks_only_its_studies_and_can_be_forgotten(lab, tmp_path):
@@ -195,8 +196,11 @@ def test_restore_refuses_a_host_whose_key_changed(lab, tmp_path):
         assert {c["host"] for c in pending_changes()} == set(HOSTS)  # `restore server` left the others alone
     finally:
         restart_plain_sshd(lab["layout"], "server")
-    r = nettune("restore")
+    # the right host is back: a study using it puts everything back first (--restore-first)
+    r = _run(tmp_path, "first", f'name = "h4-first"\n[target]\nkind = "ssh"\ninventory = "{lab["inventory"]}"\n'
+             '[workload]\nserver = "server"\nclient = "other"\nduration = 1\n', "--restore-first")
     assert r.returncode == 0, r.stdout + r.stderr
+    assert " ".join(r.stdout.split()).count("restore-first: restored: ") == IN_FORCE
     assert values(lab) == before and Journal().open_sessions() == []
 
 
