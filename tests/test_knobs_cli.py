@@ -197,8 +197,9 @@ def test_unreachable_remote_change_stays_pending_until_forgotten():
     j.append({"op": "begin", "session": "r", "study": "remote", "pid": 999999999, "pid_start": "1", "time": 1.0})
     j.change("r", 1, "remote", "vm1", {"key": "mtu", "kind": "mtu", "arg": None, "device": "eth0"},
              {"type": "remote", "label": "vm1", "key": "remote:vm1", "address": "192.0.2.10"}, 1500, 9000)
-    r = nettune("restore")
-    assert r.returncode == 1 and "remote host" in r.stdout and "ip link set dev eth0 mtu 1500" in r.stdout
+    r = nettune("restore")  # a record without `reach` (older nettune): never connected to
+    assert r.returncode == 1 and "cannot reach vm1 (192.0.2.10)" in r.stdout and "how to reach it" in r.stdout
+    assert "ip link set dev eth0 mtu 1500" in r.stdout
     assert len(Journal().open_sessions()) == 1  # still pending: never marked restored
     r = nettune("restore", "--forget", check=True)
     assert "ip link set dev eth0 mtu 1500" in r.stdout and "forgotten" in r.stdout

@@ -25,6 +25,7 @@ from nettune.targets.procs import PROC_DIR, start_time
 from nettune.targets.ssh import SshError, SshTarget
 
 from conftest import needs_iperf3, needs_root, nettune
+from sshlab_util import cut_sessions_when_client_runs
 
 pytestmark = [needs_root, needs_iperf3]
 
@@ -214,28 +215,12 @@ def test_strict_host_keys_and_trust_on_first_use(lab, tmp_path, tofu_file):
     t.close()
 
 
-def _kill_ssh_sessions_when_client_runs(layout: LabLayout, host: str, stop: threading.Event, cut: list[int]) -> None:
-    while not stop.is_set():
-        for pid in pids_in_namespace(layout.ns(host)):
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if cmd[0].endswith(b"iperf3") and b"-c" in cmd:
-                time.sleep(0.3)
-                for s in sshlab.session_pids(LAB_NAME, host):
-                    os.kill(s, 9)
-                    cut.append(s)
-                return
-        time.sleep(0.02)
-
-
 def test_cut_connection_fails_that_test_and_the_study_goes_on(lab, tmp_path):
     f = tmp_path / "cut.toml"
     f.write_text(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 2\n', name="t-ssh-cut") + "[repeat]\nruns = 3\n")
     study = load_study(f)
     stop, cut = threading.Event(), []
-    th = threading.Thread(target=_kill_ssh_sessions_when_client_runs, args=(lab["layout"], "client", stop, cut))
+    th = threading.Thread(target=cut_sessions_when_client_runs, args=(lab["layout"], "client", "client", stop, cut))
     th.start()
     try:
         with Store(tmp_path / "r.db") as store:

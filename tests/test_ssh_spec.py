@@ -158,3 +158,20 @@ def test_freebsd_cp_time_reads_like_proc_stat():
     assert a.ncpu == 2
     busy, _ = machine_percent(a, b)
     assert busy == pytest.approx(100 * 160 / 1000)
+
+
+def test_sudo_refusals_name_the_user_and_the_fix():
+    """What `sudo -n true` says, as sshtrust.sudo_problem words it (the lab tests run as
+    root; these are the other users' forms, from sudo 1.9's messages)."""
+    from nettune.targets.sshtrust import sudo_problem
+
+    w = "vm (deploy@192.0.2.1:22)"
+    assert sudo_problem(w, "deploy", 0, "") is None
+    asks = sudo_problem(w, "deploy", 1, "sudo: a password is required\n")
+    assert asks == (f"{w}: sudo = true but sudo asks deploy for a password (`sudo -n true`: sudo: a password is required); allow deploy "
+                    "to use it without one ('deploy ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d/nettune, via visudo), or log in as root with sudo = false")
+    assert "not installed" in sudo_problem(w, "deploy", 127, "sh: 1: sudo: not found\n")
+    tty = sudo_problem(w, "deploy", 1, "sudo: sorry, you must have a tty to run sudo\n")
+    assert "wants a terminal for deploy" in tty and "Defaults:deploy !requiretty" in tty
+    other = sudo_problem(w, "deploy", 1, "deploy is not in the sudoers file.\n")
+    assert "fails for deploy (deploy is not in the sudoers file.)" in other

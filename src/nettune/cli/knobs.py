@@ -25,42 +25,44 @@ def _fmt(format: str) -> None:
 @app.command()
 @user_errors
 def restore(
-    forget: bool = typer.Option(False, "--forget", help="Give up on what cannot be restored: print the commands to do it by hand and clear the journal."),
+    host: Optional[str] = typer.Argument(None, help="Only this host's changes: its name in the study, its address, or 'machine'."),
+    forget: bool = typer.Option(False, "--forget", help="Give up what cannot be restored (only HOST's, if given): print the commands to do it by hand and drop it from the journal."),
 ) -> None:
-    """Put back every setting an interrupted run left changed (after kill -9, a crash, power loss)."""
+    """Put back every setting an interrupted run left changed (after kill -9, a crash, power loss), on this machine and over SSH."""
+    from ..knobs.gate import for_host, pending_hosts
     from ..knobs.journal import Journal
-    from ..knobs.restore import restore_pending
+    from ..knobs.restore import forget as forget_changes, restore_pending
 
     journal = Journal()
-    out, alive = restore_pending(journal)
+    only = None
+    if host:
+        only = for_host(host)
+        if not pending_hosts(journal, only):
+            others = pending_hosts(journal)
+            raise NettuneError(f"no pending change on {host!r}" + (f"; hosts with pending changes: {', '.join(others)}" if others else "; nothing is pending"))
+    out, alive = restore_pending(journal, only)
     for s in alive:
         console.print(f"[yellow]left alone[/]: a run is still in progress: {s.describe()}")
     if not out.lines and not alive:
         console.print(f"nothing to restore ({journal.path} has no unrestored changes)")
     for result, text in out.lines:
         console.print(f"[{_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
+    for who, why in out.unreachable.items():
+        console.print(f"[red]unreachable[/]: {escape(who)}: {escape(why)}; its changes stay pending", highlight=False, soft_wrap=True)
     if out.failed and forget:
-        _forget(journal)
+        print_given_up(forget_changes(journal, only), "forgotten")
         return
     if out.failed:
-        err_console.print(f"[bold red]error:[/] {out.failed} setting(s) could not be restored; fix the cause and run `nettune restore` again (or --forget)")
+        again = f"nettune restore --forget {host}" if host else "nettune restore --forget [HOST]"
+        err_console.print(f"[bold red]error:[/] {out.failed} setting(s) could not be restored; fix the cause and run `nettune restore` again, or give them up with `{again}`")
         raise typer.Exit(1)
 
 
-def _forget(journal: object) -> None:
-    from ..knobs.base import Loc
-    from ..knobs.restore import pending
-    from ..knobs.registry import KINDS
-
-    dead, _ = pending(journal)  # type: ignore[arg-type]
-    for s in dead:
-        for rec in s.changes:
-            loc = Loc.from_record(rec["loc"])
-            for cmd in KINDS[loc.kind].commands(loc, rec["original"]):
-                console.print(escape(f"  {rec.get('host')}: {cmd}"), highlight=False, soft_wrap=True)
-            journal.done(s.id, rec["seq"], "forgotten", "given up by `nettune restore --forget`")  # type: ignore[attr-defined]
-        journal.end(s.id)  # type: ignore[attr-defined]
-    console.print("[yellow]forgotten[/]: the commands above put the originals back by hand")
+def print_given_up(lines: list[tuple[str, str]], what: str) -> None:
+    """The commands that put given-up values back by hand, host by host."""
+    for who, cmd in lines:
+        console.print(escape(f"  on {who}: {cmd}"), highlight=False, soft_wrap=True)
+    console.print(f"[yellow]{what}[/]: the commands above put the originals back by hand (run them in that order)")
 
 
 @knobs_app.command("list")

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..plan.points import expand_and_check
@@ -51,12 +53,32 @@ def up(
 
 @lab_app.command("down")
 @user_errors
-def down(force: bool = typer.Option(False, "--force", help="Also remove labs of studies still running (stops them).")) -> None:
-    """Remove every nettune lab, including what a killed run left behind."""
-    removed = labnet.down_all(force)
-    from ..targets import sshlab
+def down(
+    name: Optional[str] = typer.Argument(None, help="Only this lab (its study name); default: every nettune lab on this machine."),
+    force: bool = typer.Option(False, "--force", help="Also remove labs of studies still running (stops them; with NAME, takes that lab from under its run)."),
+) -> None:
+    """Remove every nettune lab (or lab NAME), including what a killed run left behind.
+    Settings a killed run left changed on those hosts are put back first."""
+    from ..knobs.gate import settle_labs
+    from .knobs import _STYLE, print_given_up
 
-    removed["ssh keys"] = sshlab.down_all_ssh()  # their sshds died with the namespaces
+    out, given_up = settle_labs(*labnet.removal_plan(name, force))
+    for result, text in out.lines if out else []:
+        console.print(f"before removing the lab: [{_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
+    if given_up:
+        console.print("[yellow]given up[/]: these settings on lab hosts being removed could not be restored (their hosts go now):")
+        print_given_up(given_up, "given up")
+    if name is not None:
+        removed = labnet.down_one(name, force)
+        from ..targets import sshlab
+
+        if "labs" in removed:
+            sshlab.down(name)
+    else:
+        removed = labnet.down_all(force)
+        from ..targets import sshlab
+
+        removed["ssh keys"] = sshlab.down_all_ssh()  # their sshds died with the namespaces
     if not any(removed.values()):
         console.print("nothing to remove")
         return

@@ -91,7 +91,7 @@ def run(
     file: Path = typer.Argument(..., help="Study file (TOML)."),
     db: Path = DB_OPT,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (points and commands); change nothing."),
-    restore_first: bool = typer.Option(False, "--restore-first", help="First put back settings an interrupted run left changed (as `nettune restore`)."),
+    restore_first: bool = typer.Option(False, "--restore-first", help="First put back settings an interrupted run left changed on the hosts this study uses (as `nettune restore`)."),
 ) -> None:
     """Run a study: every point of the sweep, repeated, stored as it goes."""
     study = load_study(file)

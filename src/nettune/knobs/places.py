@@ -3,7 +3,10 @@
 A place is recorded in the journal with what identifies it beyond its name (the inode
 of a named network namespace, the ifindex of an interface), so a restore never writes an
 old value into a namespace or interface that was re-created since: a value that lived in
-a namespace that is gone needs no restore, and `nettune restore` says so.
+a namespace that is gone needs no restore, and `nettune restore` says so. A remote place
+records how to reach its host again (`reach`: address, port, user, key, known_hosts,
+sudo, connect timeout and the host key seen), so `nettune restore` reconnects without
+the study file and only to that same host (remote.py).
 """
 from __future__ import annotations
 
@@ -41,6 +44,9 @@ class Place:
             rec |= {"netns": self.netns, "ino": self.ino}
         if self.type == "remote":
             rec["address"] = getattr(self.ex, "address", None)
+            reach = getattr(self.ex, "reach", None)
+            if reach is not None:
+                rec["reach"] = reach()
         return rec
 
     def gone(self) -> str | None:
@@ -80,9 +86,10 @@ def place_for(host: Any, scope: str) -> Place:
     return Place(host.name, "remote", host)
 
 
-def place_from_record(rec: dict[str, Any]) -> tuple[Place | None, str]:
+def place_from_record(rec: dict[str, Any], remote: Any = None) -> tuple[Place | None, str]:
     """Rebuild a place from the journal (for `nettune restore` in a new process).
-    (None, why) when it no longer exists; KnobError when it exists but is out of reach."""
+    (None, why) when it no longer exists; KnobError when it exists but is out of reach.
+    Remote places are reconnected by `remote` (a remote.RemotePlaces)."""
     t = rec.get("type")
     if t == "machine":
         return machine(), ""
@@ -92,10 +99,12 @@ def place_from_record(rec: dict[str, Any]) -> tuple[Place | None, str]:
         p = Place(rec.get("label", "?"), "netns", LabHost(rec.get("label", "?"), rec["netns"], "", ""), rec["netns"], rec.get("ino"))
         why = p.gone()
         return (None, why) if why else (p, "")
+    if remote is not None:
+        return remote.place(rec), ""
     from .base import KnobError
 
     # not "gone": the value is still changed over there; keep it pending
-    raise KnobError(f"{rec.get('label')} ({rec.get('address')}) is a remote host that `nettune restore` cannot reach yet")
+    raise KnobError(f"{rec.get('label')} ({rec.get('address')}) is a remote host and no connection was offered")
 
 
 def identity(place: Place, loc: Loc) -> dict[str, Any]:

@@ -7,6 +7,11 @@ For every pending change (in reverse order):
   - anything else: someone else changed it since; leave it and warn (and leave the
     older changes of the same setting alone too).
 Every outcome is journaled, so a restore interrupted half way is simply run again.
+
+`nettune restore` (restore_pending) reconnects to remote hosts from the journal
+(remote.py); a change whose host cannot be reached stays pending and the outcome says
+which host and why. `only` limits a restore (or forget) to some changes: one host
+(`nettune restore HOST`), the hosts of a study (--restore-first), a lab being removed.
 """
 from __future__ import annotations
 
@@ -20,6 +25,9 @@ from .base import KnobError, Loc
 from .journal import Journal, OpenSession
 from .places import Place, ident_changed, place_from_record
 from .registry import KINDS
+from .remote import RemotePlaces, host_label
+
+Select = Callable[[dict[str, Any]], bool]  # which pending changes an operation is about
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
@@ -44,12 +52,14 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     failed: int = 0
     failed_seqs: list[int] = field(default_factory=list)
+    unreachable: dict[str, str] = field(default_factory=dict)  # remote host -> why
 
     def add(self, other: "Outcome") -> None:
         self.lines += other.lines
         self.warnings += other.warnings
         self.failed += other.failed
         self.failed_seqs += other.failed_seqs
+        self.unreachable |= other.unreachable
 
 
 def show(v: Any) -> str:
@@ -75,7 +85,8 @@ def restore_changes(
             place, why = place_of(rec)
         except KnobError as e:
             by_hand = "; ".join(kind.commands(loc, rec["original"])) or "see the journal"
-            msg = f"{who}: {e}; put back {show(rec['original'])} by hand ({by_hand}), then `nettune restore --forget`"
+            forget = f"--forget {rec.get('host')}" if (rec.get("place") or {}).get("type") == "remote" else "--forget"
+            msg = f"{who}: {e}; it stays pending: run `nettune restore` again once that is fixed, or put back {show(rec['original'])} by hand ({by_hand}), then `nettune restore {forget}`"
             out.failed += 1
             out.failed_seqs.append(rec["seq"])
             out.lines.append(("failed", msg))
@@ -149,16 +160,40 @@ def pending(journal: Journal | None = None) -> tuple[list[OpenSession], list[Ope
     return dead, alive
 
 
-def restore_pending(journal: Journal | None = None) -> tuple[Outcome, list[OpenSession]]:
-    """Restore every session whose runner died (kill -9, power loss). Returns the outcome
-    and the sessions left alone because their runner is still running."""
+def restore_pending(journal: Journal | None = None, only: Select | None = None) -> tuple[Outcome, list[OpenSession]]:
+    """Restore every session whose runner died (kill -9, power loss), or only the changes
+    `only` selects; remote hosts are reconnected, one connection each. Returns the
+    outcome and the sessions left alone because their runner is still running."""
     journal = journal or Journal()
     dead, alive = pending(journal)
     out = Outcome()
-    for s in dead:
-        with critical():
-            res = restore_changes(journal, s.id, s.changes, lambda rec: place_from_record(rec["place"]))
-            if not res.failed:
-                journal.end(s.id)
-        out.add(res)
+    with RemotePlaces() as remote:
+        for s in dead:
+            changes = [c for c in s.changes if only is None or only(c)]
+            if s.changes and not changes:
+                continue  # none of its changes is asked for (a session with none left just ends)
+            with critical():
+                res = restore_changes(journal, s.id, changes, lambda rec: place_from_record(rec["place"], remote))
+                if not res.failed and len(changes) == len(s.changes):
+                    journal.end(s.id)
+            out.add(res)
+        out.unreachable |= remote.unreachable
     return out, alive
+
+
+def forget(journal: Journal | None = None, only: Select | None = None, why: str = "given up by `nettune restore --forget`") -> list[tuple[str, str]]:
+    """Give up pending changes (all, or those `only` selects): mark them done and return
+    (host, command) lines that put each original back by hand, newest change first."""
+    journal = journal or Journal()
+    dead, _ = pending(journal)
+    lines: list[tuple[str, str]] = []
+    for s in dead:
+        chosen = [c for c in s.changes if only is None or only(c)]
+        for rec in reversed(chosen):
+            loc = Loc.from_record(rec["loc"])
+            for cmd in KINDS[loc.kind].commands(loc, rec["original"]):
+                lines.append((host_label(rec), cmd))
+            journal.done(s.id, rec["seq"], "forgotten", why)
+        if len(chosen) == len(s.changes):
+            journal.end(s.id)
+    return lines

@@ -2,7 +2,8 @@
 
 run_study() calls, in this order:
     precheck(study, target, resolved, ...)   before anything is created or changed: refuses
-                                             to start over an unrestored journal, checks
+                                             to start over changes a killed run left on
+                                             this study's hosts (gate.py), checks
                                              every knob of every point (in a throw-away
                                              namespace for lab hosts)
     KnobSession(study, target, study_id)
@@ -23,7 +24,8 @@ from .journal import Journal
 from .places import Place, ident_changed, identity, machine, place_for
 from .probe import SCRATCH_DEV, probe_namespace
 from .registry import KINDS
-from .restore import critical, pending, restore_changes, restore_pending
+from .gate import journal_gate
+from .restore import critical, restore_changes
 from .spec import knob_items, parse_key
 
 
@@ -121,38 +123,10 @@ def _queues(rp: Any) -> int | None:
     return q if isinstance(q, int) else None
 
 
-def journal_gate(has_knobs: bool, restore_first: bool = False, journal: Journal | None = None) -> list[str]:
-    """Refuse to start over settings a killed run left changed (or restore them first)."""
-    journal = journal or Journal()
-    try:
-        dead, alive = pending(journal)
-    except NettuneError:
-        if has_knobs:
-            raise
-        return []  # cannot read root's journal (not root): a study without knobs changes nothing
-    notes: list[str] = []
-    if any(s.changes for s in dead):
-        if not restore_first:
-            s = next(s for s in dead if s.changes)
-            raise NettuneError(
-                f"an earlier run was interrupted and left settings changed ({s.describe()}; journal {journal.path}); "
-                "run `nettune restore` to put them back, or pass --restore-first"
-            )
-        out, _ = restore_pending(journal)
-        notes += [f"restore-first: {result}: {text}" for result, text in out.lines]
-        if out.failed:
-            raise NettuneError(f"--restore-first: {out.failed} setting(s) could not be restored ({out.warnings[0]}); fix that and run `nettune restore`")
-    else:
-        for s in dead:
-            journal.end(s.id)  # died before changing anything
-    if alive and has_knobs:
-        raise NettuneError(f"another nettune run is changing settings on this machine right now ({alive[0].describe()}); wait for it to finish")
-    return notes
-
-
-def precheck(study: Any, target: Any, resolved: list[Any], spec_text: str = "", spec_file: str = "<study>", restore_first: bool = False) -> list[str]:
-    """Everything that can be checked before the first change; raises SpecError naming the knob."""
-    notes = journal_gate(bool(getattr(study, "knobs", None)), restore_first)
+def precheck(study: Any, target: Any, resolved: list[Any], spec_text: str = "", spec_file: str = "<study>", restore_first: bool = False, gate: bool = True) -> list[str]:
+    """Everything that can be checked before the first change; raises SpecError naming the knob.
+    gate=False: the caller already ran journal_gate (run_study does, before connecting)."""
+    notes = journal_gate(bool(getattr(study, "knobs", None)), restore_first, study=study) if gate else []
     if not getattr(study, "knobs", None):
         return notes
     _check_writable(Journal())

@@ -61,12 +61,16 @@ def read_process_ticks(host: Any, pid: int) -> int | None:
 
 class ProcessCpu:
     """CPU % of one process over a window: exact from rusage when it is our child,
-    else from /proc/PID/stat ticks sampled at the window's ends."""
+    else from /proc/PID/stat ticks sampled at the window's ends. Unknown (None, shown
+    empty) when neither could be had, e.g. the connection to its host dropped: a 0 there
+    would read as an idle process."""
 
     def __init__(self, host: Any, proc: Any):
         self.host, self.proc = host, proc
-        self.start_ticks = read_process_ticks(host, proc.pid) or 0
-        self.last_ticks = self.start_ticks
+        start = read_process_ticks(host, proc.pid)
+        self.start_ticks = start or 0
+        self.last_ticks: int | None = None
+        self._started = start is not None
 
     def sample(self) -> None:
         t = read_process_ticks(self.host, self.proc.pid)
@@ -74,13 +78,15 @@ class ProcessCpu:
             self.last_ticks = t
 
     def percent(self, seconds: float) -> float | None:
-        if seconds <= 0:
+        if seconds <= 0 or getattr(self.proc, "lost", None):
             return None
         exact = getattr(self.proc, "cpu_seconds", lambda: None)()
         if exact is not None:
             used = exact - self.start_ticks / CLK_TCK
-        else:
+        elif self._started and self.last_ticks is not None:
             used = (self.last_ticks - self.start_ticks) / CLK_TCK
+        else:
+            return None
         return max(0.0, 100.0 * used / seconds)
 
 

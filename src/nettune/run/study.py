@@ -102,11 +102,13 @@ def run_study(
     by_index = {r.point.index: r for r in resolved}
     slots = schedule(study, [r.point for r in resolved])
 
+    # before connecting anywhere: refuses over changes a killed run left on this study's hosts
+    notes = _journal_gate(study, restore_first)
     target = make_target(study)  # raises NotRoot etc. before anything is created
     try:
         versions = preflight(study, resolved, target)
-        for note in _knob_precheck(study, target, resolved, spec_text, spec_file, restore_first):
-            progress.message(note)  # refuses over an unrestored journal; checks every knob first
+        for note in notes + _knob_precheck(study, target, resolved, spec_text, spec_file):
+            progress.message(note)  # checks every knob of every point first
     except BaseException:
         target.close()  # e.g. ssh connections already open; the lab has created nothing yet
         raise
@@ -231,11 +233,18 @@ def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[
     return versions
 
 
-def _knob_precheck(study: Study, target: Any, resolved: list[ResolvedPoint], spec_text: str | None, spec_file: str | None, restore_first: bool) -> list[str]:
-    """Before anything changes: no unrestored journal (or restore it first), every knob valid."""
+def _journal_gate(study: Study, restore_first: bool) -> list[str]:
+    """No unrestored change on this study's hosts (or restore them first); notes for the rest."""
+    from ..knobs.gate import journal_gate  # noqa: PLC0415
+
+    return journal_gate(bool(getattr(study, "knobs", None)), restore_first, study=study)
+
+
+def _knob_precheck(study: Study, target: Any, resolved: list[ResolvedPoint], spec_text: str | None, spec_file: str | None) -> list[str]:
+    """Before anything changes: every knob of every point valid (the journal gate ran already)."""
     from ..knobs.session import precheck  # noqa: PLC0415
 
-    return precheck(study, target, resolved, spec_text or "", spec_file or "<study>", restore_first)
+    return precheck(study, target, resolved, spec_text or "", spec_file or "<study>", gate=False)
 
 
 def _knob_session(study: Study, target: Any, study_id: int) -> Any:

@@ -276,6 +276,52 @@ def live_labs() -> dict[str, list[str]]:
     return live
 
 
+def _lab_records() -> dict[str, dict]:
+    out = {}
+    for f in sorted(LAB_DIR.glob("*.json")) if LAB_DIR.is_dir() else []:
+        try:
+            out[f.stem] = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def removal_plan(name: str | None = None, force: bool = False) -> tuple[set[str], list[ipaddress.IPv4Network]]:
+    """The namespaces and subnets `nettune lab down` (every lab, or lab `name`) is about to
+    remove, so that settings changed on those hosts can be put back first."""
+    require_root("nettune lab down")
+    records = _lab_records()
+    live = {} if force else live_labs()
+    if name is not None:
+        st = records.get(name)
+        if st is None or name in live:
+            return set(), []
+        return {f"nettune-{name}-{h}" for h in st.get("hosts", [])}, [ipaddress.ip_network(st["subnet"])]
+    keep = {n for nss in live.values() for n in nss}
+    namespaces = {n for n in leftovers()["namespaces"] if n not in keep}
+    subnets = [ipaddress.ip_network(st["subnet"]) for lab, st in records.items() if lab not in live and st.get("subnet")]
+    return namespaces, subnets
+
+
+def down_one(name: str, force: bool = False) -> dict[str, list[str]]:
+    """Remove one lab (`nettune lab down NAME`), leaving every other lab alone. A lab whose
+    study is still running is kept unless force (then its run finds its hosts gone)."""
+    require_root("nettune lab down")
+    st = _lab_records().get(name)
+    if st is None:
+        labs = ", ".join(_lab_records()) or "none"
+        raise NettuneError(f"no lab named {name!r} on this machine (labs: {labs}); `nettune lab status` lists what is there")
+    if not force and owner_alive(st.get("owner", "")):
+        return {"kept (study still running; --force removes it)": [name]}
+    layout = LabLayout(name, list(st.get("hosts", [])), ipaddress.ip_network(st["subnet"]))
+    present = set(netns.listnetns())
+    links = set(os.listdir("/sys/class/net"))
+    namespaces = [layout.ns(h) for h in layout.hosts if layout.ns(h) in present]
+    gone_links = [n for n in [layout.bridge] + [layout.root_if(h) for h in layout.hosts] if n in links]
+    LabNet(layout).down()
+    return {"namespaces": namespaces, "links": gone_links, "labs": [name]}
+
+
 def down_all(force: bool = False) -> dict[str, list[str]]:
     """Remove every lab left behind (by a killed run, or `nettune lab up`). Labs of a
     study still running are kept unless force. Returns what was removed or kept."""

@@ -6,10 +6,13 @@ one, from any thread (parallel pairs). Every command is an argv list joined with
 shlex (plus `sudo -n --` when sudo = true): a study file value is always one quoted word
 for the remote shell, never shell syntax.
 
-Host keys are checked against known_hosts (the host's `known_hosts` file, else
-~/.ssh/known_hosts, plus nettune's own file of keys trusted on first use). An unknown
-host is refused unless trust_on_first_use = true; then its key is recorded and a warning
-logged and stored in the host's facts. A changed key is always refused.
+Host keys, the private key file and sudo are checked as sshtrust.py says: a key pinned
+in the host's known_hosts (else ~/.ssh/known_hosts) always wins over nettune's file of
+keys trusted on first use; an unknown host is refused unless trust_on_first_use = true
+(then its key is recorded, logged and stored in the host's facts); a changed key is
+always refused. With sudo = true, `sudo -n true` must work, checked once per connection.
+The key each connection saw is kept (reach()), so the knob journal can say how to reach
+the host again and `nettune restore` can insist on that very key (host_key=).
 
 Short commands (run, read_text, listening...) go to one helper `sh` per connection
 (sshshell.py), so sampling costs no new session; spawned processes get their own
@@ -28,7 +31,6 @@ import logging
 import os
 import shlex
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import asyncssh
@@ -40,17 +42,11 @@ from .freebsd import cp_time_as_proc_stat, freebsd_facts
 from .procs import port_listening
 from .sshproc import WRAPPER, EventLoopThread, SshProc
 from .sshshell import RemoteShell, ShellGone
+from .sshtrust import (client_keys, host_trust, mismatch_message, openssh_line, pattern, presented_key, record_first_use,
+                       sudo_problem, tofu_file)
 
 log = logging.getLogger("nettune.ssh")
 KEEPALIVE = 5.0  # seconds; 3 missed keepalives = connection lost
-
-
-def tofu_file() -> Path:
-    """Where host keys trusted on first use are recorded."""
-    if os.environ.get("NETTUNE_KNOWN_HOSTS"):
-        return Path(os.environ["NETTUNE_KNOWN_HOSTS"])
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    return Path(base) / "nettune" / "known_hosts"
 
 
 class SshError(NettuneError, ConnectionError):
@@ -62,7 +58,8 @@ class SshError(NettuneError, ConnectionError):
 
 
 class SshHost:
-    def __init__(self, name: str, spec: Any, loop: EventLoopThread, tofu: bool = False, connect_timeout: float = 10.0, reconnect_timeout: float = 0.0):
+    def __init__(self, name: str, spec: Any, loop: EventLoopThread, tofu: bool = False, connect_timeout: float = 10.0,
+                 reconnect_timeout: float = 0.0, host_key: str | None = None):
         self.name, self.spec = name, spec
         self.address: str = spec.address
         self.role: str = spec.role
@@ -70,6 +67,10 @@ class SshHost:
         self.os = "linux"
         self.connects = 0
         self.host_key_note: str | None = None
+        self._expected_key = host_key  # only this key is accepted (nettune restore)
+        self._server_key: Any = None  # the host key the last connection saw
+        self._login: str | None = None  # the user the last connection logged in as
+        self._trust_file: str | None = None
         self._loop, self._tofu, self._timeout = loop, tofu, connect_timeout
         self._reconnect_timeout = reconnect_timeout
         self._down = False  # the last reconnect window ran out: try once, fail fast
@@ -90,14 +91,10 @@ class SshHost:
                 self._loop.loop.call_soon_threadsafe(conn.abort)  # hung: drop it, reconnect next time
             raise SshError(f"{self.name} ({self.address}) stopped answering; the connection was dropped") from None
 
-    def _known_hosts_files(self) -> list[str]:
-        own = os.path.expanduser(self.spec.known_hosts) if self.spec.known_hosts else os.path.expanduser("~/.ssh/known_hosts")
-        return [f for f in (own, str(tofu_file())) if os.path.isfile(f)]
-
-    def _is_known(self, kh: Any) -> bool:
-        port = self.spec.port if self.spec.port != 22 else None
-        keys, cas = kh.match(self.address, self.address, port)[:2]
-        return bool(keys or cas)
+    @property
+    def where(self) -> str:
+        s = self.spec
+        return f"{self.name} ({s.user + '@' if s.user else ''}{self.address}:{s.port})"
 
     async def _connection(self) -> Any:
         if self._lock is None:
@@ -111,6 +108,8 @@ class SshHost:
             conn = await (self._connect() if self.connects == 0 else self._reconnect())
             self.connects += 1
             try:
+                if self.spec.sudo:
+                    await self._check_sudo(conn)
                 await self._start_shell(conn)
                 if self.connects == 1:
                     r = await self._exec(conn, ["uname", "-s"], 15)
@@ -141,40 +140,52 @@ class SshHost:
             return conn
 
     async def _connect(self) -> Any:
-        s = self.spec
-        files = self._known_hosts_files()
-        kh = asyncssh.read_known_hosts(files) if files else asyncssh.import_known_hosts("")
+        s, where = self.spec, self.where
+        trust = host_trust(where, self.address, s.port, s.known_hosts, str(tofu_file()), self._tofu, self._expected_key)
         opts: dict[str, Any] = {"port": s.port, "connect_timeout": self._timeout, "keepalive_interval": KEEPALIVE, "keepalive_count_max": 3}
         if s.user:
             opts["username"] = s.user
         if s.key:
-            opts["client_keys"] = [os.path.expanduser(s.key)]
+            opts["client_keys"] = client_keys(where, s.key)
             opts["agent_path"] = None  # only the key given: no "too many authentication failures"
-        where = f"{self.name} ({s.user + '@' if s.user else ''}{self.address}:{s.port})"
         try:
-            if self._tofu and not self._is_known(kh):
-                conn = await asyncssh.connect(self.address, known_hosts=None, **opts)
-                self._record_first_use(conn.get_server_host_key())
-                return conn
-            return await asyncssh.connect(self.address, known_hosts=kh, **opts)
+            conn = await asyncssh.connect(self.address, known_hosts=trust.known_hosts, **opts)
         except asyncssh.HostKeyNotVerifiable:
-            if self._is_known(kh):
-                raise SshError(f"{where}: host key does NOT match the one in {', '.join(files)}; if the host was reinstalled, remove its old key (ssh-keygen -R) and check the new one") from None
-            raise SshError(f"{where}: host key unknown (not in {', '.join(files) or '~/.ssh/known_hosts'}); add it (ssh-keyscan -p {s.port} {self.address} >> ~/.ssh/known_hosts, after checking it) or set trust_on_first_use = true") from None
+            presented = await presented_key(self.address, s.port, self._timeout)
+            raise SshError(mismatch_message(where, trust, presented, pattern(self.address, s.port))) from None
         except asyncssh.PermissionDenied:
             raise SshError(f"{where}: login refused; check user and key ({s.key or 'ssh-agent / ~/.ssh/id_*'})") from None
         except (OSError, asyncssh.Error, asyncio.TimeoutError) as e:
             raise SshError(f"{where}: cannot connect: {str(e) or type(e).__name__}", retry=True) from None
+        if trust.record:
+            self._record_first_use(conn.get_server_host_key())
+        self._server_key, self._trust_file = conn.get_server_host_key(), trust.pinned_file or None
+        self._login = conn.get_extra_info("username")
+        return conn
+
+    async def _check_sudo(self, conn: Any) -> None:
+        """sudo = true: `sudo -n true` must work, else say why (never "tool not installed")."""
+        try:
+            r = await conn.run("sudo -n true", check=False, timeout=self._timeout + 15, stdin=asyncssh.DEVNULL, encoding="utf-8", errors="replace")
+        except (asyncssh.Error, OSError, asyncio.TimeoutError) as e:
+            raise SshError(f"{self.where}: cannot check sudo: {str(e) or type(e).__name__}") from None
+        problem = sudo_problem(self.where, self._login or "?", 255 if r.returncode is None else r.returncode, str(r.stderr or ""))
+        if problem:
+            raise SshError(problem)
+
+    def reach(self) -> dict[str, Any]:
+        """How to reach this host again without the study file (for the knob journal)."""
+        s, key = self.spec, self._server_key
+        return {
+            "address": self.address, "port": s.port, "user": self._login or s.user,
+            "key": os.path.abspath(os.path.expanduser(s.key)) if s.key else None, "known_hosts": self._trust_file,
+            "sudo": s.sudo, "connect_timeout": self._timeout,
+            "host_key": openssh_line(key) if key is not None else None,
+            "host_key_fingerprint": key.get_fingerprint() if key is not None else None,
+        }
 
     def _record_first_use(self, key: Any) -> None:
-        f = tofu_file()
-        f.parent.mkdir(parents=True, exist_ok=True)
-        pattern = self.address if self.spec.port == 22 else f"[{self.address}]:{self.spec.port}"
-        pub = " ".join(key.export_public_key("openssh").decode().split()[:2])
-        with open(f, "a") as fh:
-            fh.write(f"{pattern} {pub}\n")
-        os.chmod(f, 0o600)
-        self.host_key_note = f"trusted on first use: {key.get_fingerprint()} recorded in {f}"
+        self.host_key_note = record_first_use(self.address, self.spec.port, key)
         log.warning("%s (%s): host key %s", self.name, self.address, self.host_key_note)
 
     async def _start_shell(self, conn: Any) -> None:

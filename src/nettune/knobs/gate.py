@@ -1,0 +1,136 @@
+"""Which pending changes concern what: a study's hosts, one host, a lab being removed.
+
+A change left pending by a killed run lives on this machine (place "machine", or a lab
+namespace) or on a remote host (identified by the address and port it was reached at).
+It blocks only the studies it could distort:
+
+    local and lab studies   <- changes on this machine (machine and namespace places)
+    ssh studies             <- changes on a remote host the study connects to
+
+Every other study runs, with a note naming the hosts that still have pending changes.
+"""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from ..errors import NettuneError
+from .journal import Journal
+from .remote import host_label, reach_of
+from .restore import Select, forget, pending, restore_pending
+
+
+def _remote(rec: dict[str, Any]) -> tuple[str, int | None] | None:
+    place = rec.get("place") or {}
+    if place.get("type") != "remote":
+        return None
+    r = reach_of(place)
+    return str(r.get("address") or "").lower(), r.get("port")
+
+
+def study_touches(study: Any) -> Select:
+    """Does a pending change live on a host this study uses?"""
+    target = study.target
+    if target.kind != "ssh":
+        return lambda rec: _remote(rec) is None  # this machine: its namespaces and itself
+    hosts = {(h.address.lower(), h.port) for h in target.hosts.values()}
+
+    def touches(rec: dict[str, Any]) -> bool:
+        where = _remote(rec)
+        if where is None:
+            return False
+        address, port = where
+        return (address, port) in hosts if port else address in {a for a, _ in hosts}  # older records: no port
+
+    return touches
+
+
+def for_host(name: str) -> Select:
+    """A host as the user names it: its name in the study, its address, or `machine`."""
+    want = name.lower()
+
+    def match(rec: dict[str, Any]) -> bool:
+        place = rec.get("place") or {}
+        names = {str(place.get("label", "")).lower(), str(rec.get("host", "")).lower()}
+        if place.get("type") == "remote":
+            names.add(str(reach_of(place).get("address") or "").lower())
+        elif place.get("type") == "netns":
+            names.add(str(place.get("netns", "")).lower())
+        return want in names
+
+    return match
+
+
+def in_labs(namespaces: set[str], subnets: list[Any]) -> Select:
+    """Changes on lab hosts about to be removed: in their namespaces, or reached over SSH
+    at one of their addresses (the lab's sshd)."""
+
+    def match(rec: dict[str, Any]) -> bool:
+        place = rec.get("place") or {}
+        if place.get("type") == "netns":
+            return place.get("netns") in namespaces
+        where = _remote(rec)
+        if where is None:
+            return False
+        try:
+            address = ipaddress.ip_address(where[0])
+        except ValueError:
+            return False
+        return any(address in net for net in subnets)
+
+    return match
+
+
+def pending_hosts(journal: Journal, only: Select | None = None) -> list[str]:
+    """Hosts with pending changes of dead runs (those `only` selects), as the user knows them."""
+    dead, _ = pending(journal)
+    return sorted({host_label(c) for s in dead for c in s.changes if only is None or only(c)})
+
+
+def journal_gate(has_knobs: bool, restore_first: bool = False, journal: Journal | None = None, study: Any = None) -> list[str]:
+    """Refuse to start over settings a killed run left changed on this study's hosts (or
+    restore them first); returns notes (pending changes elsewhere, what was restored)."""
+    journal = journal or Journal()
+    try:
+        dead, alive = pending(journal)
+    except NettuneError:
+        if has_knobs:
+            raise
+        return []  # cannot read root's journal (not root): a study without knobs changes nothing
+    touches: Select = study_touches(study) if study is not None else (lambda rec: True)
+    notes: list[str] = []
+    mine = [s for s in dead if any(touches(c) for c in s.changes)]
+    if mine:
+        hosts = ", ".join(pending_hosts(journal, touches))
+        if not restore_first:
+            raise NettuneError(
+                f"an earlier run was interrupted and left settings changed on {hosts}, which this study uses "
+                f"({mine[0].describe()}; journal {journal.path}); run `nettune restore` to put them back, or pass --restore-first"
+            )
+        out, _ = restore_pending(journal, touches)
+        notes += [f"restore-first: {result}: {text}" for result, text in out.lines]
+        if out.failed:
+            raise NettuneError(f"--restore-first: {out.failed} setting(s) could not be restored ({out.warnings[0]}); fix that and run `nettune restore`")
+    for s in dead:
+        if not s.changes:
+            journal.end(s.id)  # died before changing anything
+    others = pending_hosts(journal)
+    if others:
+        notes.append(f"note: an interrupted run left settings changed on {', '.join(others)}; this study does not use "
+                     "them, so it runs (`nettune restore` puts them back, `nettune restore --forget HOST` gives them up)")
+    if alive and has_knobs:
+        raise NettuneError(f"another nettune run is changing settings on this machine right now ({alive[0].describe()}); wait for it to finish")
+    return notes
+
+
+def settle_labs(namespaces: set[str], subnets: list[Any], journal: Journal | None = None) -> tuple[Any, list[tuple[str, str]]]:
+    """Before `nettune lab down` removes these lab hosts: restore their pending changes
+    while they are still reachable (namespaces, and the lab's sshds), and give up what
+    cannot be restored. Returns (restore outcome, (host, command) lines given up)."""
+    journal = journal or Journal()
+    if not namespaces and not subnets:
+        return None, []
+    chosen = in_labs(namespaces, subnets)
+    out, _ = restore_pending(journal, chosen)
+    given_up = forget(journal, chosen, "given up: `nettune lab down` removed the lab before it could be restored")
+    return out, given_up
