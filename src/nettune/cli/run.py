@@ -11,12 +11,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..engines.result import TestResult
+from ..errors import NettuneError
 from ..plan.points import Slot
 from ..report import table as rt
 from ..spec import load_study, parse_study
 from ..spec.models import Study, json_schema
 from .main import app, console, print_fitted, print_items, user_errors
-from .results import DB_OPT
+from .results import DB_OPT, open_store
 from .plan import print_plan
 
 
@@ -52,14 +53,13 @@ class RichProgress:
         self.bar.stop()
 
 
-def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False) -> None:
+def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False, resume: bool = False) -> None:
     from ..run.study import run_study
-    from ..store import Store
 
     prog = RichProgress()
-    with Store(db) as store:
+    with open_store(db, must_exist=resume) as store:
         try:
-            outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first)
+            outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first, resume=resume)
         finally:
             prog.stop()
         runs = store.runs(outcome.study_id)
@@ -68,7 +68,8 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
     for w in outcome.warnings:
         print_items([w], bullet="warning: ", style="yellow")
     failed = f", [red]{outcome.failed} failed[/]" if outcome.failed else ""
-    console.print(f"{outcome.tests} tests{failed}; results in [bold]{escape(str(db.resolve()))}[/]")
+    whole = f" ({len(runs)} in study #{outcome.study_id})" if resume else ""
+    console.print(f"{outcome.tests} tests{failed}{whole}; results in [bold]{escape(str(db.resolve()))}[/]")
     print_items(lines, bullet="")
     console.print(f"next: nettune analyze {study.name} --db {db}   |   nettune report {study.name} --db {db} --out report/", highlight=False)
 
@@ -92,14 +93,17 @@ def run(
     db: Path = DB_OPT,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (points and commands); change nothing."),
     restore_first: bool = typer.Option(False, "--restore-first", help="First put back settings an interrupted run left changed on the hosts this study uses (as `nettune restore`)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the latest interrupted study of this file (same text): restore settings first, run only the missing tests."),
 ) -> None:
     """Run a study: every point of the sweep, repeated, stored as it goes."""
     study = load_study(file)
     text = file.read_text()
+    if dry_run and resume:
+        raise NettuneError("--dry-run and --resume: give one (--dry-run alone prints the whole plan; `nettune results` shows what a study holds)")
     if dry_run:
         print_plan(study, text, str(file))
         return
-    execute(study, text, str(file), db, restore_first)
+    execute(study, text, str(file), db, restore_first, resume)
 
 
 @app.command()

@@ -18,7 +18,7 @@ threads at the same time and their sum is the aggregate the hosts reached togeth
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from ..engines.result import TestResult
 from ..engines.session import run_test
@@ -46,22 +46,28 @@ def run_pairs(
     tool_version: str,
     on_result: Callable[[TestResult], None] | None = None,
     extra_machines: dict[str, Any] | None = None,
+    skip: Collection[str] = (),
+    on_round: Callable[[list[TestResult]], None] | None = None,
 ) -> list[TestResult]:
     """Every pair of `wl.pairs`, round after round; results in run order.
 
     `extra_machines` defaults to the target's (hypervisors sampled during every test).
-    `on_result` is called as soon as a test (sequential) or a round (parallel) ends.
+    `on_result` is called as soon as a test (sequential) or a round (parallel) ends;
+    `on_round`, when given, takes a parallel round's results at once instead (so they can
+    be stored together: a round measured together is kept whole or not at all).
+    Pairs labelled in `skip` ("a->b", already stored by a run that was killed) are not run.
     """
     if extra_machines is None:
         extra_machines = getattr(target, "extra_machines", None)
     results: list[TestResult] = []
-    for r, rnd in enumerate(pair_rounds(wl, target)):
+    for r, full in enumerate(pair_rounds(wl, target)):
+        rnd = [p for p in full if pair_label(p) not in skip]
         parallel = bool(wl.parallel_pairs) and len(rnd) > 1
 
         def one(pair: Pair) -> TestResult:
             server, client = pair
             res = run_test(engine, wl, target.hosts[server], target.hosts[client], tool_version, extra_machines=extra_machines)
-            res.extra.update(pair=f"{server}->{client}", server=server, client=client, round=r, round_pairs=len(rnd), parallel=parallel)
+            res.extra.update(pair=pair_label(pair), server=server, client=client, round=r, round_pairs=len(full), parallel=parallel)
             return res
 
         if parallel:
@@ -70,7 +76,10 @@ def run_pairs(
             total = sum(x.total_bps or 0.0 for x in done if x.ok)
             for res in done:
                 res.extra["round_total_bps"] = total
-                if on_result:
+            if on_round:
+                on_round(done)
+            elif on_result:
+                for res in done:
                     on_result(res)
         else:
             done = []
@@ -81,6 +90,10 @@ def run_pairs(
                     on_result(res)
         results.extend(done)
     return results
+
+
+def pair_label(pair: Pair) -> str:
+    return f"{pair[0]}->{pair[1]}"
 
 
 def round_totals(results: list[TestResult]) -> dict[int, float]:
@@ -99,12 +112,14 @@ def workload_hosts(wl: Any, target: Any) -> list[str]:
     return hosts_in_pairs(wl, target) if getattr(wl, "pairs", None) is not None else [wl.server, wl.client]
 
 
-def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Callable[[TestResult], None]) -> list[TestResult]:
-    """One slot of a study: a single test, or every pair of `wl.pairs` in rounds.
-    Hosts in `target.extra_machines` (ssh hypervisors) are sampled during every test."""
+def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Callable[[TestResult], None],
+             skip: Collection[str] = (), on_round: Callable[[list[TestResult]], None] | None = None) -> list[TestResult]:
+    """One slot of a study: a single test, or every pair of `wl.pairs` in rounds (but
+    those in `skip`). Hosts in `target.extra_machines` (ssh hypervisors) are sampled
+    during every test."""
     extra = getattr(target, "extra_machines", None)
     if getattr(wl, "pairs", None) is not None:
-        return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra)
+        return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra, skip=skip, on_round=on_round)
     res = run_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra_machines=extra)
     on_result(res)
     return [res]

@@ -18,7 +18,9 @@ from ..engines.result import TestResult
 from ..errors import NettuneError, ToolMissing
 from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
+from ..targets.procs import owner_token
 from .pairs import pair_rounds, run_slot, workload_hosts
+from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from ..spec.models import Study
 from ..store import Store
 from ..targets import make_target
@@ -81,12 +83,14 @@ def tests_per_slot(rp: ResolvedPoint, target: Any) -> int:
     return len(hosts_pairs(rp.workload, target)) if rp.workload.pairs is not None else 1
 
 
-def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = None) -> float:
-    """First estimate for the ETA (the progress bar refines it as tests finish)."""
-    per = {r.point.index: (r.workload.duration + r.workload.omit + OVERHEAD_GUESS) * (tests_per_slot(r, target) if target else 1) for r in resolved}
-    pause = study.repeat.pause
-    slots = schedule(study, [r.point for r in resolved])
-    return sum(per[s.point.index] for s in slots) + pause * max(0, len(slots) - 1)
+def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = None, left: list[tuple[Slot, int]] | None = None) -> float:
+    """First estimate for the ETA (the progress bar refines it as tests finish); `left`:
+    only these slots, with how many tests each still has to run (a resumed study)."""
+    per = {r.point.index: r.workload.duration + r.workload.omit + OVERHEAD_GUESS for r in resolved}
+    if left is None:
+        by_index = {r.point.index: r for r in resolved}
+        left = [(s, tests_per_slot(by_index[s.point.index], target) if target else 1) for s in schedule(study, [r.point for r in resolved])]
+    return sum(per[s.point.index] * n for s, n in left) + study.repeat.pause * max(0, len(left) - 1)
 
 
 def run_study(
@@ -96,37 +100,61 @@ def run_study(
     spec_file: str | None = None,
     progress: Progress | None = None,
     restore_first: bool = False,
+    resume: bool = False,
 ) -> Outcome:
+    """Run a study into `store`. resume=True continues the latest interrupted study of the
+    same name and file text instead (see run/resume.py): settings restored first, only
+    the missing tests run, into the same study id."""
     progress = progress or NoProgress()
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
     by_index = {r.point.index: r for r in resolved}
     slots = schedule(study, [r.point for r in resolved])
+    prior = find_interrupted(store, study, spec_text, spec_file or "<study>") if resume else None
+    dead = dead_owners(store, study.name)  # before a claim makes the resumed study ours
 
     # before connecting anywhere: refuses over changes a killed run left on this study's hosts
-    notes = _journal_gate(study, restore_first)
+    notes = _journal_gate(study, restore_first or resume)  # --resume restores first by itself
     target = make_target(study)  # raises NotRoot etc. before anything is created
+    claimed = False
     try:
+        if prior is not None:
+            if not store.claim_study(prior["id"], owner_token(), prior):
+                raise NettuneError(f"study {study.name!r} (#{prior['id']}) was just taken over by another nettune run; see `nettune studies`")
+            claimed = True
         versions = preflight(study, resolved, target)
         for note in notes + _knob_precheck(study, target, resolved, spec_text, spec_file):
             progress.message(note)  # checks every knob of every point first
+        for note in clear_dead_run(study, dead):
+            progress.message(note)  # a killed run's lab and servers would get in the way
     except BaseException:
+        if claimed and prior is not None:
+            store.finish_study(prior["id"], prior["status"])  # not continued after all
         target.close()  # e.g. ssh connections already open; the lab has created nothing yet
         raise
 
-    study_id = store.begin_study(study, spec_text, spec_file)
+    if prior is None:
+        study_id, stored = store.begin_study(study, spec_text, spec_file, owner=owner_token()), Stored()
+    else:
+        study_id, stored = prior["id"], Stored.load(store, prior["id"])
     point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
     outcome = Outcome(study_id, "running")
     status = "failed"
     knobs = _knob_session(study, target, study_id)
-    runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome)
     per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
-    total = sum(per_slot[s.point.index] for s in slots)
+    runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot)
+    left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
+    total = sum(n for _, n in left)
+    extra = 0
     if study.repeat.adaptive:  # the most it can take; most studies stop earlier
-        total += sum(per_slot.values()) * (study.repeat.max_counted - study.repeat.min_counted)
-    progress.start(study, total, expected_seconds(study, resolved, target))
+        extra = sum(per_slot[i] * max(0, study.repeat.max_counted - max(study.repeat.min_counted, len(runner.values[i]))) for i in per_slot)
+    if prior is not None:
+        done = stored.count()
+        more = f" (up to {total + extra} with adaptive repeats)" if extra else ""
+        progress.message(f"resuming study #{study_id}: {done} of {done + total} tests done, {total} to run{more}")
+    progress.start(study, total + extra, expected_seconds(study, resolved, target, left))
     try:
         with sigterm_as_interrupt():
-            for slot in slots:
+            for slot, _ in left:
                 runner.run(slot)
             if study.repeat.adaptive:
                 _adaptive_rounds(study, runner)
@@ -147,19 +175,31 @@ def run_study(
 
 class _PointRunner:
     """Runs one slot: prepares the target (and knobs) when the point changes, runs the
-    test, stores it at once. Keeps each point's counted values for adaptive repeats."""
+    tests the slot does not hold yet, stores each at once. Keeps each point's counted
+    values for adaptive repeats (those of a resumed study's stored slots included)."""
 
     def __init__(self, study: Study, store: Store, target: Any, knobs: Any, versions: dict[str, str],
-                 by_index: dict[int, ResolvedPoint], point_ids: dict[int, int], progress: Progress, outcome: Outcome):
+                 by_index: dict[int, ResolvedPoint], point_ids: dict[int, int], progress: Progress, outcome: Outcome,
+                 stored: Stored, per_slot: dict[int, int]):
         self.study, self.store, self.target, self.knobs, self.versions = study, store, target, knobs, versions
         self.by_index, self.point_ids, self.progress, self.outcome = by_index, point_ids, progress, outcome
+        self.stored, self.per_slot = stored, per_slot
         self.current: int | None = None
         self.settings: dict[str, Any] = {}
         self.count = 0
         self.values: dict[int, list[float | None]] = {i: [] for i in by_index}
+        self.last_run: dict[int, int] = {}  # highest counted run number each point has
+        for (idx, run, warmup), have in sorted(stored.by_slot.items()):
+            if not warmup and idx in self.values and len(have) >= per_slot[idx]:
+                self.values[idx].append(_slot_value(list(have.values())))
+                self.last_run[idx] = max(run, self.last_run.get(idx, run))
+        self.facts_stored = bool(store.facts(outcome.study_id))  # a resumed study has them
 
-    def run(self, slot: Slot) -> TestResult:
+    def run(self, slot: Slot) -> list[TestResult]:
         rp = self.by_index[slot.point.index]
+        have = self.stored.of(slot)
+        if len(have) >= self.per_slot[slot.point.index]:
+            return []  # stored before a crash: never run twice
         if self.current != slot.point.index:
             self.settings = self.target.prepare(rp)
             if self.knobs is not None:
@@ -168,7 +208,7 @@ class _PointRunner:
                     self.settings.update(self.target.state())
                 for note in self.knobs.take_messages():
                     self.progress.message(note)
-            if self.current is None:
+            if self.current is None and not self.facts_stored:
                 self.store.add_facts(self.outcome.study_id, self.target.facts())
             self.current = slot.point.index
         if self.count and self.study.repeat.pause:
@@ -178,18 +218,21 @@ class _PointRunner:
         wl = rp.workload
         engine = get_engine(wl.engine)
         sid, pid = self.outcome.study_id, self.point_ids[slot.point.index]
-        # one test, or one per host pair in rounds; each stored the moment it ends.
-        # Hosts in target.extra_machines (ssh hypervisors) are sampled during every test.
+        # one test, or one per host pair in rounds; each stored the moment it ends (a
+        # parallel round's pairs together). Hosts in target.extra_machines (ssh
+        # hypervisors) are sampled during every test.
         results = run_slot(engine, wl, self.target, self.versions[wl.engine],
-                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, r, self.settings))
+                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, r, self.settings), skip=set(have),
+                           on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, rs, self.settings))
         self.count += 1
         self.outcome.tests += len(results)
         self.outcome.failed += sum(not r.ok for r in results)
         if not slot.warmup:
-            self.values[slot.point.index].append(_slot_value(results))
+            self.values[slot.point.index].append(_slot_value(list(have.values()) + results))
+            self.last_run[slot.point.index] = max(slot.run, self.last_run.get(slot.point.index, slot.run))
         for res in results:
             self.progress.test_end(slot, res, time.monotonic() - t0)
-        return results[-1]
+        return results
 
 
 def _slot_value(results: list[TestResult]) -> float | None:
@@ -200,15 +243,17 @@ def _slot_value(results: list[TestResult]) -> float | None:
 
 def _adaptive_rounds(study: Study, runner: _PointRunner) -> None:
     """More rounds until every point's 95% CI is within target_margin (or max_runs).
-    Sequential order finishes one point before the next; otherwise rounds interleave."""
+    Sequential order finishes one point before the next; otherwise rounds interleave.
+    A resumed study goes on from its stored values: the round number is how many rounds
+    its furthest point already had (each round gives every point still needing one a run)."""
     rep = study.repeat
     groups = [[i] for i in sorted(runner.values)] if rep.order == "sequential" else [sorted(runner.values)]
     for group in groups:
-        round_no = 0
+        round_no = max(0, max(len(runner.values[i]) for i in group) - rep.min_counted)
         while need := adaptive_rounds(rep, {i: runner.values[i] for i in group}, round_no):
             for idx in need:
                 point = runner.by_index[idx].point
-                runner.run(Slot(point, rep.warmup + len(runner.values[idx]), False))
+                runner.run(Slot(point, runner.last_run.get(idx, rep.warmup - 1) + 1, False))
             round_no += 1
 
 

@@ -2,9 +2,15 @@
 
 Tables: studies, points (parameters), runs (metrics), raw_outputs (both sides verbatim),
 host_facts. A killed run loses at most the test in flight.
+
+Schema 2 adds to `studies` the SHA-256 of the study file's text (`spec_hash`: `--resume`
+continues a study only with the same file) and the process running it (`owner`, '<pid>
+<kernel start time>': a `running` study whose owner is gone was killed). Schema-1 databases
+get both columns when opened (the hash computed from the stored text).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
@@ -13,7 +19,7 @@ from typing import Any, Iterator
 
 from ..errors import NettuneError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -27,7 +33,9 @@ CREATE TABLE IF NOT EXISTS studies (
   target_kind TEXT,
   started REAL NOT NULL,
   finished REAL,
-  status TEXT NOT NULL DEFAULT 'running'      -- running, done, failed, interrupted, imported
+  status TEXT NOT NULL DEFAULT 'running',     -- running, done, failed, interrupted, imported
+  spec_hash TEXT,                             -- sha256 of spec_text (schema 2)
+  owner TEXT                                  -- '<pid> <start time>' of the runner (schema 2)
 );
 CREATE INDEX IF NOT EXISTS studies_name ON studies(name);
 CREATE TABLE IF NOT EXISTS points (
@@ -117,6 +125,19 @@ class Store:
             self.db.commit()
         elif int(row[0]) > SCHEMA_VERSION:
             raise NettuneError(f"{self.path}: written by a newer nettune (schema {row[0]} > {SCHEMA_VERSION}); upgrade nettune")
+        elif int(row[0]) < SCHEMA_VERSION:
+            self._upgrade_from_1()
+
+    def _upgrade_from_1(self) -> None:
+        """Schema 1 -> 2: the studies' file hash and owner, in one transaction."""
+        with self.db:
+            have = {r["name"] for r in self.db.execute("PRAGMA table_info(studies)")}
+            for col in ("spec_hash", "owner"):
+                if col not in have:
+                    self.db.execute(f"ALTER TABLE studies ADD COLUMN {col} TEXT")
+            rows = self.db.execute("SELECT id, spec_text, spec_json FROM studies WHERE spec_hash IS NULL").fetchall()
+            self.db.executemany("UPDATE studies SET spec_hash=? WHERE id=?", [(spec_hash(r["spec_text"], r["spec_json"]), r["id"]) for r in rows])
+            self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         self.db.close()
@@ -128,15 +149,31 @@ class Store:
         self.close()
 
     # -- writing -------------------------------------------------------------------
-    def begin_study(self, study: Any, spec_text: str | None = None, spec_file: str | None = None, status: str = "running") -> int:
+    def begin_study(self, study: Any, spec_text: str | None = None, spec_file: str | None = None, status: str = "running", owner: str | None = None) -> int:
+        spec_json = study.model_dump_json()
         cur = self.db.execute(
-            "INSERT INTO studies (name, description, spec_file, spec_text, spec_json, target_kind, started, status) VALUES (?,?,?,?,?,?,?,?)",
-            (study.name, study.description, spec_file, spec_text, study.model_dump_json(), study.target.kind, time.time(), status),
+            "INSERT INTO studies (name, description, spec_file, spec_text, spec_json, target_kind, started, status, spec_hash, owner)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (study.name, study.description, spec_file, spec_text, spec_json, study.target.kind, time.time(), status, spec_hash(spec_text, spec_json), owner),
         )
         self.db.commit()
         return int(cur.lastrowid or 0)
 
+    def claim_study(self, study_id: int, owner: str, was: dict[str, Any]) -> bool:
+        """Mark a study running again under `owner`, only if nobody else did since `was`
+        (its row as read): two `--resume` at once cannot both continue it."""
+        cur = self.db.execute(
+            "UPDATE studies SET status='running', owner=?, finished=NULL WHERE id=? AND status=? AND owner IS ?",
+            (owner, study_id, was["status"], was.get("owner")),
+        )
+        self.db.commit()
+        return cur.rowcount == 1
+
     def add_point(self, study_id: int, idx: int, params: dict[str, Any]) -> int:
+        """The point's id; a point already stored (a resumed study) keeps its row."""
+        row = self.db.execute("SELECT id FROM points WHERE study_id=? AND idx=?", (study_id, idx)).fetchone()
+        if row is not None:
+            return int(row[0])
         cur = self.db.execute("INSERT INTO points (study_id, idx, params_json) VALUES (?,?,?)", (study_id, idx, json.dumps(params)))
         self.db.commit()
         return int(cur.lastrowid or 0)
@@ -145,7 +182,17 @@ class Store:
         self.db.executemany("INSERT INTO host_facts (study_id, host, facts_json) VALUES (?,?,?)", [(study_id, h, json.dumps(f)) for h, f in facts.items()])
         self.db.commit()
 
-    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: Any, settings: dict[str, Any] | None = None) -> int:
+    def add_runs(self, study_id: int, point_id: int, run: int, warmup: bool, results: list[Any], settings: dict[str, Any] | None = None) -> None:
+        """Several tests in one transaction (the pairs of a parallel round): all or none."""
+        try:
+            for r in results:
+                self.add_run(study_id, point_id, run, warmup, r, settings, commit=False)
+        except BaseException:
+            self.db.rollback()
+            raise
+        self.db.commit()
+
+    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: Any, settings: dict[str, Any] | None = None, commit: bool = True) -> int:
         r = result
         started = r.client.started if r.client else time.time()
         values = {m: getattr(r, m) for m in METRICS}
@@ -166,7 +213,8 @@ class Store:
                     "INSERT INTO raw_outputs (run_id, side, host, command_json, exit_code, timed_out, stdout, stderr) VALUES (?,?,?,?,?,?,?,?)",
                     (run_id, side.role, side.host, json.dumps(side.argv), side.exit_code, int(side.timed_out), side.stdout, side.stderr),
                 )
-        self.db.commit()  # each test is durable the moment it ends
+        if commit:
+            self.db.commit()  # each test is durable the moment it ends
         return run_id
 
     def finish_study(self, study_id: int, status: str) -> None:
@@ -198,6 +246,22 @@ class Store:
             what = f"no study {ref!r}" if ref is not None else "no study"
             raise NettuneError(f"{self.path}: {what}; {hint} (see `nettune studies`)")
         return dict(row)
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        """Studies of this name, newest first (id, status, owner, file text and hash)."""
+        rows = self.db.execute(
+            "SELECT id, name, status, owner, started, spec_file, spec_text, spec_hash FROM studies WHERE name=? ORDER BY id DESC", (name,)
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+    def stored_slots(self, study_id: int) -> list[dict[str, Any]]:
+        """What resume needs of each stored test: its slot, pair and throughput (no series)."""
+        rows = self.db.execute(
+            "SELECT p.idx AS point_idx, r.run, r.warmup, r.ok, r.engine, r.receiver_bps, r.reverse_receiver_bps, r.extra_json"
+            " FROM runs r JOIN points p ON p.id=r.point_id WHERE r.study_id=? ORDER BY r.id",
+            (study_id,),
+        ).fetchall()
+        return [dict(r) | {"warmup": bool(r["warmup"]), "ok": bool(r["ok"]), "extra": json.loads(r["extra_json"])} for r in rows]
 
     def runs(self, study_id: int, include_warmup: bool = True) -> list[dict[str, Any]]:
         q = (
@@ -232,3 +296,8 @@ class Store:
     def iter_runs(self, study_ids: list[int]) -> Iterator[dict[str, Any]]:
         for sid in study_ids:
             yield from self.runs(sid)
+
+
+def spec_hash(spec_text: str | None, spec_json: str = "") -> str:
+    """SHA-256 of the study file's text (of its parsed JSON when run without a file)."""
+    return hashlib.sha256((spec_text if spec_text is not None else spec_json).encode()).hexdigest()

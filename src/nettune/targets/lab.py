@@ -85,10 +85,12 @@ class LabTarget:
         }
         self._mtu: int | None = None
         self._queues: int | None = None
+        self._created = False  # close() removes only a lab this target began to create
 
     def prepare(self, resolved: Any) -> dict[str, Any]:
         spec = resolved.target
         if self._mtu is None:
+            self._created = True
             self.net.up(spec.mtu, spec.queues)
         else:
             if spec.queues != self._queues:
@@ -104,6 +106,7 @@ class LabTarget:
         return {"hosts": self.net.state()}
 
     def up(self, mtu: int, queues: int) -> None:
+        self._created = True
         self.net.up(mtu, queues)
         self._mtu, self._queues = mtu, queues
 
@@ -113,4 +116,7 @@ class LabTarget:
         return {h: base | {"namespace": self.layout.ns(h), "interface": state.get(h, {})} for h in self.hosts}
 
     def close(self) -> None:
-        self.net.down()
+        # A run refused before its lab existed (journal, knob check, a live run of the same
+        # name) must not remove a lab of the same name that belongs to someone else.
+        if self._created:
+            self.net.down()

@@ -322,6 +322,30 @@ def down_one(name: str, force: bool = False) -> dict[str, list[str]]:
     return {"namespaces": namespaces, "links": gone_links, "labs": [name]}
 
 
+def clear_dead_lab(study: str) -> list[str]:
+    """Remove the lab a killed run of `study` left on this machine (its namespaces with
+    the processes in them, its bridge and veths), as recorded when it was created; a new
+    run would otherwise reuse those namespaces, a dead run's iperf3 server still bound
+    in them. Refuses when the run that owns the lab is still alive. Returns the
+    namespaces removed."""
+    f = LAB_DIR / f"{study}.json"
+    try:
+        st = json.loads(f.read_text())
+        layout = LabLayout(study, list(st["hosts"]), ipaddress.ip_network(st["subnet"]))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise NettuneError(f"lab state {f} is unreadable ({e}); run `nettune lab down` to remove what is left") from None
+    owner = str(st.get("owner", ""))
+    if owner == owner_token():
+        return []  # this process made it (e.g. `lab up` from Python): it is ours to use
+    if owner_alive(owner):
+        raise NettuneError(f"the lab of study {study!r} belongs to a nettune run still going (pid {owner.split()[0]}); wait for it to end, or give this study another name")
+    found = [layout.ns(h) for h in layout.hosts if layout.ns(h) in netns.listnetns()]
+    LabNet(layout).down()
+    return found
+
+
 def down_all(force: bool = False) -> dict[str, list[str]]:
     """Remove every lab left behind (by a killed run, or `nettune lab up`). Labs of a
     study still running are kept unless force. Returns what was removed or kept."""

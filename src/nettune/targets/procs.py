@@ -2,7 +2,9 @@
 
 Every process is recorded in /run/nettune/procs/<pid> with its kernel start time; a
 later `nettune lab down` stops a recorded PID only if its start time still matches
-(so a recycled PID belonging to someone else is never touched).
+(so a recycled PID belonging to someone else is never touched). Each also carries its
+nettune's owner token in its environment (NETTUNE_OWNER): a run killed between starting
+a process and recording it still leaves a way to find that process.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from .base import CommandResult
 
 STATE_DIR = Path(os.environ.get("NETTUNE_RUN_DIR", "/run/nettune" if os.geteuid() == 0 else f"/tmp/nettune-{os.getuid()}"))
 PROC_DIR = STATE_DIR / "procs"
+OWNER_ENV = "NETTUNE_OWNER"
 
 
 def start_time(pid: int) -> str | None:
@@ -35,6 +38,7 @@ class LocalProc:
         self.argv = pid_argv or argv
         self._out = tempfile.TemporaryFile("w+")
         self._err = tempfile.TemporaryFile("w+")
+        env = dict(os.environ if env is None else env, **{OWNER_ENV: owner_token()})
         # Own session: a Ctrl-C in the terminal reaches nettune, which then stops its
         # children in order, instead of killing the server mid-write.
         self._p = subprocess.Popen(argv, stdout=self._out, stderr=self._err, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
@@ -146,10 +150,10 @@ def _forget(pid: int) -> None:
         pass
 
 
-def stop_recorded(force: bool = False) -> list[int]:
+def stop_recorded(force: bool = False, owners: set[str] | None = None) -> list[int]:
     """Stop every recorded process still alive with the same start time whose nettune
     owner is gone (a killed run). With force, also those of a nettune still running.
-    Returns the PIDs stopped."""
+    With owners, only the processes those nettune runs started. Returns the PIDs stopped."""
     stopped: list[int] = []
     if not PROC_DIR.is_dir():
         return stopped
@@ -159,13 +163,36 @@ def stop_recorded(force: bool = False) -> list[int]:
             st, _, owner = f.read_text().strip().partition(" ")
         except (ValueError, OSError):
             continue
+        if owners is not None and owner not in owners:
+            continue
         if owner and owner_alive(owner) and not force:
             continue  # a study still running owns it
         if start_time(pid) == st:
             kill_pid(pid)
             stopped.append(pid)
         f.unlink(missing_ok=True)
+    for pid in started_by({o for o in owners or () if force or not owner_alive(o)}):
+        if pid not in stopped:  # killed after starting it, before recording it
+            kill_pid(pid)
+            stopped.append(pid)
     return stopped
+
+
+def started_by(owners: set[str]) -> list[int]:
+    """Live processes whose environment names one of these nettune runs as their owner."""
+    if not owners:
+        return []
+    want = {f"{OWNER_ENV}={o}".encode() for o in owners}
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            try:
+                env = set(Path(f"/proc/{d}/environ").read_bytes().split(b"\0"))
+            except OSError:
+                continue
+            if env & want and not _zombie(int(d)):
+                found.append(int(d))
+    return found
 
 
 def kill_pid(pid: int, grace: float = 2.0) -> None:

@@ -1,0 +1,140 @@
+"""Continue a study a crash interrupted, and clear what a killed run left behind.
+
+`nettune run FILE --resume` picks the latest study of the file's name that did not end
+(status `interrupted` or `failed`, or `running` while the process that ran it is gone:
+its owner token, pid and kernel start time, no longer matches a live process), checks the
+file's text is the same (SHA-256 stored with the study), and runs into the same study id
+only the tests it does not hold yet:
+
+    a slot (point, run number, warm-up flag) already stored is skipped;
+    with `[workload] pairs`, the pairs stored for a slot are skipped, the others run;
+    adaptive repeats continue from the counted values stored.
+
+Before any test (a resumed or a new run of the same name) the dead run's leftovers on
+this machine go: its lab (namespaces, with the processes in them, bridge, veths) and the
+processes it recorded, only when that run's owner is dead, by PID and start time.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engines.result import TestResult
+from ..errors import NettuneError
+from ..plan.points import Slot
+from ..store.sqlite import Store, spec_hash
+from ..targets.procs import owner_alive, start_time, stop_recorded
+
+UNFINISHED = ("running", "interrupted", "failed")
+SINGLE = ""  # the pair label of a slot that is one test, not a set of host pairs
+
+
+def _pid(owner: str | None) -> str:
+    return (owner or "?").split()[0]
+
+
+def runner_alive(row: dict[str, Any]) -> bool:
+    """Is the process that ran this study still running it?"""
+    return row["status"] == "running" and bool(row.get("owner")) and owner_alive(row["owner"])
+
+
+def find_interrupted(store: Store, study: Any, spec_text: str | None, file: str) -> dict[str, Any]:
+    """The study `--resume` continues; a NettuneError saying why when there is none."""
+    rows = store.named(study.name)
+    if not rows:
+        raise NettuneError(f"{store.path}: no study named {study.name!r} to resume; run without --resume to start it")
+    live = next((r for r in rows if runner_alive(r)), None)
+    if live is not None:
+        raise NettuneError(
+            f"study {study.name!r} (#{live['id']}) is still running (pid {_pid(live['owner'])}); --resume only continues a run "
+            "that has ended: wait for it, or stop it first (Ctrl-C in its terminal)"
+        )
+    row = next((r for r in rows if r["status"] in UNFINISHED), None)
+    if row is None:
+        raise NettuneError(
+            f"{store.path}: no interrupted study named {study.name!r} (the latest, #{rows[0]['id']}, is {rows[0]['status']}); "
+            "run without --resume to start a new study"
+        )
+    if row["spec_hash"] != spec_hash(spec_text, study.model_dump_json()):
+        raise NettuneError(
+            f"{file} changed since study {study.name!r} (#{row['id']}) was started ({what_changed(row['spec_text'], spec_text)}); "
+            "--resume needs the same file: put it back, or run without --resume to start a new study"
+        )
+    return row
+
+
+def what_changed(old: str | None, new: str | None) -> str:
+    """The first differing line of two versions of a study file, and how many differ."""
+    if old is None or new is None:
+        return "the study was run without its file text" if old is None else "the study was stored with its file text"
+    a, b = old.splitlines(), new.splitlines()
+    ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not ops:
+        return "only whitespace at line ends or the final newline differs"
+    tag, i1, i2, j1, j2 = ops[0]
+    if tag == "replace":
+        first = f"line {j1 + 1}: {a[i1].strip()!r} is now {b[j1].strip()!r}"
+    elif tag == "delete":
+        first = f"line {i1 + 1} {a[i1].strip()!r} was removed"
+    else:
+        first = f"line {j1 + 1} {b[j1].strip()!r} was added"
+    n = sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in ops)
+    return first + (f"; {n} lines differ" if n > 1 else "")
+
+
+def stored_result(row: dict[str, Any]) -> TestResult:
+    """A stored test, with what the adaptive stopping rule reads (ok, throughput, pair)."""
+    return TestResult(engine=row["engine"], ok=row["ok"], receiver_bps=row["receiver_bps"],
+                      reverse_receiver_bps=row["reverse_receiver_bps"], extra=row["extra"])
+
+
+@dataclass
+class Stored:
+    """The tests a study already holds, by slot (point index, run, warm-up) and pair."""
+
+    by_slot: dict[tuple[int, int, bool], dict[str, TestResult]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, store: Store, study_id: int) -> "Stored":
+        out = cls()
+        for row in store.stored_slots(study_id):
+            key = (row["point_idx"], row["run"], row["warmup"])
+            out.by_slot.setdefault(key, {})[row["extra"].get("pair", SINGLE)] = stored_result(row)
+        return out
+
+    def of(self, slot: Slot) -> dict[str, TestResult]:
+        """Stored results of a slot: pair label ("a->b", or "" for a single test) -> result."""
+        return self.by_slot.get((slot.point.index, slot.run, slot.warmup), {})
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.by_slot.values())
+
+
+def dead_owners(store: Store, name: str) -> set[str]:
+    """Owner tokens of this name's studies whose runner was killed (still `running`, owner gone)."""
+    return {r["owner"] for r in store.named(name) if r["status"] == "running" and r.get("owner") and not owner_alive(r["owner"])}
+
+
+def clear_dead_run(study: Any, owners: set[str]) -> list[str]:
+    """Before a run of `study`: remove what killed runs of the same name left on this
+    machine: the lab (as its state file records it, if its owner is gone; a lab still
+    owned by a live run is refused), a knob-check namespace, the processes `owners`
+    recorded (stopped by PID and start time). Returns what was done, for the log."""
+    notes = []
+    if study.target.kind == "lab":
+        from ..targets import labnet  # noqa: PLC0415 - the lab needs pyroute2 and root
+
+        removed = labnet.clear_dead_lab(study.name)
+        for owner in owners:
+            pid = _pid(owner)
+            probe = f"nettune-probe-{pid}"  # a run killed while checking its knobs
+            if pid.isdigit() and start_time(int(pid)) is None and probe in labnet.netns.listnetns():
+                labnet.remove_namespace(probe)
+                removed.append(probe)
+        if removed:
+            notes.append(f"removed what a killed run of {study.name!r} left: {', '.join(removed)}")
+    stopped = stop_recorded(owners=owners) if owners else []
+    if stopped:
+        notes.append(f"stopped {len(stopped)} process(es) a killed run of {study.name!r} left: pid {', '.join(map(str, stopped))}")
+    return notes
