@@ -24,11 +24,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..spec.models import Workload
+from .access import Access
+from .base import client_budget
 from .result import Interval, SideOutput, StreamResult, TestResult
 
 # Column names after bytes,speed when there is no header row (2.0/2.1 positional layout).
 _UDP_EXT = ("jitter", "errors", "datagrams", "errpercent", "outoforder")
 _TCP_WRITE_EXT = ("writecnt", "writeerr", "tcpretry", "tcpcwnd", "tcprtt", "tcprttvar")
+# 2.1.8 drops connections with --permit-key when -P > 1 ("read key failed: Resource
+# temporarily unavailable"; measured on the lab: -P 4 lost streams in 8 of 8 tests, -P 2
+# in 1 of 15 on loopback, -P 1 never in 45): a key only for single-stream TCP tests.
+PERMIT_KEY_MAX_PARALLEL = 1
+# The server outlives nettune's client by at most this (seconds) past the client's own
+# budget: its -t, so a server whose nettune was killed (or lost its SSH connection)
+# stops by itself. -t also cuts traffic after that long, which the client never reaches.
+SERVER_LIFETIME_SLACK = 20
 
 
 def parse_version(text: str) -> str:
@@ -134,8 +144,24 @@ class Iperf2Engine:
     def version_argv(self) -> list[str]:
         return [self.binary, "-v"]  # prints on stderr
 
-    def server_argv(self, wl: Workload, port: int, tool_version: str) -> list[str]:
-        argv = [self.binary, "-s", "-p", str(port), "-y", "C", "-e"]
+    def server_lifetime(self, wl: Workload) -> int:
+        return int(client_budget(wl)) + 1 + SERVER_LIFETIME_SLACK
+
+    def permit_key_usable(self, wl: Workload) -> str | None:
+        """Why this workload's server cannot require a permit key, or None if it can."""
+        if wl.protocol != "tcp":
+            return "iperf2 permit keys are TCP only: UDP servers accept any client that reaches their address"
+        if not isinstance(wl.parallel, int) or wl.parallel > PERMIT_KEY_MAX_PARALLEL:
+            return f"iperf2 -P {wl.parallel}: no permit key (iperf 2.1.8 drops parallel streams with one); the server accepts any client that reaches its address"
+        return None
+
+    def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
+        argv = [self.binary, "-s", "-p", str(port), "-y", "C", "-e", "-t", str(self.server_lifetime(wl))]
+        if access is not None and access.bind:
+            argv += ["-B", access.bind]
+        if access is not None and access.permit_key:
+            # optional argument: only the --opt=value form is read (a separate word is not)
+            argv += [f"--permit-key={access.permit_key}", "--permit-key-timeout", str(self.server_lifetime(wl))]
         if wl.protocol == "udp":
             argv.append("-u")
         # Socket options are per side in iperf2 (nothing is negotiated): the server needs
@@ -149,7 +175,7 @@ class Iperf2Engine:
             argv += ["-Z", str(wl.congestion)]
         return argv
 
-    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str) -> list[str]:
+    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         argv = [self.binary, "-c", server_address, "-p", str(port), "-y", "C", "-e", "-t", str(wl.duration), "-P", str(wl.parallel), "-i", "1"]
         if wl.protocol == "udp":
             argv.append("-u")
@@ -167,7 +193,12 @@ class Iperf2Engine:
             argv += ["-Z", str(wl.congestion)]
         if wl.length is not None:
             argv += ["-l", str(wl.length)]
+        if access is not None and access.permit_key:
+            argv.append(f"--permit-key={access.permit_key}")
         return argv
+
+    def client_env(self, access: Access | None) -> dict[str, str]:
+        return {}
 
     def listen_proto(self, wl: Workload) -> str:
         return "udp" if wl.protocol == "udp" else "tcp"
@@ -221,6 +252,14 @@ def _parse(wl: Workload, client: SideOutput, server: SideOutput, res: TestResult
         sport = Counter(p for r in rows for p in (r.src_port, r.dst_port) if p).most_common(1)[0][0]
     main = "s2c" if wl.reverse is True else "c2s"
     _classify(rows, sport, main, full_duplex=wl.bidir is True)
+    # A server without a permit key serves anyone: rows of a connection our client did not
+    # make (its port is in no client row) are another host's traffic, never ours to count.
+    ours = {r.key for r in crows if isinstance(r.key, int)}
+    foreign = {id(r) for r in srows if ours and isinstance(r.key, int) and r.key not in ours}
+    if foreign:
+        n = len({r.key for r in srows if id(r) in foreign})
+        res.warnings.append(f"the server also served {n} connection(s) not from nettune's client (another host); left out")
+        rows = [r for r in rows if id(r) not in foreign]
 
     finals, ivals = _split_final(rows)
     for d in ("c2s", "s2c"):

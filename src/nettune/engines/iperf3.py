@@ -12,11 +12,17 @@ import re
 from typing import Any
 
 from ..spec.models import Workload
+from .access import Access
 from .result import Interval, SideOutput, StreamResult, TestResult
 
 MAX_STREAMS = 128  # MAX_STREAMS in iperf3's iperf.h; -P above it is refused
 IDLE_TIMEOUT_S = 30  # how long a one-off server waits for its client before giving up
 _BUSY = "the server is busy running a test"
+OAEP_SINCE = (3, 17)  # credentials padding: PKCS#1 v1.5 before, OAEP from 3.17 (CVE-2024-26306)
+# A client error that means our client never reached a server ready for it: with the
+# server's own error object in its output, another connection (a port scan, a client
+# that gave up) ended the one-off server first, and a fresh server is worth a retry.
+_NEVER_STARTED = ("unable to connect to server", "unable to send cookie", "unable to receive control message", "control socket has closed unexpectedly")
 # iperf3 3.7-3.10 --bidir wrote these keys twice in one object (#952); 3.11 renamed the
 # second (server->client) copy to <key>_bidir_reverse. We rename it the same way.
 _DUP_KEYS = ("sum", "sum_sent", "sum_received")
@@ -30,6 +36,23 @@ def parse_version(text: str) -> str:
 
 def version_tuple(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v or "")[:3])
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in `text`, in order (a one-off server that refused a
+    client first prints that error object, then its test's)."""
+    out: list[dict[str, Any]] = []
+    dec = json.JSONDecoder(object_pairs_hook=_keep_duplicates)
+    i = (text or "").find("{")
+    while i >= 0:
+        try:
+            doc, end = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            break
+        if isinstance(doc, dict):
+            out.append(doc)
+        i = text.find("{", end)
+    return out
 
 
 def _keep_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -100,16 +123,22 @@ class Iperf3Engine:
     def version_argv(self) -> list[str]:
         return [self.binary, "--version"]
 
-    def server_argv(self, wl: Workload, port: int, tool_version: str) -> list[str]:
+    def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         argv = [self.binary, "-s", "-1", "-J", "-p", str(port)]
         # --idle-timeout exists since 3.10 (#1101), but only from 3.11 does a one-off
         # server exit when it expires (#1197) instead of waiting again. Unknown version:
         # leave it out, an unknown option would stop the server.
         if version_tuple(tool_version) >= (3, 11):
             argv += ["--idle-timeout", str(IDLE_TIMEOUT_S)]
+        if access is not None and access.bind:
+            argv += ["-B", access.bind]
+        if access is not None and access.iperf3_auth:
+            argv += ["--rsa-private-key-path", str(access.private_key), "--authorized-users-path", str(access.users_file)]
+            if access.server_pkcs1:
+                argv.append("--use-pkcs1-padding")
         return argv
 
-    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str) -> list[str]:
+    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         argv = [self.binary, "-c", server_address, "-p", str(port), "-J", "-t", str(wl.duration), "-P", str(wl.parallel)]
         if wl.protocol == "udp":
             argv.append("-u")
@@ -128,7 +157,15 @@ class Iperf3Engine:
         if wl.length is not None:
             argv += ["-l", str(wl.length)]
         argv.append("--get-server-output")
+        if access is not None and access.iperf3_auth:
+            argv += ["--username", str(access.user), "--rsa-public-key-path", str(access.public_key)]
+            if access.client_pkcs1:
+                argv.append("--use-pkcs1-padding")
         return argv
+
+    def client_env(self, access: Access | None) -> dict[str, str]:
+        """The client's password goes in its environment, never on a command line."""
+        return {"IPERF3_PASSWORD": access.password} if access is not None and access.iperf3_auth and access.password else {}
 
     def listen_proto(self, wl: Workload) -> str:
         return "tcp"  # the control connection is TCP even for UDP tests
@@ -137,6 +174,18 @@ class Iperf3Engine:
         doc, _ = load_json(client.stdout)
         err = str(doc.get("error", "")) if doc else ""
         return _BUSY in err.lower() or _BUSY in (client.stderr or "").lower() or (doc is None and _BUSY in (client.stdout or "").lower())
+
+    def taken(self, client: SideOutput, server: SideOutput) -> bool:
+        """True when another connection ended the one-off server before our client
+        reached it (measured with 3.12: a connection that closes without a word makes
+        `iperf3 -s -1` print "unable to receive parameters from client" and exit; our
+        client then gets "unable to connect" or a reset). A failed *authentication* does
+        not end it: iperf3 does not count that connection."""
+        doc, _ = load_json(client.stdout)
+        err = (str(doc.get("error", "")) if doc else "") + " " + (client.stderr or "")
+        if not any(s in err.lower() for s in _NEVER_STARTED):
+            return False
+        return any(o.get("error") for o in json_objects(server.stdout))
 
     def warnings(self, wl: Workload) -> tuple[Workload, list[str]]:
         if isinstance(wl.parallel, int) and wl.parallel > MAX_STREAMS:
@@ -211,7 +260,9 @@ class _Parse:
         sdoc = doc.get("server_output_json")
         if isinstance(sdoc, dict):
             return sdoc
-        sdoc, _ = load_json(server.stdout)  # the server's own -J output holds the same
+        # the server's own -J output holds the same; its last object is our test (an
+        # intruder's refused attempt comes first)
+        sdoc = next((o for o in reversed(json_objects(server.stdout)) if _d(o.get("end"))), None)
         if sdoc is None and (self.reverse or self.wl.bidir is True) and not self.udp:
             self.res.warnings.append("no server output: sender-side cwnd/RTT unknown for server->client streams (iperf3 #1491)")
         return sdoc or {}

@@ -102,6 +102,11 @@ class LocalProc:
         return self.rusage.ru_utime + self.rusage.ru_stime
 
 
+def with_env(extra: dict[str, str] | None) -> dict[str, str] | None:
+    """This process's environment plus `extra` (None: inherit it unchanged)."""
+    return {**os.environ, **extra} if extra else None
+
+
 def run_local(argv: list[str], timeout: float = 30.0, input: str | None = None) -> CommandResult:
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input, stdin=None if input is not None else subprocess.DEVNULL)
