@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from ..engines.result import TestResult
-from ..engines.session import run_test
+from ..engines.session import run_test, run_test_failed
 from ..plan.pairs import Pair, plan_rounds
 
 
@@ -46,11 +46,13 @@ def run_pairs(
     tool_version: str,
     on_result: Callable[[TestResult], None] | None = None,
     extra_machines: dict[str, Any] | None = None,
+    access: Any = None,
 ) -> list[TestResult]:
     """Every pair of `wl.pairs`, round after round; results in run order.
 
     `extra_machines` defaults to the target's (hypervisors sampled during every test).
     `on_result` is called as soon as a test (sequential) or a round (parallel) ends.
+    `access` (run.access.StudyAccess) gives each test's server its binding and credentials.
     """
     if extra_machines is None:
         extra_machines = getattr(target, "extra_machines", None)
@@ -60,7 +62,7 @@ def run_pairs(
 
         def one(pair: Pair) -> TestResult:
             server, client = pair
-            res = run_test(engine, wl, target.hosts[server], target.hosts[client], tool_version, extra_machines=extra_machines)
+            res = _one_test(engine, wl, target.hosts[server], target.hosts[client], tool_version, extra_machines, access)
             res.extra.update(pair=f"{server}->{client}", server=server, client=client, round=r, round_pairs=len(rnd), parallel=parallel)
             return res
 
@@ -99,12 +101,20 @@ def workload_hosts(wl: Any, target: Any) -> list[str]:
     return hosts_in_pairs(wl, target) if getattr(wl, "pairs", None) is not None else [wl.server, wl.client]
 
 
-def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Callable[[TestResult], None]) -> list[TestResult]:
+def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Callable[[TestResult], None], access: Any = None) -> list[TestResult]:
     """One slot of a study: a single test, or every pair of `wl.pairs` in rounds.
     Hosts in `target.extra_machines` (ssh hypervisors) are sampled during every test."""
     extra = getattr(target, "extra_machines", None)
     if getattr(wl, "pairs", None) is not None:
-        return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra)
-    res = run_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra_machines=extra)
+        return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra, access=access)
+    res = _one_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra, access)
     on_result(res)
     return [res]
+
+
+def _one_test(engine: Any, wl: Any, server: Any, client: Any, tool_version: str, extra: Any, access: Any) -> TestResult:
+    try:
+        one = access.for_test(wl, server, client) if access is not None else None
+    except ConnectionError as e:  # the credentials could not be put on a host
+        return run_test_failed(engine, wl, tool_version, f"connection lost: {e}")
+    return run_test(engine, wl, server, client, tool_version, extra_machines=extra, access=one)

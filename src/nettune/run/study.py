@@ -18,6 +18,7 @@ from ..engines.result import TestResult
 from ..errors import NettuneError, ToolMissing
 from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
+from .access import StudyAccess
 from .pairs import pair_rounds, run_slot, workload_hosts
 from ..spec.models import Study
 from ..store import Store
@@ -103,8 +104,11 @@ def run_study(
     slots = schedule(study, [r.point for r in resolved])
 
     target = make_target(study)  # raises NotRoot etc. before anything is created
+    access = StudyAccess(study, target, resolved, spec_file or "<study>")
     try:
         versions = preflight(study, resolved, target)
+        for note in access.check():  # refuses auth = true where a host cannot; makes the credentials
+            progress.message(note)
         for note in _knob_precheck(study, target, resolved, spec_text, spec_file, restore_first):
             progress.message(note)  # refuses over an unrestored journal; checks every knob first
     except BaseException:
@@ -116,7 +120,7 @@ def run_study(
     outcome = Outcome(study_id, "running")
     status = "failed"
     knobs = _knob_session(study, target, study_id)
-    runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome)
+    runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, access)
     per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
     total = sum(per_slot[s.point.index] for s in slots)
     if study.repeat.adaptive:  # the most it can take; most studies stop earlier
@@ -137,7 +141,10 @@ def run_study(
             if knobs is not None:
                 outcome.warnings += knobs.restore_all()
         finally:
-            target.close()
+            try:
+                outcome.warnings += access.close()  # the hosts' credential files, while they are reachable
+            finally:
+                target.close()
             store.finish_study(study_id, status)
             outcome.status = status
     return outcome
@@ -148,8 +155,9 @@ class _PointRunner:
     test, stores it at once. Keeps each point's counted values for adaptive repeats."""
 
     def __init__(self, study: Study, store: Store, target: Any, knobs: Any, versions: dict[str, str],
-                 by_index: dict[int, ResolvedPoint], point_ids: dict[int, int], progress: Progress, outcome: Outcome):
+                 by_index: dict[int, ResolvedPoint], point_ids: dict[int, int], progress: Progress, outcome: Outcome, access: Any = None):
         self.study, self.store, self.target, self.knobs, self.versions = study, store, target, knobs, versions
+        self.access = access
         self.by_index, self.point_ids, self.progress, self.outcome = by_index, point_ids, progress, outcome
         self.current: int | None = None
         self.settings: dict[str, Any] = {}
@@ -179,7 +187,7 @@ class _PointRunner:
         # one test, or one per host pair in rounds; each stored the moment it ends.
         # Hosts in target.extra_machines (ssh hypervisors) are sampled during every test.
         results = run_slot(engine, wl, self.target, self.versions[wl.engine],
-                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, r, self.settings))
+                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, r, self.settings), self.access)
         self.count += 1
         self.outcome.tests += len(results)
         self.outcome.failed += sum(not r.ok for r in results)
