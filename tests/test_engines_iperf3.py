@@ -288,7 +288,10 @@ def test_taken_only_when_the_server_ended_on_another_connection() -> None:
     refused = SideOutput(role="client", host="c", argv=[], stdout='{"start": {"connected": []}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}')
     ended = SideOutput(role="server", host="s", argv=[], stdout='{"start": {"connected": []}, "intervals": [], "end": {}, "error": "error - unable to receive parameters from client: "}\n')
     assert ENGINE.taken(refused, ended)
+    assert ENGINE.taken(None, ended)  # ended before our client started
     assert not ENGINE.taken(refused, ended.model_copy(update={"stdout": ""}))  # nothing ended it: a real failure
+    auth_failed = ended.stdout.replace("unable to receive parameters from client: ", "test authorization failed")
+    assert not ENGINE.taken(None, ended.model_copy(update={"stdout": auth_failed}))  # iperf3 does not count that one
     _, c, s, _ = load("refused")
     assert not ENGINE.taken(c, s)  # no server at all
     for mode in MODES:

@@ -84,8 +84,12 @@ def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_versi
             if not _wait_listening(server, srv, port, proto):
                 srv.stop()
                 _finish(srv, srv_side, hide)
+                retry = _retry_reason(engine, None, srv_side)
+                if retry and attempt + 1 < BUSY_RETRIES:
+                    warnings.append(f"{retry}, retried with a new server (attempt {attempt + 2})")
+                    continue
                 why = "exited before listening" if srv.poll() is not None else f"did not listen on port {port} within {SERVER_START_TIMEOUT:.0f}s"
-                detail = (srv_side.stderr or srv_side.stdout).strip().splitlines()[-1:] or [""]
+                detail = [ln.strip() for ln in (srv_side.stderr or srv_side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
                 if access.bind and "assign requested address" in (srv_side.stderr + srv_side.stdout).lower():
                     detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
                 return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
@@ -149,10 +153,11 @@ def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_versi
     return res
 
 
-def _retry_reason(engine: Engine, client: SideOutput, server: SideOutput) -> str | None:
+def _retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput) -> str | None:
     """Why a fresh server may succeed: someone else's test holds this one (busy), or
-    another connection ended the one-off server before our client reached it."""
-    if engine.busy(client):
+    another connection ended the one-off server before our client reached it (client
+    None: before our client even started)."""
+    if client is not None and engine.busy(client):
         return "server busy"
     taken = getattr(engine, "taken", None)
     if taken is not None and taken(client, server):
