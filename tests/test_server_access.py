@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -428,3 +429,33 @@ def test_iperf2_server_stops_by_itself_when_nettune_cannot(monkeypatch: pytest.M
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_credentials_removed_on_interrupt(tmp_path: Path, sig: int) -> None:
+    name = f"h5-sig{int(sig)}"
+    lay = layout(name)
+    f = study_file(tmp_path, name, "duration = 5\n")
+    p = subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(tmp_path / "r.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    keydir = None
+    try:
+        end = time.monotonic() + 60
+        while keydir is None and time.monotonic() < end and p.poll() is None:
+            for pid in _ns_pids(lay, "server"):
+                try:
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+                except OSError:
+                    continue
+                if "--rsa-private-key-path" in argv:
+                    keydir = Path(argv[argv.index("--rsa-private-key-path") + 1]).parent
+            time.sleep(0.05)
+        assert keydir is not None and keydir.is_dir()
+        assert oct(keydir.stat().st_mode & 0o777) == "0o700" and all(oct(x.stat().st_mode & 0o777) == "0o600" for x in keydir.iterdir())
+        p.send_signal(sig)
+        p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode != 0 and not keydir.exists()
+    assert not _ns_pids(lay, "server")
