@@ -431,8 +431,10 @@ def test_iperf2_server_stops_by_itself_when_nettune_cannot(monkeypatch: pytest.M
                 p.wait()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_credentials_removed_on_interrupt(tmp_path: Path, sig: int) -> None:
+    """Ctrl-C and SIGTERM remove them at once; after kill -9 the directory was recorded
+    and what `nettune lab down` (and the next run) calls removes it."""
     name = f"h5-sig{int(sig)}"
     lay = layout(name)
     f = study_file(tmp_path, name, "duration = 5\n")
@@ -457,5 +459,14 @@ def test_credentials_removed_on_interrupt(tmp_path: Path, sig: int) -> None:
         if p.poll() is None:
             p.kill()
             p.communicate()
+    if sig == signal.SIGKILL:
+        from nettune.run.access import DIR_PREFIX
+        from nettune.targets.labnet import LabNet
+        from nettune.targets.procs import remove_stale_dirs, stop_recorded
+
+        assert keydir.exists()  # nothing could run after kill -9
+        stop_recorded()  # our own run directory's records only (NETTUNE_RUN_DIR)
+        LabNet(lay).down()
+        assert str(keydir) in remove_stale_dirs(DIR_PREFIX)
     assert p.returncode != 0 and not keydir.exists()
     assert not _ns_pids(lay, "server")

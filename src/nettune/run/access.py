@@ -7,8 +7,10 @@ an RSA key pair, user and password for iperf3, a permit key for iperf2. The firs
 host serves (or runs a client), its files go to a private directory on it (mktemp -d,
 mode 0700; files 0600) through the Host protocol, so SSH hosts get theirs over SSH;
 `close` removes every directory, on success, error, Ctrl-C and SIGTERM alike (run_study's
-finally). After kill -9 a /tmp/nettune-auth.* directory can stay behind on the hosts: it
-holds only that study's one-time credentials, useless once its servers are gone.
+finally). After kill -9 a /tmp/nettune-auth.* directory stays behind: on lab and local
+targets (this machine) each one is recorded with its owner and removed by the next run or
+`nettune lab down`; on SSH hosts it stays (it holds only that study's one-time credentials,
+useless once its servers are gone).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from ..engines import get_engine
 from ..engines.access import Access, Iperf3Credentials, iperf3_has_auth, new_iperf3_credentials, new_permit_key
 from ..engines.iperf3 import OAEP_SINCE, version_tuple
 from ..errors import SpecError
+from ..targets.procs import forget_dir, record_dir, remove_stale_dirs
 from .pairs import workload_hosts
 
 DIR_PREFIX = "/tmp/nettune-auth."
@@ -44,12 +47,14 @@ class StudyAccess:
         self._dirs: dict[str, str] = {}  # host -> its private directory
         self._installed: set[tuple[str, str]] = set()  # (host, file name)
         self._lock = threading.Lock()
+        self.local = getattr(target, "kind", "") in ("lab", "local")  # hosts' files are this machine's
 
     # -- before the study ------------------------------------------------------------
     def check(self) -> list[str]:
         """Probe every host's tool once; refuse auth = true where it cannot hold; make
         the credentials. Returns notes for the user (what is not protected, and why)."""
         notes: list[str] = []
+        remove_stale_dirs(DIR_PREFIX)  # what runs killed with -9 left on this machine
         if self.auth is False:
             return ["auth = false: test servers accept any client that reaches their address"]
         for wl in self.workloads:
@@ -121,6 +126,8 @@ class StudyAccess:
                 if r.returncode != 0 or not _DIR_RE.match(d):
                     raise ConnectionError(f"{host.name}: cannot make a private directory for the test credentials: {(r.stderr or r.stdout).strip()[:200]}")
                 self._dirs[host.name] = d
+                if self.local:  # on this machine: a killed run's directory is found again
+                    record_dir(d)
             for f in files:
                 if (host.name, f) in self._installed:
                     continue
@@ -149,6 +156,8 @@ class StudyAccess:
                     ok, why = False, str(e)
                 if ok:
                     del self._dirs[name]
+                    if self.local:
+                        forget_dir(d)
                 else:
                     warnings.append(f"could not remove the test credentials {d} on {name} ({why[:120]}); remove it by hand")
         return warnings
