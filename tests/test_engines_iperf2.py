@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from nettune.engines import get_engine
-from nettune.engines.iperf2 import Iperf2Engine, parse_rows
+from nettune.engines.access import Access
+from nettune.engines.base import client_budget
+from nettune.engines.iperf2 import Iperf2Engine, _port_from_argv, parse_rows
 from nettune.engines.result import SideOutput
 from nettune.engines.result import TestResult as Result
 from nettune.spec.models import Workload
@@ -286,9 +288,49 @@ def _flag(argv: list[str], flag: str) -> str | None:
 
 
 def test_server_argv() -> None:
-    assert ENGINE.server_argv(Workload(engine="iperf2"), 5001, "2.1.8") == ["iperf", "-s", "-p", "5001", "-y", "C", "-e"]
+    wl = Workload(engine="iperf2")
+    life = ENGINE.server_lifetime(wl)
+    assert ENGINE.server_argv(wl, 5001, "2.1.8") == ["iperf", "-s", "-p", "5001", "-y", "C", "-e", "-t", str(life)]
+    # -t bounds the server's life (it stops by itself if nettune dies) but never cuts the
+    # test: the client is stopped after its budget, well before
+    assert life > client_budget(wl) + 10
+    assert ENGINE.server_lifetime(Workload(engine="iperf2", duration=100)) > client_budget(Workload(engine="iperf2", duration=100)) + 10
     a = ENGINE.server_argv(Workload(engine="iperf2", protocol="udp", window="4M", length=1400, congestion="bbr"), 5001, "2.1.8")
     assert "-u" in a and _flag(a, "-w") == "4M" and _flag(a, "-l") == "1400" and _flag(a, "-Z") == "bbr"
+
+
+@pytest.mark.parametrize("mode", ["tcp_p4", "udp", "fullduplex"])
+def test_another_hosts_connection_is_not_counted(mode: str) -> None:
+    """A server without a key (UDP, -P > 1) also reports any other client it served:
+    those rows (a port none of our client's rows has) are left out, with a warning."""
+    wl, c, s, _ = load(mode)
+    clean = ENGINE.parse(wl, c, s)
+    rows, _ = parse_rows(s.stdout, wl.protocol == "udp")
+    r = rows[0]
+    port = _port_from_argv(s.argv)
+    f = next(csv.reader(io.StringIO(s.stdout.splitlines()[0])))
+    peer_col = 2 if r.dst_port == port else 4  # the client's port is the one that is not the server's
+    f[peer_col] = "1"  # a port no client row has
+    s2 = s.model_copy(update={"stdout": s.stdout + ",".join(f) + "\n"})
+    res = ENGINE.parse(wl, c, s2)
+    assert res.ok and res.receiver_bps == clean.receiver_bps and len(res.streams) == len(clean.streams)
+    assert any("not from nettune's client" in w for w in res.warnings)
+    assert not any("not from nettune's client" in w for w in clean.warnings)
+
+
+def test_bind_and_permit_key_options() -> None:
+    wl = Workload(engine="iperf2")
+    s = ENGINE.server_argv(wl, 5001, "2.1.8", Access(bind="198.18.0.10", permit_key="k3y"))
+    c = ENGINE.client_argv(wl, "198.18.0.10", 5001, "2.1.8", Access(bind="198.18.0.10", permit_key="k3y"))
+    assert _flag(s, "-B") == "198.18.0.10" and "-B" not in c  # the client's source address is the kernel's choice
+    # an optional argument: iperf 2.1.8 reads only --permit-key=VALUE (a separate word is not the key)
+    assert "--permit-key=k3y" in s and "--permit-key=k3y" in c and "k3y" not in s[s.index("--permit-key=k3y") + 1:]
+    assert _flag(s, "--permit-key-timeout") == str(ENGINE.server_lifetime(wl))
+    assert ENGINE.client_env(Access(permit_key="k3y")) == {}
+    assert "-B" not in ENGINE.server_argv(wl, 5001, "2.1.8", Access())
+    assert ENGINE.permit_key_usable(wl) is None
+    assert "TCP only" in (ENGINE.permit_key_usable(Workload(engine="iperf2", protocol="udp")) or "")
+    assert "-P 2" in (ENGINE.permit_key_usable(Workload(engine="iperf2", parallel=2)) or "")
 
 
 def test_client_argv() -> None:

@@ -4,12 +4,16 @@ come from re-reading the raw JSON, never from numbers typed here."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from nettune.engines import ENGINES, get_engine
-from nettune.engines.iperf3 import MAX_STREAMS, Iperf3Engine, load_json, parse_version
+from nettune.engines.access import Access, iperf3_has_auth, users_line
+from nettune.engines.iperf3 import MAX_STREAMS, Iperf3Engine, json_objects, load_json, parse_version
 from nettune.engines.result import SideOutput
 from nettune.engines.result import TestResult as Result
 from nettune.spec.models import Workload
@@ -248,6 +252,63 @@ def test_server_argv() -> None:
     assert "--idle-timeout" not in ENGINE.server_argv(wl, 5999, "")
     assert "--idle-timeout" in ENGINE.server_argv(wl, 5999, "3.17.1")
     assert ENGINE.server_exits
+
+
+def test_bind_and_authentication_options() -> None:
+    wl = Workload()
+    acc = Access(bind="198.18.0.10", user="u1", password="pw-secret", private_key="/d/private.pem", users_file="/d/users.csv", public_key="/e/public.pem")
+    srv, cli = ENGINE.server_argv(wl, 5999, "3.12", acc), ENGINE.client_argv(wl, "198.18.0.10", 5999, "3.12", acc)
+    assert srv[:6] == ["iperf3", "-s", "-1", "-J", "-p", "5999"]
+    assert _flags(srv, "-B") == "198.18.0.10" and "-B" not in cli
+    assert _flags(srv, "--rsa-private-key-path") == "/d/private.pem" and _flags(srv, "--authorized-users-path") == "/d/users.csv"
+    assert _flags(cli, "--username") == "u1" and _flags(cli, "--rsa-public-key-path") == "/e/public.pem"
+    assert not any("pw-secret" in a for a in srv + cli)  # the password is never a command-line word
+    assert ENGINE.client_env(acc) == {"IPERF3_PASSWORD": "pw-secret"}
+    assert "--use-pkcs1-padding" not in srv + cli
+    assert "--use-pkcs1-padding" in ENGINE.server_argv(wl, 5999, "3.17", replace(acc, server_pkcs1=True))
+    assert "--use-pkcs1-padding" in ENGINE.client_argv(wl, "x", 5999, "3.17", replace(acc, client_pkcs1=True))
+    bound = Access(bind="127.0.0.1")  # no credentials: binding only
+    assert ENGINE.client_env(bound) == {} and "--username" not in ENGINE.client_argv(wl, "127.0.0.1", 5999, "3.12", bound)
+    assert "--rsa-private-key-path" not in ENGINE.server_argv(wl, 5999, "3.12", bound)
+
+
+def test_users_file_and_feature_detection() -> None:
+    # the hash the iperf3 manual gives for user mario, password rossi
+    assert users_line("mario", "rossi") == "mario,bf7a49a846d44b454a5d11e7acfaf13d138bbe0b7483aa3e050879700572709b"
+    _, _, _, meta = load("tcp_p4")
+    real = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout if shutil.which("iperf3") else meta["version_output"]
+    assert iperf3_has_auth(real) == ("authentication" in real.split("Optional features available:")[-1])
+    assert not iperf3_has_auth("iperf 3.12 (cJSON 1.7.15)\nOptional features available: CPU affinity setting, IPv6 flow label")
+    assert not iperf3_has_auth("iperf 3.0.11\nLinux x")
+
+
+def test_taken_only_when_the_server_ended_on_another_connection() -> None:
+    """Outputs as 3.12 printed them when a connection that sent nothing ended the
+    one-off server before our client (measured on this machine)."""
+    refused = SideOutput(role="client", host="c", argv=[], stdout='{"start": {"connected": []}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}')
+    ended = SideOutput(role="server", host="s", argv=[], stdout='{"start": {"connected": []}, "intervals": [], "end": {}, "error": "error - unable to receive parameters from client: "}\n')
+    assert ENGINE.taken(refused, ended)
+    assert ENGINE.taken(None, ended)  # ended before our client started
+    assert not ENGINE.taken(refused, ended.model_copy(update={"stdout": ""}))  # nothing ended it: a real failure
+    auth_failed = ended.stdout.replace("unable to receive parameters from client: ", "test authorization failed")
+    assert not ENGINE.taken(None, ended.model_copy(update={"stdout": auth_failed}))  # iperf3 does not count that one
+    _, c, s, _ = load("refused")
+    assert not ENGINE.taken(c, s)  # no server at all
+    for mode in MODES:
+        _, c, s, _ = load(mode)
+        assert not ENGINE.taken(c, s)
+
+
+def test_server_output_after_a_refused_client_is_the_last_object() -> None:
+    """A one-off server that refused an unauthenticated client first prints that error
+    object, then its test's: the fallback takes the test's."""
+    wl, c, s, _ = load("reverse")
+    doc = json.loads(c.stdout)
+    doc.pop("server_output_json")
+    intruder = '{"start": {"connected": []}, "intervals": [], "end": {}, "error": "error - test authorization failed"}\n'
+    res = ENGINE.parse(wl, c.model_copy(update={"stdout": json.dumps(doc)}), s.model_copy(update={"stdout": intruder + s.stdout}))
+    assert res.ok and (res.max_cwnd or 0) > 0
+    assert len(json_objects(intruder + s.stdout)) == 2
 
 
 def _flags(argv: list[str], flag: str) -> str | None:

@@ -181,8 +181,8 @@ n = [1, 2]
     orig = labmod.LabHost.spawn
     stopped: list = []
 
-    def spawn(self, argv):
-        p = orig(self, argv)
+    def spawn(self, argv, env=None):
+        p = orig(self, argv, env)
         if argv[:2] == ["iperf3", "-c"] and not stopped:
             srv = [int(x) for x in os.listdir("/proc") if x.isdigit() and _comm(x) == "iperf3" and int(x) != p.pid]
             for pid in srv:  # the server of this test: ours, started just before

@@ -135,6 +135,33 @@ def test_quick_study_end_to_end_over_ssh(lab, tmp_path):
         assert r["cpu_extra"]["hypervisor:pve"] > 0  # study A's third CPU column
     assert facts["server"]["iperf3_version"] and facts["pve"]["role"] == "hypervisor"
     assert facts["client"]["sudo"] is True and facts["server"]["address"].startswith("198.19.201.")
+    # the servers required the study's credentials, sent over SSH (the client via sudo)
+    assert all(r["extra"]["server_access"] == {"bind": facts["server"]["address"], "auth": "iperf3-rsa"} for r in runs)
+
+
+def test_spawn_env_is_never_a_command_line_word(lab):
+    """Host.spawn(env=...) over SSH: the value reaches the process (with and without
+    sudo), and no command line on this machine (nettune's, sshd's, the remote shell's:
+    the lab's hosts are this machine) ever holds it."""
+    study = parse_study(study_text(lab["inventory"], 'server = "server"\nclient = "client"', '[target.hosts.client]\nsudo = true'))
+    t = SshTarget(study)
+    try:
+        for h in (t.hosts["server"], t.hosts["client"]):
+            secret = "nt-" + os.urandom(12).hex() + " $(x) 'q'"
+            p = h.spawn(["sh", "-c", 'printf "%s" "$NT_SECRET"; sleep 1'], env={"NT_SECRET": secret, "NT_OTHER": "2"})
+            leaked = []
+            while p.poll() is None:
+                for pid in os.listdir("/proc"):
+                    try:
+                        if pid.isdigit() and secret.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                            leaked.append(pid)
+                    except OSError:
+                        pass
+            assert p.wait(10) == 0 and p.output()[0] == secret and not leaked
+            with pytest.raises(ValueError):
+                h.spawn(["true"], env={"BAD NAME": "x"})
+    finally:
+        t.close()
 
 
 def test_hostile_values_never_reach_a_shell(lab, tmp_path):

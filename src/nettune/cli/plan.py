@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
+from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
 from ..engines import get_engine
+from ..engines.access import Access, placeholder
 from ..knobs.spec import summary as knob_summary
 from ..plan.pairs import plan_rounds
 from ..plan.points import expand_and_check, schedule
@@ -26,6 +29,18 @@ def _address(study: Study, host: str) -> str:
     if study.target.kind == "ssh":
         return study.target.hosts[host].address  # hosts: name -> SshHostSpec
     return "127.0.0.1"
+
+
+def planned_access(eng: Any, wl: Any, bind: str) -> tuple[Access, str]:
+    """The server's binding and credentials as a run would use them (secrets as names)."""
+    bound = bind if wl.bind else None
+    if wl.auth is False:
+        return Access(bind=bound), "auth = false: servers accept any client"
+    if eng.name == "iperf2":
+        why = eng.permit_key_usable(wl)
+        return (Access(bind=bound), why) if why else (replace(placeholder(bound), user=None, public_key=None), "")
+    note = "" if wl.auth is True else "auth auto: credentials used if every host's iperf3 has authentication"
+    return replace(placeholder(bound), permit_key=None), note
 
 
 def _traffic_hosts(study: Study) -> list[str]:
@@ -55,11 +70,15 @@ def print_plan(study: Study, text: str, file: str) -> None:
             shown = " | ".join(", ".join(f"{a}->{b}" for a, b in rnd) for rnd in rounds)
             mode = "pairs of a round at once" if wl.parallel_pairs else "one pair at a time"
             notes_list.insert(0, f"{sum(map(len, rounds))} pairs in {len(rounds)} rounds ({mode}): {shown}; commands shown for {server}->{client}")
+        access, note = planned_access(eng, wl2, _address(study, server))
+        if note:
+            notes_list.append(note)
+        env = "".join(f"{k}={v} " for k, v in eng.client_env(access).items())
         t.add_row(
             str(rp.point.index), rp.point.label(), tgt,
-            escape(f"[{server}] " + shlex.join(eng.server_argv(wl2, port, version))),
-            escape(f"[{client}] " + shlex.join(eng.client_argv(wl2, _address(study, server), port, version))),
+            escape(f"[{server}] " + shlex.join(eng.server_argv(wl2, port, version, access))),
+            escape(f"[{client}] " + env + shlex.join(eng.client_argv(wl2, _address(study, server), port, version, access))),
             "; ".join(notes_list),
         )
     console.print(t)
-    console.print("[dim]dry run: nothing was created or changed (ports are chosen at run time)[/]")
+    console.print("[dim]dry run: nothing was created or changed (ports are chosen at run time; <user>, <password>, <key>, <dir>: made per study)[/]")

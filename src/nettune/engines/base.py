@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..spec.models import Workload
+from .access import Access
 from .result import SideOutput, TestResult
+
+
+def client_budget(wl: Workload) -> float:
+    """Seconds the client may run before it is stopped: the test, plus `timeout` (default
+    10 s + a quarter of the duration) for connecting and the final reports."""
+    return float(wl.duration + wl.omit + (wl.timeout if wl.timeout is not None else 10.0 + 0.25 * wl.duration))
 
 
 class Engine(Protocol):
@@ -24,9 +31,15 @@ class Engine(Protocol):
 
     def version_argv(self) -> list[str]: ...
 
-    def server_argv(self, wl: Workload, port: int, tool_version: str) -> list[str]: ...
+    def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
+        """The server's command: bound to `access.bind`, requiring its credentials."""
+        ...
 
-    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str) -> list[str]: ...
+    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]: ...
+
+    def client_env(self, access: Access | None) -> dict[str, str]:
+        """Environment for the client (secrets that must not be on a command line)."""
+        ...
 
     def listen_proto(self, wl: Workload) -> str:
         """Protocol of the server's listening socket ("tcp" or "udp"), to know when it is ready."""

@@ -18,96 +18,23 @@ What 2.1.8 really prints (checked on this machine; see tests/fixtures/iperf2):
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..spec.models import Workload
+from .access import Access
+from .base import client_budget
+from .iperf2_csv import Row, parse_rows, parse_version
 from .result import Interval, SideOutput, StreamResult, TestResult
 
-# Column names after bytes,speed when there is no header row (2.0/2.1 positional layout).
-_UDP_EXT = ("jitter", "errors", "datagrams", "errpercent", "outoforder")
-_TCP_WRITE_EXT = ("writecnt", "writeerr", "tcpretry", "tcpcwnd", "tcprtt", "tcprttvar")
-
-
-def parse_version(text: str) -> str:
-    """'iperf version 2.1.8 (12 August 2022) pthreads' -> '2.1.8'."""
-    m = re.search(r"iperf\s+version\s+(\d+\.\d+(?:\.\d+)?)", text or "") or re.search(r"\b(2\.\d+(?:\.\d+)?)\b", text or "")
-    return m.group(1) if m else ""
-
-
-@dataclass
-class Row:
-    src_port: int
-    dst_port: int
-    tid: int  # transfer id; < 0 on sum rows
-    start: float
-    end: float
-    nbytes: int
-    bps: float
-    ext: dict[str, float] = field(default_factory=dict)
-    side: str = ""
-    direction: str = ""  # "c2s" or "s2c"
-    key: Any = None  # the stream: the client's port, or ("id", side, tid)
-
-
-def _num(x: str) -> float:
-    return float(x.strip())
-
-
-def parse_rows(text: str, udp: bool) -> tuple[list[Row], int]:
-    """All report rows of one side's output, and how many non-empty lines were not rows."""
-    rows: list[Row] = []
-    headers: dict[int, list[str]] = {}  # 2.2 prints one header per report layout
-    bad = 0
-    for line in (text or "").splitlines():
-        f = [x.strip() for x in line.strip().split(",")]
-        if len(f) < 8:
-            bad += bool(line.strip())
-            continue
-        if f[0].lower() == "time":
-            headers[len(f)] = [x.lower() for x in f]
-            continue
-        try:
-            rows.append(_row_named(f, headers[len(f)]) if len(f) in headers else _row_positional(f, udp))
-        except (ValueError, IndexError, KeyError):
-            bad += 1
-    return rows, bad
-
-
-def _row_positional(f: list[str], udp: bool) -> Row:
-    if "-" in f[6][1:]:  # "0.0-1.0" (2.0/2.1)
-        a, b = f[6].split("-", 1)
-        start, end, rest = _num(a), _num(b), f[7:]
-    else:  # istart,iend in two columns (2.2)
-        start, end, rest = _num(f[6]), _num(f[7]), f[8:]
-    ext = rest[2:]
-    names = _UDP_EXT if udp else (_TCP_WRITE_EXT if len(ext) == len(_TCP_WRITE_EXT) else ())
-    return Row(int(f[2]), int(f[4]), int(f[5]), start, end, int(_num(rest[0])), _num(rest[1]), _ext(names, ext))
-
-
-def _row_named(f: list[str], names: list[str]) -> Row:
-    g = dict(zip(names, f))
-    if "istart" in g:
-        start, end = _num(g["istart"]), _num(g["iend"])
-    else:
-        a, b = g["interval"].split("-", 1)
-        start, end = _num(a), _num(b)
-    skip = {"time", "srcaddress", "srcport", "dstaddr", "dstport", "transferid", "istart", "iend", "interval", "bytes", "speed"}
-    rest = [(k, v) for k, v in g.items() if k not in skip]
-    ext = _ext(tuple(k for k, _ in rest), [v for _, v in rest])
-    return Row(int(g["srcport"]), int(g["dstport"]), int(g["transferid"]), start, end, int(_num(g["bytes"])), _num(g["speed"]), ext)
-
-
-def _ext(names: tuple[str, ...], values: list[str]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for k, v in zip(names, values):
-        try:
-            out[k] = _num(v)
-        except ValueError:
-            pass  # a non-numeric extra column is not worth failing the row
-    return out
+# 2.1.8 drops connections with --permit-key when -P > 1 ("read key failed: Resource
+# temporarily unavailable"; measured on the lab: -P 4 lost streams in 8 of 8 tests, -P 2
+# in 1 of 15 on loopback, -P 1 never in 45): a key only for single-stream TCP tests.
+PERMIT_KEY_MAX_PARALLEL = 1
+# The server outlives nettune's client by at most this (seconds) past the client's own
+# budget: its -t, so a server whose nettune was killed (or lost its SSH connection)
+# stops by itself. -t also cuts traffic after that long, which the client never reaches.
+SERVER_LIFETIME_SLACK = 20
 
 
 def _port_from_argv(argv: list[str]) -> int | None:
@@ -134,8 +61,24 @@ class Iperf2Engine:
     def version_argv(self) -> list[str]:
         return [self.binary, "-v"]  # prints on stderr
 
-    def server_argv(self, wl: Workload, port: int, tool_version: str) -> list[str]:
-        argv = [self.binary, "-s", "-p", str(port), "-y", "C", "-e"]
+    def server_lifetime(self, wl: Workload) -> int:
+        return int(client_budget(wl)) + 1 + SERVER_LIFETIME_SLACK
+
+    def permit_key_usable(self, wl: Workload) -> str | None:
+        """Why this workload's server cannot require a permit key, or None if it can."""
+        if wl.protocol != "tcp":
+            return "iperf2 permit keys are TCP only: UDP servers accept any client that reaches their address"
+        if not isinstance(wl.parallel, int) or wl.parallel > PERMIT_KEY_MAX_PARALLEL:
+            return f"iperf2 -P {wl.parallel}: no permit key (iperf 2.1.8 drops parallel streams with one); the server accepts any client that reaches its address"
+        return None
+
+    def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
+        argv = [self.binary, "-s", "-p", str(port), "-y", "C", "-e", "-t", str(self.server_lifetime(wl))]
+        if access is not None and access.bind:
+            argv += ["-B", access.bind]
+        if access is not None and access.permit_key:
+            # optional argument: only the --opt=value form is read (a separate word is not)
+            argv += [f"--permit-key={access.permit_key}", "--permit-key-timeout", str(self.server_lifetime(wl))]
         if wl.protocol == "udp":
             argv.append("-u")
         # Socket options are per side in iperf2 (nothing is negotiated): the server needs
@@ -149,7 +92,7 @@ class Iperf2Engine:
             argv += ["-Z", str(wl.congestion)]
         return argv
 
-    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str) -> list[str]:
+    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         argv = [self.binary, "-c", server_address, "-p", str(port), "-y", "C", "-e", "-t", str(wl.duration), "-P", str(wl.parallel), "-i", "1"]
         if wl.protocol == "udp":
             argv.append("-u")
@@ -167,7 +110,12 @@ class Iperf2Engine:
             argv += ["-Z", str(wl.congestion)]
         if wl.length is not None:
             argv += ["-l", str(wl.length)]
+        if access is not None and access.permit_key:
+            argv.append(f"--permit-key={access.permit_key}")
         return argv
+
+    def client_env(self, access: Access | None) -> dict[str, str]:
+        return {}
 
     def listen_proto(self, wl: Workload) -> str:
         return "udp" if wl.protocol == "udp" else "tcp"
@@ -221,6 +169,14 @@ def _parse(wl: Workload, client: SideOutput, server: SideOutput, res: TestResult
         sport = Counter(p for r in rows for p in (r.src_port, r.dst_port) if p).most_common(1)[0][0]
     main = "s2c" if wl.reverse is True else "c2s"
     _classify(rows, sport, main, full_duplex=wl.bidir is True)
+    # A server without a permit key serves anyone: rows of a connection our client did not
+    # make (its port is in no client row) are another host's traffic, never ours to count.
+    ours = {r.key for r in crows if isinstance(r.key, int)}
+    foreign = {id(r) for r in srows if ours and isinstance(r.key, int) and r.key not in ours}
+    if foreign:
+        n = len({r.key for r in srows if id(r) in foreign})
+        res.warnings.append(f"the server also served {n} connection(s) not from nettune's client (another host); left out")
+        rows = [r for r in rows if id(r) not in foreign]
 
     finals, ivals = _split_final(rows)
     for d in ("c2s", "s2c"):

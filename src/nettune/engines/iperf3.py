@@ -7,60 +7,22 @@ socket's values there, esnet/iperf #1491).
 """
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from ..spec.models import Workload
+from .access import Access
+from .iperf3_json import _tail, json_objects, load_json, parse_version, version_tuple
 from .result import Interval, SideOutput, StreamResult, TestResult
 
 MAX_STREAMS = 128  # MAX_STREAMS in iperf3's iperf.h; -P above it is refused
 IDLE_TIMEOUT_S = 30  # how long a one-off server waits for its client before giving up
 _BUSY = "the server is busy running a test"
-# iperf3 3.7-3.10 --bidir wrote these keys twice in one object (#952); 3.11 renamed the
-# second (server->client) copy to <key>_bidir_reverse. We rename it the same way.
-_DUP_KEYS = ("sum", "sum_sent", "sum_received")
-
-
-def parse_version(text: str) -> str:
-    """'iperf 3.12 (cJSON 1.7.15)' -> '3.12'; '' when there is no version in `text`."""
-    m = re.search(r"iperf\s+(?:version\s+)?(\d+\.\d+(?:\.\d+)?)", text or "")
-    return m.group(1) if m else ""
-
-
-def version_tuple(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v or "")[:3])
-
-
-def _keep_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out and k in _DUP_KEYS and f"{k}_bidir_reverse" not in out:
-            out[f"{k}_bidir_reverse"] = v  # first copy is client->server on both sides
-        else:
-            out[k] = v  # other duplicates (3.12 sock_bufsize with -P): last wins, as json does
-    return out
-
-
-def load_json(text: str) -> tuple[dict[str, Any] | None, str]:
-    """The first JSON object in `text` (warnings may precede it), or (None, reason)."""
-    if not text or not text.strip():
-        return None, "empty output"
-    i = text.find("{")
-    if i < 0:
-        return None, "no JSON object in output: " + _tail(text)
-    try:
-        doc, _ = json.JSONDecoder(object_pairs_hook=_keep_duplicates).raw_decode(text, i)
-    except json.JSONDecodeError as e:
-        return None, f"output is not valid JSON ({e.msg} at line {e.lineno}, truncated?)"
-    if not isinstance(doc, dict):
-        return None, "output is JSON but not an object"
-    return doc, ""
-
-
-def _tail(text: str, n: int = 200) -> str:
-    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
-    return lines[-1][:n] if lines else ""
+OAEP_SINCE = (3, 17)  # credentials padding: PKCS#1 v1.5 before, OAEP from 3.17 (CVE-2024-26306)
+# A client error that means our client never reached a server ready for it: with the
+# server's own error object in its output, another connection (a port scan, a client
+# that gave up) ended the one-off server first, and a fresh server is worth a retry.
+_ENDED_BY_A_CLIENT = "from client"  # "unable to receive parameters from client" (IERECVPARAMS)
+_NEVER_STARTED = ("unable to connect to server", "unable to send cookie", "unable to receive control message", "control socket has closed unexpectedly")
 
 
 def _f(x: Any) -> float | None:
@@ -100,16 +62,22 @@ class Iperf3Engine:
     def version_argv(self) -> list[str]:
         return [self.binary, "--version"]
 
-    def server_argv(self, wl: Workload, port: int, tool_version: str) -> list[str]:
+    def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         argv = [self.binary, "-s", "-1", "-J", "-p", str(port)]
         # --idle-timeout exists since 3.10 (#1101), but only from 3.11 does a one-off
         # server exit when it expires (#1197) instead of waiting again. Unknown version:
         # leave it out, an unknown option would stop the server.
         if version_tuple(tool_version) >= (3, 11):
             argv += ["--idle-timeout", str(IDLE_TIMEOUT_S)]
+        if access is not None and access.bind:
+            argv += ["-B", access.bind]
+        if access is not None and access.iperf3_auth:
+            argv += ["--rsa-private-key-path", str(access.private_key), "--authorized-users-path", str(access.users_file)]
+            if access.server_pkcs1:
+                argv.append("--use-pkcs1-padding")
         return argv
 
-    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str) -> list[str]:
+    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         argv = [self.binary, "-c", server_address, "-p", str(port), "-J", "-t", str(wl.duration), "-P", str(wl.parallel)]
         if wl.protocol == "udp":
             argv.append("-u")
@@ -128,7 +96,15 @@ class Iperf3Engine:
         if wl.length is not None:
             argv += ["-l", str(wl.length)]
         argv.append("--get-server-output")
+        if access is not None and access.iperf3_auth:
+            argv += ["--username", str(access.user), "--rsa-public-key-path", str(access.public_key)]
+            if access.client_pkcs1:
+                argv.append("--use-pkcs1-padding")
         return argv
+
+    def client_env(self, access: Access | None) -> dict[str, str]:
+        """The client's password goes in its environment, never on a command line."""
+        return {"IPERF3_PASSWORD": access.password} if access is not None and access.iperf3_auth and access.password else {}
 
     def listen_proto(self, wl: Workload) -> str:
         return "tcp"  # the control connection is TCP even for UDP tests
@@ -137,6 +113,20 @@ class Iperf3Engine:
         doc, _ = load_json(client.stdout)
         err = str(doc.get("error", "")) if doc else ""
         return _BUSY in err.lower() or _BUSY in (client.stderr or "").lower() or (doc is None and _BUSY in (client.stdout or "").lower())
+
+    def taken(self, client: SideOutput | None, server: SideOutput) -> bool:
+        """True when another connection ended the one-off server before our client
+        reached it (measured with 3.12: a connection that closes without a word makes
+        `iperf3 -s -1` print "unable to receive parameters from client" and exit; our
+        client then gets "unable to connect" or a reset, or never started: client None).
+        A failed *authentication* does not end it: iperf3 does not count that connection."""
+        if not any(_ENDED_BY_A_CLIENT in str(o.get("error", "")).lower() for o in json_objects(server.stdout)):
+            return False
+        if client is None:
+            return True
+        doc, _ = load_json(client.stdout)
+        err = (str(doc.get("error", "")) if doc else "") + " " + (client.stderr or "")
+        return any(s in err.lower() for s in _NEVER_STARTED)
 
     def warnings(self, wl: Workload) -> tuple[Workload, list[str]]:
         if isinstance(wl.parallel, int) and wl.parallel > MAX_STREAMS:
@@ -211,7 +201,9 @@ class _Parse:
         sdoc = doc.get("server_output_json")
         if isinstance(sdoc, dict):
             return sdoc
-        sdoc, _ = load_json(server.stdout)  # the server's own -J output holds the same
+        # the server's own -J output holds the same; its last object is our test (an
+        # intruder's refused attempt comes first)
+        sdoc = next((o for o in reversed(json_objects(server.stdout)) if _d(o.get("end"))), None)
         if sdoc is None and (self.reverse or self.wl.bidir is True) and not self.udp:
             self.res.warnings.append("no server output: sender-side cwnd/RTT unknown for server->client streams (iperf3 #1491)")
         return sdoc or {}

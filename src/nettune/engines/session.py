@@ -11,7 +11,8 @@ from typing import Any
 
 from ..probes.cpu import ProcessCpu, SelfCpu, machine_percent, read_machine
 from ..spec.models import Workload
-from .base import Engine
+from .access import Access, redact
+from .base import Engine, client_budget
 from .result import SideOutput, TestResult
 
 SERVER_START_TIMEOUT = 10.0
@@ -40,45 +41,66 @@ def run_test(
     tool_version: str,
     machine: Any | None = None,
     extra_machines: dict[str, Any] | None = None,
+    access: Access | None = None,
 ) -> TestResult:
     """Run one test of `wl` between two hosts. `machine` is the host whose /proc/stat
     gives the machine-wide CPU (default: the client's). `extra_machines` are more hosts
     sampled the same way, stored as cpu_extra[key] (busy % of all their cores), e.g.
     {"hypervisor:pve": host}. A lost connection to a remote host (a ConnectionError from
-    a Host, or a Proc whose `lost` is set) gives a failed result with the reason."""
+    a Host, or a Proc whose `lost` is set) gives a failed result with the reason.
+    `access` (run.access) binds the server and gives it credentials; without it the
+    server is still bound to `server.address` unless `wl.bind` is false. Its secrets
+    are replaced by <secret> in every command line and output kept in the result."""
+    if access is None:
+        access = Access(bind=server.address if wl.bind else None)
     try:
-        return _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {})
+        res = _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {}, access)
     except ConnectionError as e:
-        return _failed(engine, tool_version, wl, f"connection lost: {e}", [])
+        res = _failed(engine, tool_version, wl, redact(f"connection lost: {e}", access.secrets()), [])
+    res.extra["server_access"] = access.summary()
+    return res
 
 
-def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_version: str, machine: Any | None, extra_machines: dict[str, Any]) -> TestResult:
+def run_test_failed(engine: Engine, wl: Workload, tool_version: str, error: str) -> TestResult:
+    """The result of a test that could not start (its reason recorded, never raised)."""
+    return _failed(engine, tool_version, wl, error, [])
+
+
+def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_version: str, machine: Any | None, extra_machines: dict[str, Any], access: Access) -> TestResult:
     wl, warnings = engine.warnings(wl)
     port = pick_port(server, wl.port)
     proto = engine.listen_proto(wl)
-    budget = wl.duration + wl.omit + (wl.timeout if wl.timeout is not None else 10.0 + 0.25 * wl.duration)
+    budget = client_budget(wl)
     machine = machine or client
+    hide = access.secrets()
 
     if server.listening(port, proto):
         return _failed(engine, tool_version, wl, f"port {port}/{proto} is already in use on {server.name}; set [workload] port to a free one", warnings)
 
     for attempt in range(BUSY_RETRIES):
-        srv = server.spawn(engine.server_argv(wl, port, tool_version))
-        srv_side = SideOutput(role="server", host=server.name, argv=srv.argv, started=time.time())
+        srv = server.spawn(engine.server_argv(wl, port, tool_version, access))
+        srv_side = SideOutput(role="server", host=server.name, argv=_hidden(srv.argv, hide), started=time.time())
         try:
             if not _wait_listening(server, srv, port, proto):
                 srv.stop()
-                _finish(srv, srv_side)
+                _finish(srv, srv_side, hide)
+                retry = _retry_reason(engine, None, srv_side)
+                if retry and attempt + 1 < BUSY_RETRIES:
+                    warnings.append(f"{retry}, retried with a new server (attempt {attempt + 2})")
+                    continue
                 why = "exited before listening" if srv.poll() is not None else f"did not listen on port {port} within {SERVER_START_TIMEOUT:.0f}s"
-                detail = (srv_side.stderr or srv_side.stdout).strip().splitlines()[-1:] or [""]
+                detail = [ln.strip() for ln in (srv_side.stderr or srv_side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
+                if access.bind and "assign requested address" in (srv_side.stderr + srv_side.stdout).lower():
+                    detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
                 return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
             m0 = read_machine(machine)
             x0 = {k: read_machine(h) for k, h in extra_machines.items()}
             me = SelfCpu()
-            cli = client.spawn(engine.client_argv(wl, server.address, port, tool_version))
+            cargv, env = engine.client_argv(wl, server.address, port, tool_version, access), engine.client_env(access)
+            cli = client.spawn(cargv, env=env) if env else client.spawn(cargv)
             t0 = time.monotonic()
-            cli_side = SideOutput(role="client", host=client.name, argv=cli.argv, started=time.time())
+            cli_side = SideOutput(role="client", host=client.name, argv=_hidden(cli.argv, hide), started=time.time())
             srv_cpu, cli_cpu = ProcessCpu(server, srv), ProcessCpu(client, cli)
             try:
                 cli.wait(budget)
@@ -91,16 +113,17 @@ def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_versi
             m1 = read_machine(machine)
             x1 = {k: read_machine(h) for k, h in extra_machines.items()}
             self_pct = me.percent()
-            _finish(cli, cli_side)
+            _finish(cli, cli_side, hide)
             # a client that failed (refused, error) never reached the server: don't wait
             _wait_server(engine, wl, srv, srv_side, 10.0 if cli_side.exit_code == 0 and not cli_side.timed_out else 1.0)
         finally:
             srv.stop()
-        _finish(srv, srv_side)
+        _finish(srv, srv_side, hide)
 
-        if engine.busy(cli_side) and attempt + 1 < BUSY_RETRIES:
+        why = _retry_reason(engine, cli_side, srv_side)
+        if why and attempt + 1 < BUSY_RETRIES:
             time.sleep(0.5 * 2**attempt)  # backoff: someone else's test holds the server
-            warnings.append(f"server busy, retried (attempt {attempt + 2})")
+            warnings.append(f"{why}, retried with a new server (attempt {attempt + 2})")
             continue
         break
 
@@ -125,7 +148,25 @@ def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_versi
     lost = [p.lost for p in (srv, cli) if getattr(p, "lost", None)]
     if lost:
         res.ok, res.error = False, f"connection lost during the test: {lost[0]}"
+    if res.error:
+        res.error = redact(res.error, hide)
     return res
+
+
+def _retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput) -> str | None:
+    """Why a fresh server may succeed: someone else's test holds this one (busy), or
+    another connection ended the one-off server before our client reached it (client
+    None: before our client even started)."""
+    if client is not None and engine.busy(client):
+        return "server busy"
+    taken = getattr(engine, "taken", None)
+    if taken is not None and taken(client, server):
+        return "another connection ended the one-off server before our client reached it"
+    return None
+
+
+def _hidden(argv: list[str], secret_values: list[str]) -> list[str]:
+    return [redact(a, secret_values) for a in argv]
 
 
 def _wait_listening(host: Any, proc: Any, port: int, proto: str) -> bool:
@@ -157,9 +198,10 @@ def _wait_server(engine: Engine, wl: Workload, srv: Any, side: SideOutput, limit
         side.timed_out = True
 
 
-def _finish(proc: Any, side: SideOutput) -> None:
+def _finish(proc: Any, side: SideOutput, secret_values: list[str] | None = None) -> None:
     side.exit_code = proc.poll()
-    side.stdout, side.stderr = proc.output()
+    out, err = proc.output()
+    side.stdout, side.stderr = redact(out, secret_values or []), redact(err, secret_values or [])
     side.ended = time.time()
 
 

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Collection
 
 from ..engines.result import TestResult
-from ..engines.session import run_test
+from ..engines.session import run_test, run_test_failed
 from ..plan.pairs import Pair, plan_rounds
 
 
@@ -48,6 +48,7 @@ def run_pairs(
     extra_machines: dict[str, Any] | None = None,
     skip: Collection[str] = (),
     on_round: Callable[[list[TestResult]], None] | None = None,
+    access: Any = None,
 ) -> list[TestResult]:
     """Every pair of `wl.pairs`, round after round; results in run order.
 
@@ -56,6 +57,7 @@ def run_pairs(
     `on_round`, when given, takes a parallel round's results at once instead (so they can
     be stored together: a round measured together is kept whole or not at all).
     Pairs labelled in `skip` ("a->b", already stored by a run that was killed) are not run.
+    `access` (run.access.StudyAccess) gives each test's server its binding and credentials.
     """
     if extra_machines is None:
         extra_machines = getattr(target, "extra_machines", None)
@@ -66,7 +68,7 @@ def run_pairs(
 
         def one(pair: Pair) -> TestResult:
             server, client = pair
-            res = run_test(engine, wl, target.hosts[server], target.hosts[client], tool_version, extra_machines=extra_machines)
+            res = _one_test(engine, wl, target.hosts[server], target.hosts[client], tool_version, extra_machines, access)
             res.extra.update(pair=pair_label(pair), server=server, client=client, round=r, round_pairs=len(full), parallel=parallel)
             return res
 
@@ -113,13 +115,22 @@ def workload_hosts(wl: Any, target: Any) -> list[str]:
 
 
 def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Callable[[TestResult], None],
-             skip: Collection[str] = (), on_round: Callable[[list[TestResult]], None] | None = None) -> list[TestResult]:
+             skip: Collection[str] = (), on_round: Callable[[list[TestResult]], None] | None = None,
+             access: Any = None) -> list[TestResult]:
     """One slot of a study: a single test, or every pair of `wl.pairs` in rounds (but
     those in `skip`). Hosts in `target.extra_machines` (ssh hypervisors) are sampled
-    during every test."""
+    during every test; `access` gives servers their binding and credentials."""
     extra = getattr(target, "extra_machines", None)
     if getattr(wl, "pairs", None) is not None:
-        return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra, skip=skip, on_round=on_round)
-    res = run_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra_machines=extra)
+        return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra, skip=skip, on_round=on_round, access=access)
+    res = _one_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra, access)
     on_result(res)
     return [res]
+
+
+def _one_test(engine: Any, wl: Any, server: Any, client: Any, tool_version: str, extra: Any, access: Any) -> TestResult:
+    try:
+        one = access.for_test(wl, server, client) if access is not None else None
+    except ConnectionError as e:  # the credentials could not be put on a host
+        return run_test_failed(engine, wl, tool_version, f"connection lost: {e}")
+    return run_test(engine, wl, server, client, tool_version, extra_machines=extra, access=one)

@@ -19,6 +19,7 @@ from ..errors import NettuneError, ToolMissing
 from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.procs import owner_token
+from .access import StudyAccess
 from .pairs import pair_rounds, run_slot, workload_hosts
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from ..spec.models import Study
@@ -115,6 +116,7 @@ def run_study(
     # before connecting anywhere: refuses over changes a killed run left on this study's hosts
     notes = _journal_gate(study, restore_first or resume)  # --resume restores first by itself
     target = make_target(study)  # raises NotRoot etc. before anything is created
+    access = StudyAccess(study, target, resolved, spec_file or "<study>")
     claimed = False
     try:
         if prior is not None:
@@ -122,6 +124,8 @@ def run_study(
                 raise NettuneError(f"study {study.name!r} (#{prior['id']}) was just taken over by another nettune run; see `nettune studies`")
             claimed = True
         versions = preflight(study, resolved, target)
+        for note in access.check():  # refuses auth = true where a host cannot; makes the credentials
+            progress.message(note)
         for note in notes + _knob_precheck(study, target, resolved, spec_text, spec_file):
             progress.message(note)  # checks every knob of every point first
         for note in clear_dead_run(study, dead):
@@ -141,7 +145,7 @@ def run_study(
     status = "failed"
     knobs = _knob_session(study, target, study_id)
     per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
-    runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot)
+    runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot, access)
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     total = sum(n for _, n in left)
     extra = 0
@@ -167,7 +171,10 @@ def run_study(
             if knobs is not None:
                 outcome.warnings += knobs.restore_all()
         finally:
-            target.close()
+            try:
+                outcome.warnings += access.close()  # the hosts' credential files, while they are reachable
+            finally:
+                target.close()
             store.finish_study(study_id, status)
             outcome.status = status
     return outcome
@@ -180,8 +187,9 @@ class _PointRunner:
 
     def __init__(self, study: Study, store: Store, target: Any, knobs: Any, versions: dict[str, str],
                  by_index: dict[int, ResolvedPoint], point_ids: dict[int, int], progress: Progress, outcome: Outcome,
-                 stored: Stored, per_slot: dict[int, int]):
+                 stored: Stored, per_slot: dict[int, int], access: Any = None):
         self.study, self.store, self.target, self.knobs, self.versions = study, store, target, knobs, versions
+        self.access = access
         self.by_index, self.point_ids, self.progress, self.outcome = by_index, point_ids, progress, outcome
         self.stored, self.per_slot = stored, per_slot
         self.current: int | None = None
@@ -223,7 +231,8 @@ class _PointRunner:
         # hypervisors) are sampled during every test.
         results = run_slot(engine, wl, self.target, self.versions[wl.engine],
                            lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, r, self.settings), skip=set(have),
-                           on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, rs, self.settings))
+                           on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, rs, self.settings),
+                           access=self.access)
         self.count += 1
         self.outcome.tests += len(results)
         self.outcome.failed += sum(not r.ok for r in results)

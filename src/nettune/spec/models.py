@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator, model_validator
 
 from ..knobs.spec import KnobsSpec
 
@@ -84,6 +84,15 @@ class Workload(Strict):
     timeout: float | None = Field(default=None, gt=0, description="Extra seconds allowed beyond duration+omit before a side is killed.")
     pairs: Pairs | None = Field(default=None, description='Many hosts: "mesh" (every pair once), "star:HOST" (HOST serves every other host) or [["server", "client"], ...]; server/client are then ignored. Run in rounds where no host is in two tests.')
     parallel_pairs: bool = Field(default=False, description="Run the pairs of a round at the same time (aggregate reported), instead of one after another.")
+    auth: Literal["auto"] | StrictBool = Field(default="auto", description='Servers only nettune\'s client can use: iperf3 with a per-study RSA key, user and password; iperf2 TCP -P 1 with a permit key. "auto": where the tool supports it; true: required (error before the study if a host\'s iperf3 lacks it); false: off (old or OpenSSL-less builds).')
+    bind: StrictBool = Field(default=True, description="Bind each server to the address its client uses (-B). false: listen on every address (a server host behind NAT, whose address is not its own).")
+
+    @field_validator("auth", mode="before")
+    @classmethod
+    def _auth(cls, v: Any) -> Any:
+        if v != "auto" and not isinstance(v, bool):
+            raise ValueError(f'expected "auto", true or false, got {v!r}')
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> "Workload":

@@ -47,7 +47,10 @@ class Host(Protocol):
     address: str  # where peers reach this host (the server address clients use)
     os: str  # "linux" or "freebsd"
 
-    def spawn(self, argv: list[str]) -> Proc: ...
+    def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> Proc:
+        """Start argv. `env`: variables added to its environment (secrets such as
+        IPERF3_PASSWORD: they never appear on a command line, here or remote)."""
+        ...
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         """Run to completion and capture output; never raises on a non-zero exit."""

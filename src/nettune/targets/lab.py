@@ -9,7 +9,7 @@ from typing import Any
 from .base import CommandResult
 from .facts import linux_facts
 from .labnet import LabLayout, LabNet, default_subnet, require_root
-from .procs import LocalProc, port_listening, run_local
+from .procs import LocalProc, port_listening, run_local, with_env
 
 # Paths whose content differs per network namespace: read/write them from inside it.
 _NS_PATHS = ("/proc/sys/net/", "/sys/class/net/", "/proc/net/")
@@ -28,8 +28,8 @@ class LabHost:
         # `ip netns exec` setns()es and then execs argv, so the PID we get is the tool's own
         return ["ip", "netns", "exec", self.netns, *argv]
 
-    def spawn(self, argv: list[str]) -> LocalProc:
-        return LocalProc(self._wrap(argv), pid_argv=argv)
+    def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> LocalProc:
+        return LocalProc(self._wrap(argv), pid_argv=argv, env=with_env(env))  # ip netns exec keeps the environment
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         r = run_local(self._wrap(argv), timeout)

@@ -7,7 +7,7 @@ from typing import Any
 
 from .base import CommandResult
 from .facts import linux_facts
-from .procs import LocalProc, port_listening, run_local
+from .procs import LocalProc, port_listening, run_local, with_env
 
 
 class LocalHost:
@@ -17,8 +17,8 @@ class LocalHost:
         self.name = name
         self.address = address
 
-    def spawn(self, argv: list[str]) -> LocalProc:
-        return LocalProc(argv)
+    def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> LocalProc:
+        return LocalProc(argv, env=with_env(env))
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         return run_local(argv, timeout)

@@ -106,6 +106,11 @@ class LocalProc:
         return self.rusage.ru_utime + self.rusage.ru_stime
 
 
+def with_env(extra: dict[str, str] | None) -> dict[str, str] | None:
+    """This process's environment plus `extra` (None: inherit it unchanged)."""
+    return {**os.environ, **extra} if extra else None
+
+
 def run_local(argv: list[str], timeout: float = 30.0, input: str | None = None) -> CommandResult:
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input, stdin=None if input is not None else subprocess.DEVNULL)
@@ -193,6 +198,45 @@ def started_by(owners: set[str]) -> list[int]:
             if env & want and not _zombie(int(d)):
                 found.append(int(d))
     return found
+
+
+DIR_RECORDS = STATE_DIR / "dirs"
+
+
+def record_dir(path: str) -> None:
+    """Record a private directory nettune made on this machine (test credentials), with
+    its owner, so that `remove_stale_dirs` can delete it after a killed run."""
+    try:
+        DIR_RECORDS.mkdir(parents=True, exist_ok=True)
+        (DIR_RECORDS / Path(path).name).write_text(f"{path}\n{owner_token()}")
+    except OSError:
+        pass
+
+
+def forget_dir(path: str) -> None:
+    (DIR_RECORDS / Path(path).name).unlink(missing_ok=True)
+
+
+def remove_stale_dirs(prefix: str, force: bool = False) -> list[str]:
+    """Delete recorded directories (only those under `prefix`) whose nettune is gone
+    (with force, also those of one still running). Returns the paths removed."""
+    import shutil  # noqa: PLC0415
+
+    removed: list[str] = []
+    if not DIR_RECORDS.is_dir():
+        return removed
+    for f in DIR_RECORDS.iterdir():
+        try:
+            path, _, owner = f.read_text().partition("\n")
+        except OSError:
+            continue
+        if owner and owner_alive(owner.strip()) and not force:
+            continue
+        if path.startswith(prefix) and "/" not in path[len(prefix):]:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        f.unlink(missing_ok=True)
+    return removed
 
 
 def kill_pid(pid: int, grace: float = 2.0) -> None:

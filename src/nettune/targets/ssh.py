@@ -29,6 +29,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import re
 import shlex
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,13 +41,14 @@ from .base import CommandResult
 from .facts import linux_facts
 from .freebsd import cp_time_as_proc_stat, freebsd_facts
 from .procs import port_listening
-from .sshproc import WRAPPER, EventLoopThread, SshProc
+from .sshproc import ENV_PREAMBLE, WRAPPER, EventLoopThread, SshProc
 from .sshshell import RemoteShell, ShellGone
 from .sshtrust import (client_keys, host_trust, mismatch_message, openssh_line, pattern, presented_key, record_first_use,
                        sudo_problem, tofu_file)
 
 log = logging.getLogger("nettune.ssh")
 KEEPALIVE = 5.0  # seconds; 3 missed keepalives = connection lost
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class SshError(NettuneError, ConnectionError):
@@ -234,10 +236,17 @@ class SshHost:
     async def _run(self, argv: list[str], timeout: float, input: str | None) -> CommandResult:
         return await self._exec(await self._connection(), argv, timeout, input)
 
-    async def _spawn(self, proc: SshProc) -> None:
+    async def _spawn(self, proc: SshProc, env: dict[str, str] | None = None) -> None:
         conn = await self._connection()
+        if env:
+            argv = ["sh", "-c", ENV_PREAMBLE + WRAPPER, "sh", *env, "--", *proc.argv]
+        else:
+            argv = ["sh", "-c", WRAPPER, "sh", *proc.argv]
         try:
-            p = await conn.create_process(self._command(["sh", "-c", WRAPPER, "sh", *proc.argv]), stdin=asyncssh.DEVNULL, encoding="utf-8", errors="replace")
+            p = await conn.create_process(self._command(argv), stdin=asyncssh.PIPE if env else asyncssh.DEVNULL, encoding="utf-8", errors="replace")
+            if env:
+                p.stdin.write("".join(v + "\n" for v in env.values()))
+                p.stdin.write_eof()
             first = await asyncio.wait_for(p.stdout.readline(), self._timeout)
         except (asyncssh.Error, OSError, asyncio.TimeoutError) as e:
             raise SshError(self._lost_reason(e) if conn.is_closed() else f"{self.name}: cannot start {proc.argv[0]}: {e}") from None
@@ -252,9 +261,12 @@ class SshHost:
     def connect(self) -> None:
         self._call(self._connection(), self._timeout)
 
-    def spawn(self, argv: list[str]) -> SshProc:
+    def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> SshProc:
+        for k, v in (env or {}).items():
+            if not ENV_NAME.match(k) or "\n" in v or "\0" in v:
+                raise ValueError(f"environment variable {k!r}: a name of letters, digits and _ and a one-line value")
         proc = SshProc(self, [str(a) for a in argv])
-        self._call(self._spawn(proc), self._timeout)
+        self._call(self._spawn(proc, env), self._timeout)
         return proc
 
     def run(self, argv: list[str], timeout: float = 30.0, input: str | None = None) -> CommandResult:

@@ -24,6 +24,11 @@ import threading
 from typing import Any
 
 WRAPPER = """exec 3>&2 2>/dev/null; sh -c 'echo "$$"; exec "$@"' sh "$@" 2>&3 3>&- & wait "$!"; rc=$?; printf '\\nNETTUNE-RUSAGE ' >&3; times >&3; exit "$rc\""""
+# With an environment (Host.spawn(env=...)), the wrapper is started as
+#   sh -c 'ENV_PREAMBLE WRAPPER' sh NAME... -- TOOL ARGS...
+# and the values come on stdin, one line each: a secret (IPERF3_PASSWORD) is never a
+# word of any command line, local or remote, nor in sshd's environment handling.
+ENV_PREAMBLE = """while [ "$1" != -- ]; do IFS= read -r v || exit 125; export "$1=$v"; shift; done; shift; exec 0</dev/null; """
 RUSAGE_MARK = "\nNETTUNE-RUSAGE "
 
 class EventLoopThread:

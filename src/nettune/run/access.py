@@ -1,0 +1,163 @@
+"""One study's test-server access: `[workload] auth` and `bind` made into an Access per test.
+
+Before the study (check): which hosts' tools can require credentials (`iperf3 --version`
+lists "authentication"; `iperf --help` lists --permit-key); auth = true on a host or a
+workload that cannot is refused here, before anything is created. Then, once per study:
+an RSA key pair, user and password for iperf3, a permit key for iperf2. The first time a
+host serves (or runs a client), its files go to a private directory on it (mktemp -d,
+mode 0700; files 0600) through the Host protocol, so SSH hosts get theirs over SSH;
+`close` removes every directory, on success, error, Ctrl-C and SIGTERM alike (run_study's
+finally). After kill -9 a /tmp/nettune-auth.* directory stays behind: on lab and local
+targets (this machine) each one is recorded with its owner and removed by the next run or
+`nettune lab down`; on SSH hosts it stays (it holds only that study's one-time credentials,
+useless once its servers are gone).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..engines import get_engine
+from ..engines.access import Access, Iperf3Credentials, iperf3_has_auth, new_iperf3_credentials, new_permit_key
+from ..engines.iperf3 import OAEP_SINCE, version_tuple
+from ..errors import SpecError
+from ..targets.procs import forget_dir, record_dir, remove_stale_dirs
+from .pairs import workload_hosts
+
+DIR_PREFIX = "/tmp/nettune-auth."
+_DIR_RE = re.compile(r"^/tmp/nettune-auth\.[A-Za-z0-9]{6,}$")
+
+
+@dataclass
+class _Tool:
+    version: str
+    can_auth: bool
+
+
+class StudyAccess:
+    def __init__(self, study: Any, target: Any, resolved: list[Any], spec_file: str = "<study>"):
+        self.target, self.file = target, spec_file
+        self.auth = study.workload.auth  # "auto", True or False: the same for every point
+        self.workloads = [rp.workload for rp in resolved]
+        self.tools: dict[tuple[str, str], _Tool] = {}  # (engine, host) -> what it can do
+        self.creds: Iperf3Credentials | None = None
+        self.permit_key: str | None = None
+        self._dirs: dict[str, str] = {}  # host -> its private directory
+        self._installed: set[tuple[str, str]] = set()  # (host, file name)
+        self._lock = threading.Lock()
+        self.local = getattr(target, "kind", "") in ("lab", "local")  # hosts' files are this machine's
+
+    # -- before the study ------------------------------------------------------------
+    def check(self) -> list[str]:
+        """Probe every host's tool once; refuse auth = true where it cannot hold; make
+        the credentials. Returns notes for the user (what is not protected, and why)."""
+        notes: list[str] = []
+        remove_stale_dirs(DIR_PREFIX)  # what runs killed with -9 left on this machine
+        if self.auth is False:
+            return ["auth = false: test servers accept any client that reaches their address"]
+        for wl in self.workloads:
+            engine = get_engine(wl.engine)
+            for name in workload_hosts(wl, self.target):
+                self._probe(wl.engine, name)
+            if wl.engine == "iperf3":
+                lacking = sorted(h for (e, h), t in self.tools.items() if e == "iperf3" and not t.can_auth)
+                if lacking and self.auth is True:
+                    raise SpecError(self.file, "workload.auth", f"true, but iperf3 on {', '.join(lacking)} has no authentication (`iperf3 --version` does not list it among its optional features: built without OpenSSL, or too old); use auth = \"auto\" or false")
+                msg = f"iperf3 on {', '.join(lacking)} has no authentication: tests with it run without credentials"
+                if lacking and msg not in notes:
+                    notes.append(msg)
+                if self.creds is None and len(lacking) < len([k for k in self.tools if k[0] == "iperf3"]):
+                    self.creds = new_iperf3_credentials()
+            else:
+                why = engine.permit_key_usable(wl)  # type: ignore[attr-defined]
+                lacking = sorted(h for (e, h), t in self.tools.items() if e == "iperf2" and not t.can_auth)
+                if lacking:
+                    why = why or f"iperf on {', '.join(lacking)} has no --permit-key (older than 2.1)"
+                if why and self.auth is True:
+                    raise SpecError(self.file, "workload.auth", f"true, but {why}; use auth = \"auto\" or false")
+                if why and why not in notes:
+                    notes.append(why)
+                if not why and self.permit_key is None:
+                    self.permit_key = new_permit_key()
+        return notes
+
+    def _probe(self, engine: str, name: str) -> None:
+        if (engine, name) in self.tools:
+            return
+        host = self.target.hosts[name]
+        run = getattr(host, "probe_run", host.run)  # a lab host's namespace does not exist yet
+        if engine == "iperf3":
+            r = run(["iperf3", "--version"], timeout=10)
+            out = r.stdout + r.stderr
+            self.tools[(engine, name)] = _Tool(get_engine(engine).version(out), iperf3_has_auth(out))
+        else:
+            r = run(["iperf", "--help"], timeout=10)
+            self.tools[(engine, name)] = _Tool("", "--permit-key" in r.stdout + r.stderr)
+
+    # -- per test --------------------------------------------------------------------
+    def for_test(self, wl: Any, server: Any, client: Any) -> Access:
+        bind = server.address if wl.bind else None
+        if self.auth is False:
+            return Access(bind=bind)
+        if wl.engine == "iperf3":
+            s, c = self.tools.get(("iperf3", server.name)), self.tools.get(("iperf3", client.name))
+            if self.creds is None or s is None or c is None or not (s.can_auth and c.can_auth):
+                return Access(bind=bind)
+            sdir, cdir = self._install(server, ("private.pem", "users.csv")), self._install(client, ("public.pem",))
+            new_s, new_c = version_tuple(s.version) >= OAEP_SINCE, version_tuple(c.version) >= OAEP_SINCE
+            return Access(bind=bind, user=self.creds.user, password=self.creds.password,
+                          private_key=f"{sdir}/private.pem", users_file=f"{sdir}/users.csv", public_key=f"{cdir}/public.pem",
+                          server_pkcs1=new_s and not new_c, client_pkcs1=new_c and not new_s)
+        usable = get_engine("iperf2").permit_key_usable(wl) is None  # type: ignore[attr-defined]
+        tools = [self.tools.get(("iperf2", h.name)) for h in (server, client)]
+        if self.permit_key and usable and all(t and t.can_auth for t in tools):
+            return Access(bind=bind, permit_key=self.permit_key)
+        return Access(bind=bind)
+
+    def _install(self, host: Any, files: tuple[str, ...]) -> str:
+        """The host's private directory, with `files` in it (made on first use)."""
+        with self._lock:
+            d = self._dirs.get(host.name)
+            if d is None:
+                r = host.run(["mktemp", "-d", DIR_PREFIX + "XXXXXXXX"], timeout=15)
+                d = r.stdout.strip()
+                if r.returncode != 0 or not _DIR_RE.match(d):
+                    raise ConnectionError(f"{host.name}: cannot make a private directory for the test credentials: {(r.stderr or r.stdout).strip()[:200]}")
+                self._dirs[host.name] = d
+                if self.local:  # on this machine: a killed run's directory is found again
+                    record_dir(d)
+            for f in files:
+                if (host.name, f) in self._installed:
+                    continue
+                path = f"{d}/{f}"
+                host.write_text(path, self._content(f))  # in a 0700 directory: nobody else can open it
+                r = host.run(["chmod", "600", path], timeout=15)
+                if r.returncode != 0:
+                    raise ConnectionError(f"{host.name}: cannot chmod 600 {path}: {r.stderr.strip()[:200]}")
+                self._installed.add((host.name, f))
+            return d
+
+    def _content(self, name: str) -> str:
+        assert self.creds is not None
+        return {"private.pem": self.creds.private_pem, "public.pem": self.creds.public_pem, "users.csv": self.creds.users_file()}[name]
+
+    # -- after the study ---------------------------------------------------------------
+    def close(self) -> list[str]:
+        """Remove every host's directory; warnings for those that could not be."""
+        warnings: list[str] = []
+        with self._lock:
+            for name, d in list(self._dirs.items()):
+                try:
+                    r = self.target.hosts[name].run(["rm", "-rf", "--", d], timeout=15)
+                    ok, why = r.returncode == 0, r.stderr.strip()
+                except (ConnectionError, OSError) as e:
+                    ok, why = False, str(e)
+                if ok:
+                    del self._dirs[name]
+                    if self.local:
+                        forget_dir(d)
+                else:
+                    warnings.append(f"could not remove the test credentials {d} on {name} ({why[:120]}); remove it by hand")
+        return warnings
