@@ -7,12 +7,13 @@ import re
 import reprlib
 import tomllib
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import SpecError
-from .models import Study
+from .models import Study, Template
 
 MAX_STUDY_BYTES = 1 << 20  # a study is a page of TOML; a bigger file is the wrong file
 
@@ -23,20 +24,21 @@ def load_study(path: str | Path, max_points: int | None = None) -> Study:
     return parse_study(read_study_text(path), str(path), max_points)
 
 
-def read_study_text(path: str | Path) -> str:
-    """The file's text: UTF-8, at most MAX_STUDY_BYTES, or a SpecError saying why not."""
+def read_study_text(path: str | Path, what: str = "a study TOML file (see examples/)") -> str:
+    """The file's text: UTF-8, at most MAX_STUDY_BYTES, or a SpecError saying why not.
+    `what` the file should be, for the fix (an ssh target's inventory is read this way too)."""
     path = Path(path)
     try:
         with path.open("rb") as f:
             data = f.read(MAX_STUDY_BYTES + 1)  # bounded: /dev/zero or a huge log must not hang
     except FileNotFoundError:
-        raise SpecError(str(path), "", "no such file; give the path of a study TOML file (see examples/)") from None
+        raise SpecError(str(path), "", f"no such file; give the path of {what}") from None
     except IsADirectoryError:
-        raise SpecError(str(path), "", "is a directory; give the path of a study TOML file (e.g. examples/quick.toml)") from None
+        raise SpecError(str(path), "", f"is a directory; give the path of {what}") from None
     except OSError as e:
         raise SpecError(str(path), "", f"cannot read: {e.strerror}") from None
     if len(data) > MAX_STUDY_BYTES:
-        raise SpecError(str(path), "", f"larger than {MAX_STUDY_BYTES >> 20} MiB, too big to be a study file; give the study's TOML file")
+        raise SpecError(str(path), "", f"larger than {MAX_STUDY_BYTES >> 20} MiB, too big to be {what}")
     return decode_study(data, str(path))
 
 
@@ -99,7 +101,7 @@ def _to_spec_error(e: ValidationError, model: type[BaseModel], text: str, file: 
 
 def _is_union_tag(x: Any) -> bool:
     # pydantic puts union member tags in loc ('lab', 'int', 'constrained-str'...)
-    return isinstance(x, str) and (x in {"lab", "local", "ssh", "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[")))
+    return isinstance(x, str) and (x in {"lab", "local", "ssh", "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[", "literal[")))
 
 
 def _most_specific(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -127,6 +129,10 @@ def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         allowed = _range_of(model, loc, {str(x) for x in err["loc"] if _is_union_tag(x)})
         return f"{_show(inp)} is out of range: " + (f"allowed {allowed}" if allowed else msg.lower())
+    if kind in _TYPE_ERRORS or kind.startswith(("int_", "float_", "bool_")):
+        expected = _expected(model, loc, {str(x) for x in err["loc"] if _is_union_tag(x)})
+        if expected:
+            return f"expected {expected}, got {_show(inp)}"
     if kind.startswith("int_") or kind == "int_type":
         return f"expected a whole number (or a '{{param}}' template), got {_show(inp)}"
     if kind.startswith("bool"):
@@ -137,6 +143,8 @@ def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str
         return "empty list: give at least one value (or remove the key)"
     if kind in ("too_short", "too_long"):
         return f"{len(inp)} items: {msg.lower().removeprefix('list ').removeprefix('value ')}"
+    if kind == "union_tag_not_found":
+        return f"{err.get('ctx', {}).get('discriminator', 'kind')} is missing; add kind = \"lab\", \"local\" or \"ssh\""
     if kind == "union_tag_invalid":
         tag = err.get("ctx", {}).get("tag", inp)
         return f"unknown kind {tag!r}; use one of: {err.get('ctx', {}).get('expected_tags', 'lab, local')}"
@@ -148,12 +156,50 @@ def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str
     return msg
 
 
+_TYPE_ERRORS = {"string_type", "list_type", "dict_type", "model_type", "model_attributes_type", "none_required", "not_bool"}
+
+
+def _expected(model: type[BaseModel], loc: list[str], tags: set[str]) -> str:
+    """What the field takes, in the file's terms: 'a whole number or a '{param}' template'."""
+    owner = _model_at(model, loc[:-1], tags) if loc else None
+    field = getattr(owner, "model_fields", {}).get(loc[-1]) if loc else None
+    if field is None:
+        return ""
+    kinds: list[str] = []
+
+    def walk(ann: Any) -> None:
+        origin, args = get_origin(ann), get_args(ann)
+        if origin is Annotated:
+            if ann == Template:
+                kinds.append("a '{param}' template")
+            else:
+                walk(args[0])
+        elif origin in (Union, UnionType):
+            for a in args:
+                walk(a)
+        elif origin is Literal:
+            kinds.append("one of " + ", ".join(repr(a) for a in args))
+        elif origin is list:
+            kinds.append("a list")
+        elif origin is dict or isinstance(ann, type) and issubclass(ann, BaseModel):
+            kinds.append("a table")
+        elif ann in _KIND:
+            kinds.append(_KIND[ann])
+
+    walk(field.annotation)
+    kinds = list(dict.fromkeys(kinds))
+    return " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+
+
+_KIND = {bool: "true/false", int: "a whole number", float: "a number", str: "a quoted string"}
 _repr = reprlib.Repr()  # keyword arguments only from Python 3.12
 _repr.maxlevel, _repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict = 2, 40, 40, 4, 4
 
 
 def _show(value: Any) -> str:
     """A value in an error message: short, one line, whatever its size or depth."""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as written in TOML
     return _repr.repr(value)
 
 
