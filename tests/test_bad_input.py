@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sqlite3
 import tempfile
@@ -339,17 +340,49 @@ def test_known_bad_study_files(tmp_path):
         b'name = "h1-x"\x00\n': "contains a NUL byte",
         b"a = " + b"[" * 5000 + b"]" * 5000: "nested hundreds of levels deep",
         b"x" * (2 << 20): "larger than 1 MiB, too big to be a study TOML file",
+        b"a = " + b"9" * 5000: "not valid TOML: Exceeds the limit (4300 digits)",
         to_toml(base_study() | {"target": {"kind": "lab", "subnet": "garbage"}}).encode(): "target.subnet: 'garbage'",
         to_toml(base_study() | {"target": {"kind": "lab", "hosts": ["a"]}, "workload": {"pairs": "mesh"}}).encode(): "needs at least two test hosts",
     }
     for data, want in cases.items():
         assert want in check_rejected_study(data)
     place = Place()
-    try:  # a directory given as FILE
+    try:  # a directory, and a named pipe nobody writes to (open() would wait forever)
         assert "is a directory" in assert_one_line_error(place.invoke("run", str(place.dir), "--db", str(place.db)), str(place.dir))
+        os.mkfifo(place.dir / "pipe")
+        pipe = str(place.dir / "pipe")
+        assert "empty file" in assert_one_line_error(place.invoke("run", pipe, "--db", str(place.db)), pipe)
+        check_rejected_import([place.dir / "pipe"], place)
         place.nothing_created()
     finally:
         place.close()
+
+
+NAMES = ["queues", "mult", "streams", "e0", "e1", "e2", "nope"]
+LEAF = st.one_of(st.integers().map(str), st.sampled_from(NAMES), st.sampled_from(["{queues}", "{e0}"]),
+                 st.floats(allow_nan=False, allow_infinity=False).map(repr), st.sampled_from(["'a'", "x.y", "f(1)", "[1]", ""]))
+EXPR = st.recursive(LEAF, lambda e: st.one_of(
+    st.tuples(e, st.sampled_from(["+", "-", "*", "/", "//", "%", "**"]), e).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+    e.map(lambda x: f"-{x}"),
+    st.lists(e, min_size=0, max_size=3).map(lambda xs: f"{'min' if len(xs) % 2 else 'max'}({', '.join(xs)})"),
+), max_leaves=25)
+
+
+@FUZZ
+@given(st.lists(EXPR, min_size=1, max_size=3), st.sampled_from(["duration", "parallel", "congestion", "bitrate"]), st.booleans())
+@example(["99999999", "{e0} * {e0}", "{e1} * {e1}"], "congestion", True)  # doubles its digits at each step
+@example(["-" * 1000 + "1"], "duration", False)
+@example(["1" + "+1" * 5000], "duration", False)
+@example(["(" * 300 + "1" + ")" * 300], "duration", False)
+def test_sweep_expressions(exprs, field, use_it):
+    """Arithmetic in [sweep] and templates: a plan or a one-line refusal, never a crash
+    (a number growing without bound, a parser recursing, min() of text...)."""
+    doc = base_study()
+    for i, e in enumerate(exprs):
+        doc["sweep"][f"e{i}"] = e
+    if use_it:
+        doc["workload"][field] = "{e%d}" % (len(exprs) - 1) if field != "congestion" else "cc{e0}"
+    check_any_study(to_toml(doc))
 
 
 def test_an_ssh_inventory_is_read_as_carefully_as_the_study():
@@ -505,6 +538,7 @@ def check_rejected_import(files: list[Path], place: Place, extra: list[str] = ()
 @example(b"\xff\xfe\x00")
 @example(b"{" * 100000)
 @example(b"[" * 100000)
+@example(b'{"start": ' + b"9" * 5000 + b"}")
 def test_random_bytes_are_not_imported(data):
     place = Place()
     try:

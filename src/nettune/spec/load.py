@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import os
 import re
 import reprlib
 import tomllib
@@ -29,8 +30,7 @@ def read_study_text(path: str | Path, what: str = "a study TOML file (see exampl
     `what` the file should be, for the fix (an ssh target's inventory is read this way too)."""
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_STUDY_BYTES + 1)  # bounded: /dev/zero or a huge log must not hang
+        data = read_bytes(path, MAX_STUDY_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(str(path), "", f"no such file; give the path of {what}") from None
     except IsADirectoryError:
@@ -39,7 +39,21 @@ def read_study_text(path: str | Path, what: str = "a study TOML file (see exampl
         raise SpecError(str(path), "", f"cannot read: {e.strerror}") from None
     if len(data) > MAX_STUDY_BYTES:
         raise SpecError(str(path), "", f"larger than {MAX_STUDY_BYTES >> 20} MiB, too big to be {what}")
+    if not data.strip():
+        raise SpecError(str(path), "", f"empty file; give the path of {what}")
     return decode_study(data, str(path))
+
+
+def read_bytes(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes, never waiting forever: /dev/zero stops at the limit, and a
+    named pipe nobody writes to reads as empty instead of blocking in open()."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(fd, True)  # a pipe that has a writer (bash's <(...)) is read to its end
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)
 
 
 def decode_study(data: bytes, file: str = "<study>") -> str:
@@ -69,6 +83,8 @@ def parse_study(text: str, file: str = "<study>", max_points: int | None = None)
         raise SpecError(file, "", f"not valid TOML: {e}", int(m.group(1)) if m else None) from None
     except RecursionError:  # tomllib parses nested arrays and inline tables recursively
         raise SpecError(file, "", "arrays or inline tables nested hundreds of levels deep; a study file needs a few levels at most") from None
+    except ValueError as e:  # int() inside tomllib: a number of more than 4300 digits
+        raise SpecError(file, "", f"not valid TOML: {str(e).split(';')[0]}") from None
     study = validate(data, text, file)
     # Count the points first (refused at once if too many), then expand them: that checks
     # every sweep expression and every filled-in value now, before any host is touched.

@@ -28,6 +28,7 @@ from ..engines.iperf2 import Iperf2Engine, parse_rows
 from ..engines.iperf3 import Iperf3Engine, load_json
 from ..engines.result import SideOutput, TestResult
 from ..errors import NettuneError
+from ..spec.load import read_bytes
 from ..spec.models import Workload
 from .sqlite import Store
 
@@ -115,8 +116,7 @@ def read_file(path: Path, hints: dict[str, Any]) -> TestResult:
     try:
         if stat.S_ISDIR(path.stat().st_mode):
             raise NettuneError(f"{path}: is a directory; give the files (e.g. {path}/*.json)")
-        with path.open("rb") as f:
-            data = f.read(MAX_BYTES + 1)  # bounded: a device or a huge file must not hang
+        data = read_bytes(path, MAX_BYTES + 1)  # bounded, and a named pipe cannot block
     except FileNotFoundError:
         raise NettuneError(f"{path}: no such file") from None
     except OSError as e:
