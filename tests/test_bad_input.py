@@ -41,7 +41,7 @@ FIX = ROOT / "tests" / "fixtures"
 SCHEMA = json_schema()
 DEFS = SCHEMA["$defs"]
 SECTIONS = {"workload": DEFS["Workload"], "repeat": DEFS["Repeat"], "target": DEFS["LabTarget"]}
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def base_study() -> dict[str, Any]:
@@ -383,6 +383,19 @@ def test_sweep_expressions(exprs, field, use_it):
     if use_it:
         doc["workload"][field] = "{e%d}" % (len(exprs) - 1) if field != "congestion" else "cc{e0}"
     check_any_study(to_toml(doc))
+
+
+KNOB_KEY = st.one_of(st.text(max_size=30), st.sampled_from(["sysctl:net.core.rmem_max", "mtu", "offload:gro", "command:x", "cmdline", "mtu@eth0", "hosts"]))
+KNOB_VALUE = st.recursive(st.one_of(st.integers(), st.text(max_size=10), st.booleans(), st.floats()),
+                          lambda v: st.one_of(st.lists(v, max_size=3), st.dictionaries(st.sampled_from(["value", "read", "apply", "scope", "zz"]), v, max_size=3)),
+                          max_leaves=6)
+
+
+@FUZZ
+@given(st.dictionaries(KNOB_KEY, KNOB_VALUE, min_size=1, max_size=3))
+def test_knob_sections(knobs):
+    """[knobs] of any shape: a plan (dry run only) or a one-line refusal."""
+    check_any_study(to_toml(base_study() | {"knobs": knobs}))
 
 
 def test_an_ssh_inventory_is_read_as_carefully_as_the_study():
