@@ -170,10 +170,14 @@ def test_import_and_export_cli(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     p = nettune("import", str(fixture("iperf3", "tcp_p4")), str(bad), "--study", "old", "--set", "queues=8", "--db", str(db))
-    assert p.returncode == 1  # some files rejected
-    assert "imported 1 of 2 files" in p.stdout and "rejected:" in p.stderr and "bad.json" in p.stderr
-    p = nettune("import", str(bad), "--study", "old", "--db", str(db))
-    assert p.returncode == 2 and "nothing imported" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 1  # some files rejected: one `error: FILE: reason` line each
+    assert "imported 1 of 2 files" in p.stdout
+    assert p.stderr.splitlines() == [f"error: {bad}: looks like JSON but is not a readable iperf3 -J log: "
+                                     "output is not valid JSON (Expecting property name enclosed in double quotes at line 1, truncated?)"]
+    p = nettune("import", str(bad), "--study", "new", "--db", str(db))
+    assert p.returncode == 2 and p.stderr.startswith(f"error: {bad}: ") and p.stderr.count("\n") == 1
+    with Store(db) as s:
+        assert [r["name"] for r in s.studies()] == ["old"]  # nothing added
     p = nettune("export", "old", "--format", "json", "--db", str(db), check=True)
     [row] = json.loads(p.stdout)
     assert row["queues"] == 8 and row["engine"] == "iperf3" and row["ok"] is True

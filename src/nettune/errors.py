@@ -6,8 +6,19 @@ it without a traceback and exits 2. Everything else is a bug and keeps its trace
 """
 
 
+def one_line(text: str) -> str:
+    """Text with every line break and control character written as an escape, so a message
+    that quotes a file name, a TOML key or a tool's output stays on one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class NettuneError(Exception):
     """An error the user can fix; str(err) is the one-line message."""
+
+    def __init__(self, *args: object):
+        super().__init__(*(one_line(a) if isinstance(a, str) else a for a in args))
 
 
 class SpecError(NettuneError):

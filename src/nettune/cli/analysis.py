@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import NettuneError
-from .main import app, console, err_console, print_fitted, print_items, user_errors
+from .main import app, console, err_console, print_error, print_fitted, print_items, user_errors
 from .results import DB_OPT, open_store
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
@@ -158,17 +158,25 @@ def import_(
     description: str = typer.Option("", "--description", help="Description of a new imported study."),
     db: Path = DB_OPT,
 ) -> None:
-    """Import existing iperf3/iperf2 results so they get the same statistics and charts."""
-    from ..store.importer import import_files, parse_sets
+    """Import existing iperf3/iperf2 results so they get the same statistics and charts.
+
+    Every file is read first: each unusable one gets an `error: FILE: reason` line. Exit 0
+    when all were imported, 1 when some were, 2 (and nothing written) when none was."""
+    from ..store.importer import check_args, parse_sets, read_files, store_files
 
     params = parse_sets(set_)
+    check_args(study, params)
+    results = read_files(files, params)
+    for _, res, why in results:
+        if res is None:
+            print_error(why)
+    if all(res is None for _, res, _ in results):
+        raise typer.Exit(2)  # before the database is opened: nothing is created
     with open_store(db, must_exist=False) as store:
-        outcome = import_files(store, files, study, params, description)
+        outcome = store_files(store, results, study, params, description)
     for f in outcome.files:
         if f.ok:
-            console.print(f"  {f.path}: {f.message}", highlight=False)
-        else:
-            err_console.print(f"[bold red]rejected:[/] {f.message}", highlight=False, soft_wrap=True)
+            console.print(f"  {f.path}: {f.message}", highlight=False, soft_wrap=True)
     console.print(f"imported {outcome.imported} of {len(outcome.files)} files into study {outcome.study!r} (#{outcome.study_id})", highlight=False)
     if outcome.rejected:
         raise typer.Exit(1)

@@ -23,6 +23,11 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def print_error(message: str) -> None:
+    """One `error: ...` line on stderr (the message is one line: see NettuneError)."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn NettuneError into a one-line message and exit code 2."""
 
@@ -31,7 +36,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except NettuneError as e:
-            err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            print_error(str(e))
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             err_console.print("[yellow]interrupted[/]: cleaned up; partial results are in the database")

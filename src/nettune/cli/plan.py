@@ -12,7 +12,7 @@ from ..engines import get_engine
 from ..engines.access import Access, placeholder
 from ..knobs.spec import summary as knob_summary
 from ..plan.pairs import plan_rounds
-from ..plan.points import expand_and_check, schedule
+from ..plan.points import expand_and_check
 from ..spec.models import Study
 from .main import console
 
@@ -48,9 +48,13 @@ def _traffic_hosts(study: Study) -> list[str]:
 
 
 def print_plan(study: Study, text: str, file: str) -> None:
+    from ..run.eta import MAX_HOURS, describe, plan_seconds
+
     resolved = expand_and_check(study, text, file)
-    slots = schedule(study, [r.point for r in resolved])
-    console.print(f"[bold]{study.name}[/]: {len(resolved)} points x {study.repeat.warmup + study.repeat.runs} runs = {len(slots)} tests, order {study.repeat.order}; target {study.target.kind}")
+    per_point = study.repeat.warmup + study.repeat.min_counted
+    console.print(f"[bold]{escape(study.name)}[/]: {len(resolved)} points x {per_point} runs = {len(resolved) * per_point} tests, order {study.repeat.order}; target {study.target.kind}")
+    long = plan_seconds(study, resolved)[1] > MAX_HOURS * 3600
+    console.print(f"expected time: {describe(study, resolved)}" + (f" [yellow](more than {MAX_HOURS} hours: `nettune run` needs --allow-long)[/]" if long else ""), highlight=False, soft_wrap=True)
     t = Table(title_justify="left")
     for h in ("#", "point", "target", "server command", "client command", "notes"):
         t.add_column(h, overflow="fold")

@@ -12,9 +12,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..engines.result import TestResult
 from ..errors import NettuneError
-from ..plan.points import Slot
+from ..plan.points import MAX_POINTS, Slot, expand_and_check
 from ..report import table as rt
-from ..spec import load_study, parse_study
+from ..run.eta import MAX_HOURS, check_length, human_seconds
+from ..spec import parse_study
+from ..spec.load import read_study_text
 from ..spec.models import Study, json_schema
 from .main import app, console, print_fitted, print_items, user_errors
 from .results import DB_OPT, open_store
@@ -32,8 +34,7 @@ class RichProgress:
         self.task: Any = None
 
     def start(self, study: Study, total_tests: int, expected_seconds: float) -> None:
-        m, s = divmod(int(expected_seconds), 60)
-        console.print(f"[bold]{study.name}[/]: {total_tests} tests, about {m}m{s:02d}s")
+        console.print(f"[bold]{study.name}[/]: {total_tests} tests, about {human_seconds(expected_seconds)}")
         self.bar.start()
         self.task = self.bar.add_task(study.name, total=total_tests)
 
@@ -94,15 +95,18 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (points and commands); change nothing."),
     restore_first: bool = typer.Option(False, "--restore-first", help="First put back settings an interrupted run left changed on the hosts this study uses (as `nettune restore`)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the latest interrupted study of this file (same text): restore settings first, run only the missing tests."),
+    max_points: int = typer.Option(MAX_POINTS, "--max-points", min=1, help="Refuse a sweep of more points than this (counted before anything is expanded)."),
+    allow_long: bool = typer.Option(False, "--allow-long", help=f"Run a plan expected to take more than {MAX_HOURS} hours."),
 ) -> None:
     """Run a study: every point of the sweep, repeated, stored as it goes."""
-    study = load_study(file)
-    text = file.read_text()
+    text = read_study_text(file)
+    study = parse_study(text, str(file), max_points)
     if dry_run and resume:
         raise NettuneError("--dry-run and --resume: give one (--dry-run alone prints the whole plan; `nettune results` shows what a study holds)")
     if dry_run:
         print_plan(study, text, str(file))
         return
+    check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)
     execute(study, text, str(file), db, restore_first, resume)
 
 

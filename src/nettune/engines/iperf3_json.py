@@ -58,6 +58,10 @@ def load_json(text: str) -> tuple[dict[str, Any] | None, str]:
         doc, _ = json.JSONDecoder(object_pairs_hook=_keep_duplicates).raw_decode(text, i)
     except json.JSONDecodeError as e:
         return None, f"output is not valid JSON ({e.msg} at line {e.lineno}, truncated?)"
+    except RecursionError:  # json's decoder recurses into nested arrays/objects
+        return None, "output is JSON nested thousands of levels deep, not an iperf3 report"
+    except ValueError as e:  # int() inside json: a number of more than 4300 digits
+        return None, f"output is not an iperf3 report ({str(e).split(';')[0]})"
     if not isinstance(doc, dict):
         return None, "output is JSON but not an object"
     return doc, ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -99,7 +99,8 @@ class KnobsSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, KnobValue] = Field(init=False)  # type: ignore[assignment]
-    hosts: dict[str, list[str]] = Field(
+    # an empty list must not quietly mean "every host" (a missing key does)
+    hosts: dict[str, Annotated[list[str], Field(min_length=1)]] = Field(
         default_factory=dict, description="Which hosts a knob applies to, by knob key (default: all hosts)."
     )
 

@@ -17,6 +17,11 @@ from ..spec import expr
 from ..spec.models import Study, Workload
 
 
+# Default limit on a sweep's points (`nettune run --max-points N` raises it): past this a
+# sweep is nearly always a typo, and expanding it would take minutes and gigabytes.
+MAX_POINTS = 10_000
+
+
 @dataclass(frozen=True)
 class Point:
     index: int
@@ -43,6 +48,27 @@ class Slot:
     point: Point
     run: int
     warmup: bool
+
+
+def count_points(study: Study) -> int:
+    """How many points the sweep has, from the list lengths alone (nothing is expanded)."""
+    n = 1
+    for v in study.sweep.values():
+        if isinstance(v, list):
+            n *= len(v)
+    return n
+
+
+def check_point_count(study: Study, max_points: int = MAX_POINTS, text: str = "", file: str = "<study>") -> int:
+    """Refuse, before anything is expanded, a sweep of more than max_points points."""
+    from ..spec.load import find_line
+
+    n = count_points(study)
+    if n > max_points:
+        sizes = " x ".join(str(len(v)) for v in study.sweep.values() if isinstance(v, list))
+        raise SpecError(file, "sweep", f"{n:,} points ({sizes} values) is more than the limit of {max_points:,}; "
+                        f"use fewer values, or raise the limit with `nettune run --max-points {n}`", find_line(text, ["sweep"]))
+    return n
 
 
 def expand(study: Study) -> list[Point]:
@@ -103,8 +129,9 @@ def expand_and_check(study: Study, text: str = "", file: str = "<study>") -> lis
         except expr.ExprError as e:
             raise SpecError(file, "", f"at point {p.label()}: {e}") from None
         except ValidationError as e:
-            err = _to_spec_error(e, type(study), text, file)
             section = _section_of(e)
+            model = {"workload": Workload, "target": type(study.target)}.get(section, type(study))
+            err = _to_spec_error(e, model, text, file)
             field = f"{section}.{err.field}" if section else err.field
             raise SpecError(file, field, f"{err.problem} (at point {p.label()})", find_line(text, field.split("."))) from None
     return resolved

@@ -84,14 +84,30 @@ def tests_per_slot(rp: ResolvedPoint, target: Any) -> int:
     return len(hosts_pairs(rp.workload, target)) if rp.workload.pairs is not None else 1
 
 
-def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = None, left: list[tuple[Slot, int]] | None = None) -> float:
-    """First estimate for the ETA (the progress bar refines it as tests finish); `left`:
-    only these slots, with how many tests each still has to run (a resumed study)."""
-    per = {r.point.index: r.workload.duration + r.workload.omit + OVERHEAD_GUESS for r in resolved}
-    if left is None:
-        by_index = {r.point.index: r for r in resolved}
-        left = [(s, tests_per_slot(by_index[s.point.index], target) if target else 1) for s in schedule(study, [r.point for r in resolved])]
-    return sum(per[s.point.index] * n for s, n in left) + study.repeat.pause * max(0, len(left) - 1)
+def slot_seconds(rp: ResolvedPoint, target: Any = None) -> float:
+    """Rough seconds one slot of this point takes: its tests (one per host pair, or one
+    per round when a round's pairs run at once), each duration + omit + overhead."""
+    wl = rp.workload
+    tests = 1
+    if wl.pairs is not None:
+        rounds = pair_rounds(wl, target if target is not None else rp.target)
+        tests = len(rounds) if wl.parallel_pairs else sum(map(len, rounds))
+    return (wl.duration + wl.omit + OVERHEAD_GUESS) * tests
+
+
+def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = None, longest: bool = False,
+                     left: list[tuple[Slot, int]] | None = None) -> float:
+    """First estimate for the ETA (the progress bar refines it as tests finish).
+    longest: as if adaptive repeats ran every point to max_runs (the most it can take).
+    left: only these slots, with how many tests each still has to run (a resumed study).
+    Counted from the slots per point, never by building the schedule (which can be huge)."""
+    rep = study.repeat
+    if left is not None:
+        per_test = {r.point.index: r.workload.duration + r.workload.omit + OVERHEAD_GUESS for r in resolved}
+        return sum(per_test[s.point.index] * n for s, n in left) + rep.pause * max(0, len(left) - 1)
+    per_point = rep.warmup + (rep.max_counted if longest else rep.min_counted)
+    slots = per_point * len(resolved)
+    return per_point * sum(slot_seconds(r, target) for r in resolved) + rep.pause * max(0, slots - 1)
 
 
 def run_study(

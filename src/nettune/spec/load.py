@@ -1,40 +1,96 @@
 """Read a study file (TOML) and turn every problem into a one-line SpecError."""
 from __future__ import annotations
 
+import codecs
 import difflib
+import os
 import re
+import reprlib
 import tomllib
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import SpecError
-from .models import Study
+from .models import Study, Template
+
+MAX_STUDY_BYTES = 1 << 20  # a study is a page of TOML; a bigger file is the wrong file
 
 
-def load_study(path: str | Path) -> Study:
+def load_study(path: str | Path, max_points: int | None = None) -> Study:
+    """Read, validate and expand a study file. max_points: refuse a sweep of more points
+    (default plan.points.MAX_POINTS; `nettune run --max-points` raises it)."""
+    return parse_study(read_study_text(path), str(path), max_points)
+
+
+def read_study_text(path: str | Path, what: str = "a study TOML file (see examples/)") -> str:
+    """The file's text: UTF-8, at most MAX_STUDY_BYTES, or a SpecError saying why not.
+    `what` the file should be, for the fix (an ssh target's inventory is read this way too)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = read_bytes(path, MAX_STUDY_BYTES + 1)
     except FileNotFoundError:
-        raise SpecError(str(path), "", "no such file; give the path of a study TOML file (see examples/)") from None
+        raise SpecError(str(path), "", f"no such file; give the path of {what}") from None
+    except IsADirectoryError:
+        raise SpecError(str(path), "", f"is a directory; give the path of {what}") from None
     except OSError as e:
         raise SpecError(str(path), "", f"cannot read: {e.strerror}") from None
-    return parse_study(text, str(path))
+    if len(data) > MAX_STUDY_BYTES:
+        raise SpecError(str(path), "", f"larger than {MAX_STUDY_BYTES >> 20} MiB, too big to be {what}")
+    if not data.strip():
+        raise SpecError(str(path), "", f"empty file; give the path of {what}")
+    return decode_study(data, str(path))
 
 
-def parse_study(text: str, file: str = "<study>") -> Study:
+def read_bytes(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes, never waiting forever: /dev/zero stops at the limit, and a
+    named pipe nobody writes to reads as empty instead of blocking in open()."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(fd, True)  # a pipe that has a writer (bash's <(...)) is read to its end
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)
+
+
+def decode_study(data: bytes, file: str = "<study>") -> str:
+    """UTF-8 text (a leading BOM, as some editors write, is dropped)."""
+    try:
+        return data.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    except UnicodeDecodeError as e:
+        at = e.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
+        line = data.count(b"\n", 0, at) + 1
+        col = at - (data.rfind(b"\n", 0, at) + 1) + 1
+        utf16 = " (it looks like UTF-16)" if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else ""
+        raise SpecError(file, "", f"not UTF-8 text: byte 0x{data[at]:02x} at column {col}{utf16}; save the file as UTF-8", line) from None
+
+
+def parse_study(text: str, file: str = "<study>", max_points: int | None = None) -> Study:
+    """Validate a study's TOML text and expand every point (see load_study)."""
+    if len(text) > MAX_STUDY_BYTES:
+        raise SpecError(file, "", f"larger than {MAX_STUDY_BYTES >> 20} MiB, too big to be a study file; give the study's TOML file")
+    nul = text.find("\0")
+    if nul >= 0:  # tomllib would say "Illegal character"; this says what the file probably is
+        line = text.count("\n", 0, nul) + 1
+        raise SpecError(file, "", f"contains a NUL byte (column {nul - text.rfind(chr(10), 0, nul)}): a binary file, not a study; give the study's TOML text", line)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise SpecError(file, "", f"not valid TOML: {e}", int(m.group(1)) if m else None) from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise SpecError(file, "", "arrays or inline tables nested hundreds of levels deep; a study file needs a few levels at most") from None
+    except ValueError as e:  # int() inside tomllib: a number of more than 4300 digits
+        raise SpecError(file, "", f"not valid TOML: {str(e).split(';')[0]}") from None
     study = validate(data, text, file)
-    # Expanding the plan checks every sweep expression and every filled-in value now,
-    # before any host is touched.
-    from ..plan.points import expand_and_check
+    # Count the points first (refused at once if too many), then expand them: that checks
+    # every sweep expression and every filled-in value now, before any host is touched.
+    from ..plan.points import MAX_POINTS, check_point_count, expand_and_check
 
+    check_point_count(study, MAX_POINTS if max_points is None else max_points, text, file)
     expand_and_check(study, text, file)
     return study
 
@@ -61,7 +117,7 @@ def _to_spec_error(e: ValidationError, model: type[BaseModel], text: str, file: 
 
 def _is_union_tag(x: Any) -> bool:
     # pydantic puts union member tags in loc ('lab', 'int', 'constrained-str'...)
-    return isinstance(x, str) and (x in {"lab", "local", "ssh", "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[")))
+    return isinstance(x, str) and (x in {"lab", "local", "ssh", "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[", "literal[")))
 
 
 def _most_specific(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -87,23 +143,116 @@ def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str
     if kind == "missing":
         return "required field is missing; add it"
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        return f"{inp!r} is out of range: {msg.lower()}"
+        allowed = _range_of(model, loc, {str(x) for x in err["loc"] if _is_union_tag(x)})
+        return f"{_show(inp)} is out of range: " + (f"allowed {allowed}" if allowed else msg.lower())
+    if kind in _TYPE_ERRORS or kind.startswith(("int_", "float_", "bool_")):
+        expected = _expected(model, loc, {str(x) for x in err["loc"] if _is_union_tag(x)})
+        if expected:
+            return f"expected {expected}, got {_show(inp)}"
     if kind.startswith("int_") or kind == "int_type":
-        return f"expected a whole number (or a '{{param}}' template), got {inp!r}"
+        return f"expected a whole number (or a '{{param}}' template), got {_show(inp)}"
     if kind.startswith("bool"):
-        return f"expected true or false, got {inp!r}"
+        return f"expected true or false, got {_show(inp)}"
     if kind == "literal_error":
-        return f"got {inp!r}; {msg.lower()}"
+        return f"got {_show(inp)}; {msg.lower()}"
+    if kind == "too_short" and not inp:
+        return "empty list: give at least one value (or remove the key)"
+    if kind in ("too_short", "too_long"):
+        return f"{len(inp)} items: {msg.lower().removeprefix('list ').removeprefix('value ')}"
+    if kind == "union_tag_not_found":
+        return f"{err.get('ctx', {}).get('discriminator', 'kind')} is missing; add kind = \"lab\", \"local\" or \"ssh\""
     if kind == "union_tag_invalid":
         tag = err.get("ctx", {}).get("tag", inp)
         return f"unknown kind {tag!r}; use one of: {err.get('ctx', {}).get('expected_tags', 'lab, local')}"
     if kind == "string_pattern_mismatch" and loc[-1:] == ["name"]:
-        return f"{inp!r} is not a valid study name; use letters, digits, '.', '_' or '-' (at most 64)"
+        return f"{_show(inp)} is not a valid study name; use letters, digits, '.', '_' or '-' (at most 64)"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"{msg.lower()}, got {_show(inp)}"
     msg = msg.removeprefix("Value error, ")
     return msg
 
 
+_TYPE_ERRORS = {"string_type", "list_type", "dict_type", "model_type", "model_attributes_type", "none_required", "not_bool"}
+
+
+def _expected(model: type[BaseModel], loc: list[str], tags: set[str]) -> str:
+    """What the field takes, in the file's terms: 'a whole number or a '{param}' template'."""
+    owner = _model_at(model, loc[:-1], tags) if loc else None
+    field = getattr(owner, "model_fields", {}).get(loc[-1]) if loc else None
+    if field is None:
+        return ""
+    kinds: list[str] = []
+
+    def walk(ann: Any) -> None:
+        origin, args = get_origin(ann), get_args(ann)
+        if origin is Annotated:
+            if ann == Template:
+                kinds.append("a '{param}' template")
+            else:
+                walk(args[0])
+        elif origin in (Union, UnionType):
+            for a in args:
+                walk(a)
+        elif origin is Literal:
+            kinds.append("one of " + ", ".join(repr(a) for a in args))
+        elif origin is list:
+            kinds.append("a list")
+        elif origin is dict or isinstance(ann, type) and issubclass(ann, BaseModel):
+            kinds.append("a table")
+        elif ann in _KIND:
+            kinds.append(_KIND[ann])
+
+    walk(field.annotation)
+    kinds = list(dict.fromkeys(kinds))
+    return " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+
+
+_KIND = {bool: "true/false", int: "a whole number", float: "a number", str: "a quoted string"}
+_repr = reprlib.Repr()  # keyword arguments only from Python 3.12
+_repr.maxlevel, _repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict = 2, 40, 40, 4, 4
+
+
+def _show(value: Any) -> str:
+    """A value in an error message: short, one line, whatever its size or depth."""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as written in TOML
+    return _repr.repr(value)
+
+
+def _range_of(model: type[BaseModel], loc: list[str], tags: set[str]) -> str:
+    """'1 to 86400' from the field's own bounds (Field(ge=..., le=...)), or ''."""
+    owner = _model_at(model, loc[:-1], tags) if loc else None
+    field = getattr(owner, "model_fields", {}).get(loc[-1]) if loc else None
+    if field is None:
+        return ""
+    bounds: dict[str, Any] = {}
+
+    def collect(meta: Any) -> None:
+        for m in meta or ():
+            if isinstance(getattr(m, "metadata", None), list):  # Annotated[int, Field(ge=1)]: a FieldInfo
+                collect(m.metadata)
+            for k in ("ge", "gt", "le", "lt"):
+                if getattr(m, k, None) is not None:
+                    bounds.setdefault(k, getattr(m, k))
+
+    collect(field.metadata)
+    todo = [field.annotation]
+    while todo:  # the bounds of `Duration | Template` sit on the Annotated int inside the union
+        ann = todo.pop()
+        collect(getattr(ann, "__metadata__", None))
+        todo += list(getattr(ann, "__args__", ()) or ())
+    if "ge" in bounds and "le" in bounds:
+        return f"{bounds['ge']} to {bounds['le']}"
+    words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+    return ", ".join(f"{words[k]} {bounds[k]}" for k in ("ge", "gt", "le", "lt") if k in bounds)
+
+
 def _known_fields(model: type[BaseModel], loc: list[str], tags: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
+    return list(getattr(_model_at(model, loc, tags), "model_fields", {}))
+
+
+def _model_at(model: type[BaseModel], loc: list[str], tags: set[str] = frozenset()) -> Any:  # type: ignore[assignment]
+    """The model whose fields are at `loc` (None if loc leads elsewhere)."""
     cur: Any = model
     keyed = False  # the previous field was a table of named entries ([target.hosts.NAME])
     for i, part in enumerate(loc):
@@ -112,13 +261,13 @@ def _known_fields(model: type[BaseModel], loc: list[str], tags: set[str] = froze
             if keyed:
                 keyed = False
                 continue
-            return []
+            return None
         ann = fields[part].annotation
         keyed = "dict" in str(ann)
         cur = _model_in(ann, loc[i + 1] if i + 1 < len(loc) else None, tags)
         if cur is None:
-            return []
-    return list(getattr(cur, "model_fields", {}))
+            return None
+    return cur
 
 
 def _model_in(ann: Any, want: str | None = None, tags: set[str] = frozenset()) -> Any:  # type: ignore[assignment]

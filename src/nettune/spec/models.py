@@ -6,21 +6,38 @@ the placeholders are filled for a point, the concrete values (see plan.points.re
 """
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..knobs.spec import KnobsSpec
 
 from .ssh import SshHostSpec, SshTarget  # noqa: F401 - the ssh target spec lives in its own file
 
+
+def _not_bool(value: Any) -> Any:
+    # TOML has real booleans: `runs = true` is a mistake, not the 1 pydantic would make of it
+    if isinstance(value, bool):
+        raise PydanticCustomError("not_bool", "expected a number, got {value}", {"value": str(value).lower()})
+    return value
+
+
+NotBool = BeforeValidator(_not_bool)
 # A string holding at least one {placeholder}; only valid before a point is resolved.
 Template = Annotated[str, StringConstraints(pattern=r"\{[^{}]+\}")]
-Mtu = Annotated[int, Field(ge=68, le=65535)]
-Queues = Annotated[int, Field(ge=1, le=256)]
-Positive = Annotated[int, Field(ge=1)]
-NonNegative = Annotated[int, Field(ge=0)]
-Port = Annotated[int, Field(ge=1024, le=65535)]
+Mtu = Annotated[int, NotBool, Field(ge=68, le=65535)]
+Queues = Annotated[int, NotBool, Field(ge=1, le=256)]
+Port = Annotated[int, NotBool, Field(ge=1024, le=65535)]
+# Upper bounds are the tools' own (iperf3 3.12 refuses -t above 86400 and -O above 60) or
+# far past any sensible test, so a typo such as duration = 100000000 is an error at load.
+Duration = Annotated[int, NotBool, Field(ge=1, le=86400)]
+Omit = Annotated[int, NotBool, Field(ge=0, le=60)]
+Streams = Annotated[int, NotBool, Field(ge=1, le=1024)]
+Bytes = Annotated[int, NotBool, Field(ge=1)]  # -w / -l as a number of bytes
+MAX_LAB_HOSTS = 245  # host i is at .(10+i) of a /24
+BENCH_NET = ipaddress.ip_network("198.18.0.0/15")  # the lab's addresses are only ever in here
 
 
 class Strict(BaseModel):
@@ -33,10 +50,23 @@ class LabTarget(Strict):
     """Built-in lab: one network namespace per host on a Linux bridge (needs root)."""
 
     kind: Literal["lab"]
-    hosts: list[str] = Field(default=["server", "client"], min_length=1, description="Host names; each becomes a namespace nettune-<study>-<host>.")
+    hosts: list[str] = Field(default=["server", "client"], min_length=1, max_length=MAX_LAB_HOSTS, description="Host names; each becomes a namespace nettune-<study>-<host>.")
     mtu: Mtu | Template = Field(default=1500, description="MTU of every host's interface (68..65535); the bridge, the lab's switch, passes any frame size.")
     queues: Queues | Template = Field(default=1, description="tx/rx queues of each host's veth; changing it re-creates the veth.")
     subnet: str | None = Field(default=None, description="A /24 inside 198.18.0.0/15; default derived from the study name.")
+
+    @field_validator("subnet")
+    @classmethod
+    def _subnet(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            net = ipaddress.ip_network(v)
+        except ValueError as e:
+            raise ValueError(f"{v!r}: {e}; write a network such as '198.18.40.0/24'") from None
+        if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(BENCH_NET) or net.prefixlen > 24:
+            raise ValueError(f"{v!r}: use a /24 inside 198.18.0.0/15 (the benchmarking range), e.g. '198.18.40.0/24'")
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> "LabTarget":
@@ -52,7 +82,7 @@ class LocalTarget(Strict):
     """Loopback on this machine: no namespaces, no root needed."""
 
     kind: Literal["local"]
-    hosts: list[str] = Field(default=["server", "client"], min_length=1)
+    hosts: list[str] = Field(default=["server", "client"], min_length=1, max_length=MAX_LAB_HOSTS)
 
 
 TargetSpec = Annotated[Union[LabTarget, LocalTarget, SshTarget], Field(discriminator="kind")]
@@ -60,7 +90,7 @@ TargetSpec = Annotated[Union[LabTarget, LocalTarget, SshTarget], Field(discrimin
 
 Pairs = Union[
     Annotated[str, StringConstraints(pattern=r"^(mesh|star:[A-Za-z0-9_-]{1,32})$")],
-    list[Annotated[list[str], Field(min_length=2, max_length=2)]],
+    Annotated[list[Annotated[list[str], Field(min_length=2, max_length=2)]], Field(min_length=1)],
 ]
 
 
@@ -71,19 +101,19 @@ class Workload(Strict):
     server: str = Field(default="server", description="Host that runs the server side.")
     client: str = Field(default="client", description="Host that runs the client side.")
     protocol: Literal["tcp", "udp"] | Template = "tcp"
-    duration: Positive | Template = Field(default=10, description="Seconds of measured traffic per test.")
-    parallel: Positive | Template = Field(default=1, description="Parallel streams (-P). iperf3 caps at 128.")
-    bitrate: str | int | None | Template = Field(default=None, description="Target rate, e.g. '1G', '500M' (UDP default is the tool's own).")
-    reverse: bool | Template = Field(default=False, description="Server sends, client receives (-R; iperf2: -R).")
-    bidir: bool | Template = Field(default=False, description="Both directions at once (iperf3 --bidir, iperf2 --full-duplex).")
-    omit: NonNegative | Template = Field(default=0, description="Seconds omitted at the start (iperf3 -O).")
-    window: str | int | None | Template = Field(default=None, description="Socket buffer size (-w), e.g. '4M'.")
+    duration: Duration | Template = Field(default=10, description="Seconds of measured traffic per test (1..86400, iperf3's limit).")
+    parallel: Streams | Template = Field(default=1, description="Parallel streams (-P, 1..1024). iperf3 caps at 128.")
+    bitrate: str | Annotated[int, NotBool, Field(ge=0)] | None | Template = Field(default=None, description="Target rate, e.g. '1G', '500M' (UDP default is the tool's own).")
+    reverse: StrictBool | Template = Field(default=False, description="Server sends, client receives (-R; iperf2: -R).")
+    bidir: StrictBool | Template = Field(default=False, description="Both directions at once (iperf3 --bidir, iperf2 --full-duplex).")
+    omit: Omit | Template = Field(default=0, description="Seconds omitted at the start (iperf3 -O, 0..60).")
+    window: str | Bytes | None | Template = Field(default=None, description="Socket buffer size (-w), e.g. '4M'.")
     congestion: str | None | Template = Field(default=None, description="TCP congestion control (-C / -Z), e.g. 'bbr'.")
-    length: str | int | None | Template = Field(default=None, description="Read/write buffer or datagram length (-l).")
+    length: str | Bytes | None | Template = Field(default=None, description="Read/write buffer or datagram length (-l).")
     port: Port | None | Template = Field(default=None, description="Server port; default 5201 in the lab, a free one on loopback.")
-    timeout: float | None = Field(default=None, gt=0, description="Extra seconds allowed beyond duration+omit before a side is killed.")
+    timeout: Annotated[float, NotBool] | None = Field(default=None, gt=0, le=3600, description="Extra seconds allowed beyond duration+omit before a side is killed (at most 3600).")
     pairs: Pairs | None = Field(default=None, description='Many hosts: "mesh" (every pair once), "star:HOST" (HOST serves every other host) or [["server", "client"], ...]; server/client are then ignored. Run in rounds where no host is in two tests.')
-    parallel_pairs: bool = Field(default=False, description="Run the pairs of a round at the same time (aggregate reported), instead of one after another.")
+    parallel_pairs: StrictBool = Field(default=False, description="Run the pairs of a round at the same time (aggregate reported), instead of one after another.")
     auth: Literal["auto"] | StrictBool = Field(default="auto", description='Servers only nettune\'s client can use: iperf3 with a per-study RSA key, user and password; iperf2 TCP -P 1 with a permit key. "auto": where the tool supports it; true: required (error before the study if a host\'s iperf3 lacks it); false: off (old or OpenSSL-less builds).')
     bind: StrictBool = Field(default=True, description="Bind each server to the address its client uses (-B). false: listen on every address (a server host behind NAT, whose address is not its own).")
 
@@ -108,19 +138,19 @@ class Workload(Strict):
 
 
 class Repeat(Strict):
-    runs: int = Field(default=1, ge=1, le=1000, description="Counted runs per point.")
-    warmup: int = Field(default=0, ge=0, le=100, description="Runs per point stored but not counted.")
+    runs: Annotated[int, NotBool] = Field(default=1, ge=1, le=1000, description="Counted runs per point.")
+    warmup: Annotated[int, NotBool] = Field(default=0, ge=0, le=100, description="Runs per point stored but not counted.")
     order: Literal["interleaved", "sequential", "shuffled"] = Field(
         default="interleaved",
         description="interleaved: run 1 of every point, then run 2...; so drift is not mistaken for a difference.",
     )
-    seed: int | None = Field(default=None, description="Seed for order = 'shuffled' (recorded for reproducibility).")
-    pause: float = Field(default=0.0, ge=0, le=3600, description="Seconds to wait between tests (default none).")
+    seed: Annotated[int, NotBool] | None = Field(default=None, description="Seed for order = 'shuffled' (recorded for reproducibility).")
+    pause: Annotated[float, NotBool] = Field(default=0.0, ge=0, le=3600, description="Seconds to wait between tests (default none).")
     # Adaptive repeats (issue 3): instead of a fixed `runs`, keep adding rounds until the
     # 95% CI half-width of every point is within target_margin of its mean.
-    min_runs: int | None = Field(default=None, ge=2, le=1000, description="Adaptive: counted runs per point before the margin is checked (default 3; needs target_margin).")
-    max_runs: int | None = Field(default=None, ge=2, le=1000, description="Adaptive: stop a point after this many counted runs even if still noisy (default max(10, min_runs)).")
-    target_margin: float | None = Field(default=None, gt=0, lt=1, description="Adaptive: stop once the 95% CI half-width is within this fraction of the mean (0.03 = 3%).")
+    min_runs: Annotated[int, NotBool] | None = Field(default=None, ge=2, le=1000, description="Adaptive: counted runs per point before the margin is checked (default 3; needs target_margin).")
+    max_runs: Annotated[int, NotBool] | None = Field(default=None, ge=2, le=1000, description="Adaptive: stop a point after this many counted runs even if still noisy (default max(10, min_runs)).")
+    target_margin: Annotated[float, NotBool] | None = Field(default=None, gt=0, lt=1, description="Adaptive: stop once the 95% CI half-width is within this fraction of the mean (0.03 = 3%).")
 
     @model_validator(mode="after")
     def _adaptive(self) -> "Repeat":
@@ -153,7 +183,8 @@ class Repeat(Strict):
         return self.max_runs if self.adaptive and self.max_runs is not None else self.runs
 
 
-SweepValue = Union[list[Union[int, float, str, bool]], str, int, float, bool]
+# An empty list would make a sweep of no points (a study that silently runs nothing).
+SweepValue = Union[Annotated[list[Union[int, float, str, bool]], Field(min_length=1)], str, int, float, bool]
 
 
 class Study(Strict):
@@ -173,11 +204,12 @@ class Study(Strict):
         # hosts that may carry traffic (an ssh target's role="hypervisor" hosts are only sampled)
         hosts = list(getattr(self.target, "test_hosts", self.target.hosts))
         if self.workload.pairs is not None:
-            from ..plan.pairs import pairs_hosts
+            from ..plan.pairs import pairs_hosts, plan_rounds
 
             for h in pairs_hosts(self.workload.pairs):
                 if h not in hosts:
                     raise ValueError(f"workload.pairs: {h!r} is not a target host that runs tests ({', '.join(hosts)})")
+            plan_rounds(self.workload.pairs, hosts)  # e.g. "mesh" over one host: its ValueError says so
             return self
         for role in ("server", "client"):
             h = getattr(self.workload, role)

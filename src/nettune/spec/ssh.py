@@ -121,14 +121,17 @@ class SshTarget(_Strict):
 
 def load_inventory(path: Path) -> dict[str, dict[str, Any]]:
     """[hosts.NAME] tables of an inventory file, each checked, paths made absolute."""
+    from .load import read_study_text  # noqa: PLC0415 - load imports this module
+
+    if not path.exists():
+        raise ValueError(f"inventory {path} does not exist (write one, or create it with `nettune lab up FILE --ssh --inventory {path}`)")
+    text = read_study_text(path, "an inventory TOML file")  # UTF-8, size, directory: a SpecError naming it
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"inventory {path} does not exist (write one, or create it with `nettune lab up FILE --ssh --inventory {path}`)") from None
-    except OSError as e:
-        raise ValueError(f"inventory {path}: cannot read: {e.strerror}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"inventory {path} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise ValueError(f"inventory {path}: arrays or inline tables nested hundreds of levels deep") from None
     extra = set(data) - {"hosts", "comment"}
     if extra:
         raise ValueError(f"inventory {path}: unknown top-level key(s) {', '.join(sorted(extra))}; hosts go in [hosts.NAME] tables")

@@ -3,26 +3,32 @@ so results taken by hand get the same statistics, verdicts and charts.
 
 Each file is one run; --set KEY=VAL gives the point it belongs to. Files go through
 the same parsers as live tests (engines.iperf3 / engines.iperf2) and the file itself
-is kept verbatim as the run's raw output. A file that cannot be read is rejected with
-its reason and the others are still imported. Importing again under the same study
-name adds to that imported study (a new point for new --set values), so a sweep can
-be assembled from several directories of logs.
+is kept verbatim as the run's raw output. Every file is read and checked before the
+database is opened: a file that cannot be read, is not text, or is a cut-off report is
+rejected with its reason on one line and the others are still imported; when no file
+is usable nothing is created. Importing again under the same study name adds to that
+imported study (a new point for new --set values), so a sweep can be assembled from
+several directories of logs.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
+import stat
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..engines.iperf2 import Iperf2Engine
+from ..engines.iperf2 import Iperf2Engine, parse_rows
 from ..engines.iperf3 import Iperf3Engine, load_json
 from ..engines.result import SideOutput, TestResult
 from ..errors import NettuneError
+from ..spec.load import read_bytes
 from ..spec.models import Workload
 from .sqlite import Store
 
@@ -93,18 +99,31 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def check_args(study: str, params: dict[str, Any]) -> None:
+    """The --study name and the --set values that guide the parser, checked once up front."""
+    if not NAME.match(study):
+        raise NettuneError(f"--study {study!r}: use letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)")
+    try:
+        Workload.model_validate({k: params[k] for k in WORKLOAD_HINTS if k in params})
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in err["loc"] if x in WORKLOAD_HINTS) or ", ".join(k for k in WORKLOAD_HINTS if k in params)
+        raise NettuneError(f"--set {where}: {err['msg'].removeprefix('Value error, ')}") from None
+
+
 def read_file(path: Path, hints: dict[str, Any]) -> TestResult:
     """Parse one file into a result; NettuneError (one line) if it is not usable."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise NettuneError(f"{path}: larger than {MAX_BYTES >> 20} MiB, not an iperf report")
-        text = path.read_text(errors="replace")
+        if stat.S_ISDIR(path.stat().st_mode):
+            raise NettuneError(f"{path}: is a directory; give the files (e.g. {path}/*.json)")
+        data = read_bytes(path, MAX_BYTES + 1)  # bounded, and a named pipe cannot block
     except FileNotFoundError:
         raise NettuneError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise NettuneError(f"{path}: is a directory; give the files (e.g. {path}/*.json)") from None
     except OSError as e:
         raise NettuneError(f"{path}: cannot read ({e.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise NettuneError(f"{path}: larger than {MAX_BYTES >> 20} MiB, not an iperf report")
+    text = _text(path, data)
     if not text.strip():
         raise NettuneError(f"{path}: empty file")
     head = text.lstrip()[:1]
@@ -113,21 +132,46 @@ def read_file(path: Path, hints: dict[str, Any]) -> TestResult:
         raise NettuneError(f"{path}: {res.error}")
     if res.receiver_bps is None:
         raise NettuneError(f"{path}: no throughput in this report")
+    _check_streams(path, res, hints)
     return res
+
+
+def _text(path: Path, data: bytes) -> str:
+    """iperf3 -J logs and iperf2 -y C outputs are ASCII; anything else is the wrong file."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise NettuneError(f"{path}: binary data (a NUL byte at offset {nul}), not an iperf3 -J log or iperf2 -y C output")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise NettuneError(f"{path}: not text (byte 0x{data[e.start]:02x} at offset {e.start} is not UTF-8), not an iperf3 -J log or iperf2 -y C output") from None
+
+
+def _check_streams(path: Path, res: TestResult, hints: dict[str, Any]) -> None:
+    """With --set parallel=N, a report with fewer streams was cut off (or N is wrong)."""
+    want = hints.get("parallel")
+    if not isinstance(want, int) or isinstance(want, bool) or res.engine == "iperf3" and want > 128:  # iperf3 clips -P at 128
+        return
+    for direction in ("forward", "reverse") if hints.get("bidir") is True else ("forward",):
+        have = sum(1 for st in res.streams if st.direction == direction)
+        if have != want:
+            raise NettuneError(f"{path}: {have} {direction} stream(s) in the report but --set parallel={want}; is the file cut off, or is --set wrong?")
 
 
 def _side(path: Path, text: str, started: float | None = None, role: str = "client") -> SideOutput:
     return SideOutput(role=role, host="imported", argv=["nettune-import", str(path)], stdout=text, started=started, exit_code=0)
 
 
-def _workload(engine: str, hints: dict[str, Any], **found: Any) -> Workload:
+def _workload(path: Path, engine: str, hints: dict[str, Any], **found: Any) -> Workload:
     data = {"engine": engine} | {k: v for k, v in found.items() if v is not None}
-    data |= {k: hints[k] for k in WORKLOAD_HINTS if k in hints}
+    data |= {k: hints[k] for k in WORKLOAD_HINTS if k in hints}  # checked by check_args
     try:
         return Workload.model_validate(data)
-    except ValidationError as e:
+    except ValidationError as e:  # so a value read from the file itself is implausible
         err = e.errors(include_url=False)[0]
-        raise NettuneError(f"--set {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+        field = str(err["loc"][0]) if err["loc"] else "test"
+        shown = repr(found.get(field))[:40]
+        raise NettuneError(f"{path}: the report's {field} ({shown}) is not usable: {err['msg'].removeprefix('Value error, ')}") from None
 
 
 def _iperf3(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
@@ -144,10 +188,10 @@ def _iperf3(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
     if server_log and two_way:
         raise NettuneError(f"{path}: a server-side log of a reverse/bidir test sees the test backwards; import the client's -J log")
     dur = ts.get("duration")
-    wl = _workload("iperf3", hints, protocol=str(ts.get("protocol", "tcp")).lower() if ts.get("protocol") else None,
+    wl = _workload(path, "iperf3", hints, protocol=str(ts.get("protocol", "tcp")).lower() if ts.get("protocol") else None,
                    parallel=ts.get("num_streams") or None, reverse=bool(ts.get("reverse")) or None,
                    bidir=True if (ts.get("bidir") or "sum_sent_bidir_reverse" in end) else None,
-                   duration=max(1, int(round(float(dur)))) if isinstance(dur, (int, float)) and dur else None)
+                   duration=max(1, round(dur)) if isinstance(dur, (int, float)) and dur and math.isfinite(dur) else None)
     stamp = start["timestamp"].get("timesecs") if isinstance(start.get("timestamp"), dict) else None
     started = float(stamp) if isinstance(stamp, (int, float)) else None
     res = Iperf3Engine().parse(wl, _side(path, text, started), _side(path, "", started, "server"))
@@ -155,6 +199,8 @@ def _iperf3(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
         if not res.sender_bps:
             res.sender_bps = None  # the server's log does not know what the client sent
         res.warnings.append("imported the server's log: sender-side numbers (retransmits, cwnd) are unknown")
+        for part in (*res.streams, *res.intervals):
+            part.direction = "forward"  # read as a client log its streams look reversed; the test was one-way
     res.client = _side(path, text, started)
     res.server = None
     return res
@@ -167,7 +213,8 @@ def _iperf2(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
         raise NettuneError(f"{path}: neither iperf3 JSON (-J) nor iperf2 CSV (-y C) output")
     header = next((f for f in rows if f[0].strip().lower() == "time"), None)
     udp = any("jitter" in x.lower() for x in header) if header else len(data[0]) in (14, 17)
-    wl = _workload("iperf2", hints, protocol="udp" if udp else None)
+    _check_complete(path, text, udp, hints)
+    wl = _workload(path, "iperf2", hints, protocol="udp" if udp else None)
     eng = Iperf2Engine()
     res = eng.parse(wl, _side(path, text), _side(path, "", role="server"))
     if not res.ok and res.sender_bps is not None:
@@ -180,20 +227,54 @@ def _iperf2(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
     return res
 
 
-def import_files(store: Store, files: list[Path], study: str, params: dict[str, Any], description: str = "") -> ImportOutcome:
-    if not NAME.match(study):
-        raise NettuneError(f"--study {study!r}: use letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)")
-    if not files:
-        raise NettuneError("give at least one file to import")
+def _check_complete(path: Path, text: str, udp: bool, hints: dict[str, Any]) -> None:
+    """A CSV report cut off at any byte: its last line is unfinished, a stream's interval
+    rows have no final row after them, or (with --set duration) the report is too short."""
+    if not text.rstrip(" \t").endswith("\n"):
+        raise NettuneError(f"{path}: cut off: the last line has no newline at its end (if the file is complete, add one)")
+    rows, _ = parse_rows(text, udp)
+    if not rows:
+        return  # the parser says what is wrong
+    end = max(r.end for r in rows)
+    streams: dict[tuple[int, int, int], bool] = {}
+    for r in rows:  # a stream is one socket's rows; its final row runs from 0 to the end
+        key = (r.src_port, r.dst_port, r.tid)
+        streams[key] = streams.get(key, False) or (r.start < 0.05 and r.end >= end - 0.5)
+    unfinished = sum(1 for done in streams.values() if not done)
+    if unfinished:
+        raise NettuneError(f"{path}: cut off: {unfinished} stream(s) have interval rows but no final report")
+    counts = Counter((r.src_port, r.dst_port, r.tid) for r in rows)
+    if len(set(counts.values())) > 1:  # every stream of a whole report has one row per interval, plus its final
+        raise NettuneError(f"{path}: cut off: its streams have {min(counts.values())} to {max(counts.values())} rows, a whole report has as many for each")
+    want = hints.get("duration")
+    if isinstance(want, (int, float)) and not isinstance(want, bool) and end < 0.75 * want:
+        raise NettuneError(f"{path}: the report covers {end:g}s but --set duration={want}; is the file cut off, or is --set wrong?")
+
+
+def read_files(files: list[Path], params: dict[str, Any]) -> list[tuple[Path, TestResult | None, str]]:
+    """(file, result, "") for each usable file, (file, None, "FILE: reason") for the others."""
     results: list[tuple[Path, TestResult | None, str]] = []
     for f in files:
         try:
             results.append((f, read_file(f, params), ""))
         except NettuneError as e:
             results.append((f, None, str(e)))
-    good = [(f, r) for f, r, _ in results if r is not None]
-    if not good:
+    return results
+
+
+def import_files(store: Store, files: list[Path], study: str, params: dict[str, Any], description: str = "") -> ImportOutcome:
+    """Read every file, then store the usable ones (NettuneError when there is none)."""
+    check_args(study, params)
+    if not files:
+        raise NettuneError("give at least one file to import")
+    results = read_files(files, params)
+    if not any(r is not None for _, r, _ in results):
         raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg in results))
+    return store_files(store, results, study, params, description)
+
+
+def store_files(store: Store, results: list[tuple[Path, TestResult | None, str]], study: str, params: dict[str, Any], description: str = "") -> ImportOutcome:
+    """Add the read files' runs to the imported study `study` (created if needed)."""
     sid, point_id, next_run = _study_and_point(store, study, params, description)
     out = ImportOutcome(sid, study)
     where = ", ".join(f"{k}={v}" for k, v in params.items()) or "the single point"
