@@ -10,7 +10,7 @@ from nettune.report.fit import fit_table
 from nettune.report.table import columns, rich_table
 from nettune.store import Store
 
-from conftest import nettune
+from conftest import ROOT, nettune
 from test_analysis import build
 
 
@@ -105,3 +105,16 @@ def test_too_narrow_for_any_table_stacks_rows_as_blocks():
     assert "sysctl:net.core.netdev_max_backlog" in text  # the heading line
     assert "/sys/class/net/eth0/queues/tx-0/xps_cpus" in text.replace("\n    ", " ")  # never split
     assert "[x]: [bold]a[/]" in text  # cells and headers are plain text, not markup
+
+
+def test_dry_run_at_80_columns_breaks_commands_only_between_arguments(tmp_path):
+    r = nettune("run", str(ROOT / "examples" / "mesh.toml"), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    assert "1 points x 1 runs (6 host pairs per point) = 6 tests" in " ".join(r.stdout.split())
+    assert all(len(line) <= 80 for line in r.stdout.splitlines())
+    wide = nettune("run", str(ROOT / "examples" / "mesh.toml"), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"}).stdout
+    client = next(line for line in wide.splitlines() if line.strip().startswith("client"))
+    # the same arguments, in the same order, whatever the width: only the line breaks differ
+    narrow = r.stdout.split("client", 1)[1].split("\n   note", 1)[0]
+    assert narrow.split() == client.split()[1:]
+    assert not (tmp_path / "r.db").exists()
