@@ -14,7 +14,7 @@ useless once its servers are gone).
 """
 from __future__ import annotations
 
-import re
+import secrets
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +27,6 @@ from ..targets.procs import forget_dir, record_dir, remove_stale_dirs
 from .pairs import workload_hosts
 
 DIR_PREFIX = "/tmp/nettune-auth."
-_DIR_RE = re.compile(r"^/tmp/nettune-auth\.[A-Za-z0-9]{6,}$")
 
 
 @dataclass
@@ -121,13 +120,17 @@ class StudyAccess:
         with self._lock:
             d = self._dirs.get(host.name)
             if d is None:
-                r = host.run(["mktemp", "-d", DIR_PREFIX + "XXXXXXXX"], timeout=15)
-                d = r.stdout.strip()
-                if r.returncode != 0 or not _DIR_RE.match(d):
-                    raise ConnectionError(f"{host.name}: cannot make a private directory for the test credentials: {(r.stderr or r.stdout).strip()[:200]}")
-                self._dirs[host.name] = d
+                # Named here and recorded BEFORE it exists, so a kill -9 at any moment leaves
+                # nothing unrecorded; mkdir refuses a name that exists (no symlink games in /tmp).
+                d = DIR_PREFIX + secrets.token_hex(6)
                 if self.local:  # on this machine: a killed run's directory is found again
                     record_dir(d)
+                r = host.run(["mkdir", "-m", "700", "--", d], timeout=15)
+                if r.returncode != 0:
+                    if self.local:
+                        forget_dir(d)
+                    raise ConnectionError(f"{host.name}: cannot make a private directory for the test credentials: {(r.stderr or r.stdout).strip()[:200]}")
+                self._dirs[host.name] = d
             for f in files:
                 if (host.name, f) in self._installed:
                     continue
