@@ -1,14 +1,17 @@
 """The built-in lab on real namespaces: creation, queues, MTU, teardown, leftovers."""
+import ipaddress
 import os
 import subprocess
 
 import pytest
 from pyroute2 import netns
 
+from nettune.errors import NettuneError, SpecError
 from nettune.plan import expand, resolve
 from nettune.spec import parse_study
 from nettune.targets import labnet
 from nettune.targets.lab import LabTarget
+from nettune.targets.labnet import LabLayout
 
 from conftest import lab_leftovers, needs_root, nettune
 
@@ -54,9 +57,11 @@ def test_lab_layout_queues_mtu_and_teardown():
 
 
 def test_subnet_outside_benchmark_range_is_refused():
-    study = parse_study(STUDY.replace('hosts = ["a", "b", "c"]', 'hosts = ["a", "b", "c"]\nsubnet = "10.0.0.0/24"'))
-    with pytest.raises(Exception, match="198.18.0.0/15"):
-        LabTarget(study)
+    # refused when the file is read, before a target exists (the lab's own check stays as a guard)
+    with pytest.raises(SpecError, match=r"target\.subnet: .*198\.18\.0\.0/15"):
+        parse_study(STUDY.replace('hosts = ["a", "b", "c"]', 'hosts = ["a", "b", "c"]\nsubnet = "10.0.0.0/24"'))
+    with pytest.raises(NettuneError, match="198.18.0.0/15"):
+        LabLayout("t", ["a"], ipaddress.ip_network("10.0.0.0/24"))
 
 
 def test_lab_up_status_down_cli(tmp_path):
