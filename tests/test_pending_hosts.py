@@ -63,13 +63,30 @@ def test_a_remote_hosts_changes_block_only_studies_that_use_it():
 def test_changes_on_this_machine_block_local_and_lab_studies_only(tmp_path):
     killed("m", [{"type": "machine", "label": "machine", "key": "machine"},
                  {"type": "netns", "label": "server", "key": "netns:nettune-l-server", "netns": "nettune-l-server", "ino": 1}])
-    with pytest.raises(NettuneError, match=r"on server \(namespace nettune-l-server\), this machine, which this study uses"):
-        journal_gate(False, study=LOCAL)
+    with pytest.raises(NettuneError, match=r"on this machine, which this study uses"):
+        journal_gate(False, study=LOCAL)  # loopback runs on this machine, in no lab namespace
     lab = parse_study('name = "l"\n[target]\nkind = "lab"\n')
-    with pytest.raises(NettuneError, match="which this study uses"):
+    with pytest.raises(NettuneError, match=r"on server \(namespace nettune-l-server\), this machine, which this study uses"):
         journal_gate(False, study=lab)
     notes = journal_gate(False, study=ssh_study(("a", "198.19.215.10", 22), ("b", "198.19.215.12", 22)))
     assert "this study does not use them" in notes[0]
+
+
+def test_another_labs_namespace_blocks_no_other_study():
+    killed("n", [{"type": "netns", "label": "server", "key": "netns:nettune-l-server", "netns": "nettune-l-server", "ino": 1}])
+    for other in (parse_study('name = "other"\n[target]\nkind = "lab"\n'), LOCAL):
+        notes = journal_gate(False, study=other)
+        assert len(notes) == 1 and "this study does not use them" in notes[0]
+    with pytest.raises(NettuneError, match="which this study uses"):
+        journal_gate(False, study=parse_study('name = "l"\n[target]\nkind = "lab"\n'))
+
+
+def test_a_lab_hosts_reached_over_ssh_belong_to_that_lab():
+    killed("s", [remote("server", "198.19.44.10")])
+    lab = parse_study('name = "l"\n[target]\nkind = "lab"\nsubnet = "198.19.44.0/24"\n')
+    with pytest.raises(NettuneError, match="which this study uses"):
+        journal_gate(False, study=lab)
+    assert "does not use them" in journal_gate(False, study=LOCAL)[0]
 
 
 def test_a_record_without_port_matches_its_address():

@@ -79,10 +79,10 @@ def down(
         from ..targets import sshlab
 
         removed["ssh keys"] = sshlab.down_all_ssh()  # their sshds died with the namespaces
-        from ..run.access import DIR_PREFIX
-        from ..targets.procs import remove_stale_dirs
+    from ..run.access import DIR_PREFIX
+    from ..targets.procs import remove_stale_dirs
 
-        removed["test credentials"] = remove_stale_dirs(DIR_PREFIX, force)  # of runs killed with -9
+    removed["test credentials"] = remove_stale_dirs(DIR_PREFIX, force)  # of runs killed with -9
     if not any(removed.values()):
         console.print("nothing to remove")
         return

@@ -132,7 +132,7 @@ def schema() -> None:
 @app.command()
 @user_errors
 def setup() -> None:
-    """Install the system tools nettune drives (iperf3, iperf, ethtool, openssh-server, iproute2)."""
+    """Install the system tools nettune drives (iperf3, iperf, ethtool, openssh, iproute2, procps, sudo)."""
     from ..setup_tools import setup as do_setup
 
     installed = do_setup(echo=console.print)

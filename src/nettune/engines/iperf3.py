@@ -120,6 +120,8 @@ class Iperf3Engine:
         `iperf3 -s -1` print "unable to receive parameters from client" and exit; our
         client then gets "unable to connect" or a reset, or never started: client None).
         A failed *authentication* does not end it: iperf3 does not count that connection."""
+        if _ENDED_BY_A_CLIENT not in (server.stdout or "").lower():  # the usual case, without decoding
+            return False
         if not any(_ENDED_BY_A_CLIENT in str(o.get("error", "")).lower() for o in json_objects(server.stdout)):
             return False
         if client is None:

@@ -31,8 +31,10 @@ def _remote(rec: dict[str, Any]) -> tuple[str, int | None] | None:
 def study_touches(study: Any) -> Select:
     """Does a pending change live on a host this study uses?"""
     target = study.target
-    if target.kind != "ssh":
-        return lambda rec: _remote(rec) is None  # this machine: its namespaces and itself
+    if target.kind == "local":
+        return lambda rec: (rec.get("place") or {}).get("type") == "machine"
+    if target.kind == "lab":
+        return _lab_touches(study)
     hosts = {(h.address.lower(), h.port) for h in target.hosts.values()}
 
     def touches(rec: dict[str, Any]) -> bool:
@@ -41,6 +43,32 @@ def study_touches(study: Any) -> Select:
             return False
         address, port = where
         return (address, port) in hosts if port else address in {a for a, _ in hosts}  # older records: no port
+
+    return touches
+
+
+def _lab_touches(study: Any) -> Select:
+    """A lab study uses this machine (host-wide values), its own namespaces, and its hosts
+    when a run reached them over SSH (`lab up --ssh`); another lab's namespaces are not its."""
+    import ipaddress
+
+    from ..targets.labnet import LabLayout, default_subnet
+
+    spec = study.target
+    layout = LabLayout(study.name, list(spec.hosts), ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name))
+    namespaces = {layout.ns(h) for h in layout.hosts}
+
+    def touches(rec: dict[str, Any]) -> bool:
+        place = rec.get("place") or {}
+        if place.get("type") == "netns":
+            return place.get("netns") in namespaces
+        where = _remote(rec)
+        if where is None:
+            return True  # this machine
+        try:
+            return ipaddress.ip_address(where[0]) in layout.subnet
+        except ValueError:
+            return False
 
     return touches
 

@@ -95,7 +95,7 @@ def slot_seconds(rp: ResolvedPoint, target: Any = None) -> float:
     return (wl.duration + wl.omit + OVERHEAD_GUESS) * tests
 
 
-def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = None, longest: bool = False,
+def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = None, *, longest: bool = False,
                      left: list[tuple[Slot, int]] | None = None) -> float:
     """First estimate for the ETA (the progress bar refines it as tests finish).
     longest: as if adaptive repeats ran every point to max_runs (the most it can take).
@@ -171,7 +171,7 @@ def run_study(
         done = stored.count()
         more = f" (up to {total + extra} with adaptive repeats)" if extra else ""
         progress.message(f"resuming study #{study_id}: {done} of {done + total} tests done, {total} to run{more}")
-    progress.start(study, total + extra, expected_seconds(study, resolved, target, left))
+    progress.start(study, total + extra, expected_seconds(study, resolved, target, left=left))
     try:
         with sigterm_as_interrupt():
             for slot, _ in left:
