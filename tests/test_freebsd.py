@@ -17,7 +17,7 @@ import pytest
 from nettune.knobs.base import Ctx, KnobError, Loc
 from nettune.knobs.registry import KINDS
 from nettune.probes.cpu import machine_percent, parse_proc_stat
-from nettune.targets.base import CommandResult, Host
+from nettune.targets.base import CommandResult, Host, HostBase
 from nettune.targets.freebsd import cp_time_as_proc_stat, freebsd_facts
 from nettune.targets.ssh import SshHost
 
@@ -35,7 +35,7 @@ IFCONFIG_CAPS = {"lro": ["LRO"], "tso": ["TSO4", "TSO6"], "rxcsum": ["RXCSUM"], 
 READ_ONLY = ("hw.", "kern.cp_time", "kern.cp_times")
 
 
-class FakeFreeBSD:
+class FakeFreeBSD(HostBase):
     """A FreeBSD 14.2 guest reached over SSH, as far as nettune's FreeBSD paths go."""
 
     name = "fbsd1"

@@ -5,7 +5,6 @@ socket is listening; every wait is bounded; a failure is recorded, never raised.
 """
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
@@ -22,15 +21,7 @@ BUSY_RETRIES = 5
 def pick_port(host: Any, wanted: int | None) -> int:
     if wanted:
         return wanted
-    free_port = getattr(host, "free_port", None)  # remote hosts pick from their own sockets
-    if free_port is not None:
-        return int(free_port())
-    if getattr(host, "netns", None):
-        return 5201  # a namespace we created: nothing else listens there
-    # loopback: ask the kernel for a free port (tiny race, handled as "port in use")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return host.free_port()  # each kind of host knows where to look (its own sockets)
 
 
 def run_test(

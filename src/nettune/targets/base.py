@@ -2,12 +2,17 @@
 
 A Target owns the hosts of one study (namespaces on a bridge, loopback, SSH machines...).
 A Host runs processes, reads and writes files (for /proc sampling and for knobs), and
-has an address its peers reach it at. Engines, probes and knobs only see these two
+has an address its peers reach it at. Engines, probes and knobs only see these
 protocols, so a new kind of target is one new file in this package.
+
+Every attribute or method a caller uses is declared here, and HostBase, ProcBase and
+TargetBase give the defaults, so no caller ever asks an object what it can do
+(no getattr/hasattr feature probing): a member overrides what differs.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+import socket
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -25,6 +30,7 @@ class Proc(Protocol):
 
     pid: int
     argv: list[str]
+    lost: str | None  # why the connection to its host was lost (its results cannot be trusted)
 
     def poll(self) -> int | None: ...
 
@@ -40,12 +46,18 @@ class Proc(Protocol):
         """(stdout, stderr) captured so far (complete once the process has exited)."""
         ...
 
+    def cpu_seconds(self) -> float | None:
+        """Exact CPU time (user + system) once exited, where the host reports it; else None."""
+        ...
+
 
 @runtime_checkable
 class Host(Protocol):
     name: str
     address: str  # where peers reach this host (the server address clients use)
     os: str  # "linux" or "freebsd"
+    netns: str | None  # the network namespace nettune created for it (lab), else None
+    interface: str | None  # its test NIC (default device of interface knobs), if known
 
     def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> Proc:
         """Start argv. `env`: variables added to its environment (secrets such as
@@ -64,14 +76,31 @@ class Host(Protocol):
 
     def which(self, tool: str) -> str | None: ...
 
-    def listening(self, port: int, proto: str = "tcp") -> bool:
-        """True when something listens on `port` on this host (no connection is made)."""
+    def probe_run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        """Run a read-only probe (a tool's version) before the target is prepared."""
+        ...
+
+    def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
+        """True when something listens on `port` on this host (no connection is made);
+        with `pid`, as seen from that process's network namespace."""
+        ...
+
+    def free_port(self) -> int:
+        """A port a server can listen on here (TCP and UDP free)."""
+        ...
+
+    def reach(self) -> dict[str, Any] | None:
+        """How to reach this host again without the study file (the knob journal keeps
+        it); None for hosts of this machine."""
         ...
 
 
 class Target(Protocol):
     kind: str
     hosts: dict[str, Host]
+    test_hosts: list[str]  # hosts that run tests (the others are hypervisors)
+    extra_machines: dict[str, Host]  # sampled for CPU during every test ("hypervisor:NAME")
+    warnings: list[str]  # said once before the study starts (a host key recorded...)
 
     def prepare(self, resolved: Any) -> dict[str, Any]:
         """Bring the target into the state a point needs (create, re-create, adjust).
@@ -81,6 +110,10 @@ class Target(Protocol):
         """
         ...
 
+    def state(self) -> dict[str, Any]:
+        """The actual state now (after knobs changed it); {} when nothing can change."""
+        ...
+
     def facts(self) -> dict[str, dict[str, Any]]:
         """Host facts once per study: kernel, CPU model and count, tool versions..."""
         ...
@@ -88,3 +121,65 @@ class Target(Protocol):
     def close(self) -> None:
         """Tear down everything the target created. Safe to call twice."""
         ...
+
+
+class ProcBase:
+    """Defaults of the Proc protocol."""
+
+    lost: str | None = None
+
+    def cpu_seconds(self) -> float | None:
+        return None
+
+
+class HostBase:
+    """Defaults of the Host protocol: a host of this machine, outside any namespace."""
+
+    name: str
+    address: str
+    os = "linux"
+    netns: str | None = None
+    interface: str | None = None
+
+    def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        raise NotImplementedError
+
+    def probe_run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        return self.run(argv, timeout)
+
+    def free_port(self) -> int:
+        # this machine's loopback: ask the kernel (a tiny race, handled as "port in use")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+
+    def reach(self) -> dict[str, Any] | None:
+        return None
+
+
+class TargetBase:
+    """Defaults of the Target protocol."""
+
+    kind: str
+    hosts: dict[str, Any]
+
+    @property
+    def test_hosts(self) -> list[str]:
+        return list(self.hosts)
+
+    @property
+    def extra_machines(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def warnings(self) -> list[str]:
+        return []
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        return {name: {} for name in self.hosts}
+
+    def close(self) -> None:
+        pass

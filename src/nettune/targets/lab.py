@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .base import CommandResult
+from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
 from .labnet import LabLayout, LabNet, default_subnet, require_root
 from .procs import LocalProc, port_listening, run_local, with_env
@@ -15,8 +15,7 @@ from .procs import LocalProc, port_listening, run_local, with_env
 _NS_PATHS = ("/proc/sys/net/", "/sys/class/net/", "/proc/net/")
 
 
-class LabHost:
-    os = "linux"
+class LabHost(HostBase):
 
     def __init__(self, name: str, netns: str, address: str, interface: str):
         self.name = name
@@ -60,6 +59,9 @@ class LabHost:
     def which(self, tool: str) -> str | None:
         return shutil.which(tool)
 
+    def free_port(self) -> int:
+        return 5201  # a namespace we created: nothing else listens there
+
     def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
         texts = []
         for name in (proto, proto + "6"):
@@ -71,7 +73,7 @@ class LabHost:
         return port_listening(texts, port, proto)
 
 
-class LabTarget:
+class LabTarget(TargetBase):
     kind = "lab"
 
     def __init__(self, study: Any):
@@ -106,6 +108,7 @@ class LabTarget:
         return {"hosts": self.net.state()}
 
     def up(self, mtu: int, queues: int) -> None:
+        """Create the lab without a point (tests and `nettune knobs` use it)."""
         self._created = True
         self.net.up(mtu, queues)
         self._mtu, self._queues = mtu, queues

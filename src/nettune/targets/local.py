@@ -5,13 +5,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .base import CommandResult
+from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
 from .procs import LocalProc, port_listening, run_local, with_env
 
 
-class LocalHost:
-    os = "linux"
+class LocalHost(HostBase):
 
     def __init__(self, name: str, address: str = "127.0.0.1"):
         self.name = name
@@ -43,7 +42,7 @@ class LocalHost:
         return port_listening(texts, port, proto)
 
 
-class LocalTarget:
+class LocalTarget(TargetBase):
     kind = "local"
 
     def __init__(self, study: Any):
@@ -57,8 +56,6 @@ class LocalTarget:
         one["interface"] = {"name": "lo", "mtu": _lo_mtu()}
         return {name: one for name in self.hosts}
 
-    def close(self) -> None:
-        pass
 
 
 def _lo_mtu() -> int | None:

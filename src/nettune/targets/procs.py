@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .base import CommandResult
+from .base import CommandResult, ProcBase
 
 STATE_DIR = Path(os.environ.get("NETTUNE_RUN_DIR", "/run/nettune" if os.geteuid() == 0 else f"/tmp/nettune-{os.getuid()}"))
 PROC_DIR = STATE_DIR / "procs"
@@ -31,7 +31,7 @@ def start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-class LocalProc:
+class LocalProc(ProcBase):
     """A child process of nettune with output captured to files (no pipe deadlocks)."""
 
     def __init__(self, argv: list[str], pid_argv: list[str] | None = None, env: dict[str, str] | None = None):

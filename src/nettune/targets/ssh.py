@@ -37,7 +37,7 @@ from typing import Any
 import asyncssh
 
 from ..errors import NettuneError
-from .base import CommandResult
+from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
 from .freebsd import cp_time_as_proc_stat, freebsd_facts
 from .procs import port_listening
@@ -59,7 +59,7 @@ class SshError(NettuneError, ConnectionError):
         self.retry = retry  # the host may just be (re)booting: worth trying again
 
 
-class SshHost:
+class SshHost(HostBase):
     def __init__(self, name: str, spec: Any, loop: EventLoopThread, tofu: bool = False, connect_timeout: float = 10.0,
                  reconnect_timeout: float = 0.0, host_key: str | None = None):
         self.name, self.spec = name, spec
@@ -305,6 +305,9 @@ class SshHost:
             return any(f":{port} " in ln + " " for ln in r.stdout.splitlines()[1:])
         return port_listening(self._sockets(proto), port, proto)
 
+    def probe_run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        return self.run(argv, timeout)
+
     def free_port(self, first: int = 5201, last: int = 5400) -> int:
         """A port nothing listens on (TCP) or is bound to (UDP) on this host."""
         if self.os == "freebsd":
@@ -330,7 +333,7 @@ class SshHost:
                 pass
 
 
-class SshTarget:
+class SshTarget(TargetBase):
     kind = "ssh"
 
     def __init__(self, study: Any):
@@ -339,9 +342,9 @@ class SshTarget:
         self.hosts: dict[str, SshHost] = {
             n: SshHost(n, h, self.loop, spec.trust_on_first_use, spec.connect_timeout, spec.reconnect_timeout) for n, h in spec.hosts.items()
         }
-        self.test_hosts: list[str] = list(spec.test_hosts)
+        self._test_hosts: list[str] = list(spec.test_hosts)
         # sampled (/proc/stat) during every test: cpu_extra["hypervisor:<name>"]
-        self.extra_machines = {f"hypervisor:{n}": self.hosts[n] for n in spec.hypervisors}
+        self._extra = {f"hypervisor:{n}": self.hosts[n] for n in spec.hypervisors}
         self._closed = False
         try:
             self._connect_all()
@@ -358,6 +361,14 @@ class SshTarget:
         errors = [str(r) for r in results if isinstance(r, BaseException)]
         if errors:
             raise SshError("; ".join(errors))
+
+    @property
+    def test_hosts(self) -> list[str]:
+        return self._test_hosts
+
+    @property
+    def extra_machines(self) -> dict[str, Any]:
+        return self._extra
 
     @property
     def warnings(self) -> list[str]:

@@ -23,6 +23,8 @@ import re
 import threading
 from typing import Any
 
+from .base import ProcBase
+
 WRAPPER = """exec 3>&2 2>/dev/null; sh -c 'echo "$$"; exec "$@"' sh "$@" 2>&3 3>&- & wait "$!"; rc=$?; printf '\\nNETTUNE-RUSAGE ' >&3; times >&3; exit "$rc\""""
 # With an environment (Host.spawn(env=...)), the wrapper is started as
 #   sh -c 'ENV_PREAMBLE WRAPPER' sh NAME... -- TOOL ARGS...
@@ -64,7 +66,7 @@ class EventLoopThread:
                 self.loop.close()
 
 
-class SshProc:
+class SshProc(ProcBase):
     """A process on a remote host; `pid` is its PID there."""
 
     def __init__(self, host: Any, argv: list[str]):
