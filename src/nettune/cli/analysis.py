@@ -9,8 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import NettuneError
-from .main import app, console, err_console, print_error, print_fitted, print_items, user_errors
-from .results import DB_OPT, open_store
+from .app import DB_OPT, app, console, err_console, open_store, print_error, print_fitted, print_items, user_errors
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
 METRIC_OPT = typer.Option("total", "--metric", "-m", help="total (Gbit/s, both directions), receiver, sender, cpu_client, cpu_server, cpu_host, retransmits, lost_percent, jitter_ms, duration...")

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import NettuneError
-from .main import app, console, err_console, print_fitted, user_errors
+from .app import DB_OPT, app, console, err_console, open_store, print_fitted, user_errors
 
 knobs_app = typer.Typer(help="Settings nettune can change per sweep point (and always restores).", no_args_is_help=True)
 app.add_typer(knobs_app, name="knobs")
@@ -125,16 +125,13 @@ def persist(
     study: str = typer.Argument(..., help="Study name (its latest run) or id in the results database."),
     point: str = typer.Option(..., "--point", help="The point to persist: KEY=VAL,KEY=VAL (its sweep parameters)."),
     out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
-    db: Path = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite)."),
+    db: Path = DB_OPT,
     interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Write this interface instead of the one the study used."),
 ) -> None:
     """Write a point's knobs as installable files (sysctl.d, tuned, udev, NetworkManager, shell); applies nothing."""
     from ..knobs.persist import knobs_of_point, parse_point, write_files
-    from ..store import Store
 
-    if not db.exists():
-        raise NettuneError(f"{db}: no results database here; pass --db PATH")
-    with Store(db) as store:
+    with open_store(db) as store:
         s, p, settings = knobs_of_point(store, study, parse_point(point))
     files = write_files(s["name"], p["point"], settings, out, interface)
     console.print(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:")

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..plan.points import expand_and_check
 from ..spec import load_study
 from ..targets import labnet
-from .main import app, console, user_errors
+from .app import app, console, user_errors
 
 lab_app = typer.Typer(help="The built-in lab: network namespaces on a Linux bridge.", no_args_is_help=True)
 app.add_typer(lab_app, name="lab")

@@ -13,7 +13,7 @@ from ..knobs.spec import summary as knob_summary
 from ..plan.pairs import plan_rounds
 from ..plan.points import expand_and_check
 from ..spec.models import Study
-from .main import console
+from .app import console
 
 
 def _address(study: Study, host: str) -> str:

@@ -9,17 +9,7 @@ import typer
 
 from ..errors import NettuneError
 from ..report import table as rt
-from ..store import Store
-from .main import app, console, print_fitted, user_errors
-
-DB_OPT = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite).")
-
-
-def open_store(db: Path, must_exist: bool = True) -> Store:
-    if must_exist and not db.exists():
-        raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
-    return Store(db)
-
+from .app import DB_OPT, app, console, open_store, print_fitted, user_errors
 
 @app.command()
 @user_errors

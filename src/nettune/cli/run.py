@@ -18,8 +18,7 @@ from ..run.eta import MAX_HOURS, check_length, human_seconds
 from ..spec import parse_study
 from ..spec.load import read_study_text
 from ..spec.models import Study, json_schema
-from .main import app, console, print_fitted, print_items, user_errors
-from .results import DB_OPT, open_store
+from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
 from .plan import print_plan
 
 

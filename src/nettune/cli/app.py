@@ -1,0 +1,75 @@
+"""The `nettune` app object and what every command module shares: the consoles, the
+one-line error handling, the fitted-table printer and the --db option. Command modules
+import this module (never main.py or each other), and main.py imports them to register."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any, Callable
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ..errors import NettuneError
+from ..store import Store
+
+app = typer.Typer(
+    name="nettune",
+    help="Run network and VM performance studies from one file: sweep settings, measure, restore, analyse.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def print_error(message: str) -> None:
+    """One `error: ...` line on stderr (the message is one line: see NettuneError)."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn NettuneError into a one-line message and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NettuneError as e:
+            print_error(str(e))
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            err_console.print("[yellow]interrupted[/]: cleaned up; partial results are in the database")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def print_fitted(fitted: Any) -> None:
+    """A report.fit.Fitted table, and the note saying which columns did not fit."""
+    console.print(fitted.table, crop=False)  # a word wider than the screen stays whole (see report.fit)
+    note = fitted.note(console.width)
+    if note:
+        console.print(f"[dim]{escape(note)}[/]", highlight=False)
+
+
+def print_items(items: list[str], bullet: str = "  - ", style: str = "") -> None:
+    """Sentences as a list, wrapped at word boundaries to the terminal (never mid-word)."""
+    import textwrap
+
+    width = max(console.width, 40)
+    for item in items:
+        text = textwrap.fill(item, width, initial_indent=bullet, subsequent_indent=" " * len(bullet), break_long_words=False, break_on_hyphens=False)
+        console.print(f"[{style}]{escape(text)}[/]" if style else escape(text), highlight=False, soft_wrap=True)
+
+
+DB_OPT = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite).")
+
+
+def open_store(db: Path, must_exist: bool = True) -> Store:
+    if must_exist and not db.exists():
+        raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
+    return Store(db)
