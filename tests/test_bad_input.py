@@ -32,7 +32,7 @@ from conftest import EXAMPLES
 
 SCHEMA = json_schema()
 DEFS = SCHEMA["$defs"]
-SECTIONS = {"workload": DEFS["Workload"], "repeat": DEFS["Repeat"], "target": DEFS["LabTarget"]}
+SECTIONS = {"workload": DEFS["Workload"], "repeat": DEFS["Repeat"], "target": DEFS["LabTargetSpec"]}
 
 
 def test_the_generator_writes_the_valid_base_study():

@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from ..knobs.spec import KnobsSpec
 
-from .ssh import SshHostSpec, SshTarget  # noqa: F401 - the ssh target spec lives in its own file
+from .ssh import SshHostSpec, SshTargetSpec  # noqa: F401 - the ssh target spec lives in its own file
 
 
 def _not_bool(value: Any) -> Any:
@@ -46,7 +46,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class LabTarget(Strict):
+class LabTargetSpec(Strict):
     """Built-in lab: one network namespace per host on a Linux bridge (needs root)."""
 
     kind: Literal["lab"]
@@ -69,7 +69,7 @@ class LabTarget(Strict):
         return v
 
     @model_validator(mode="after")
-    def _check(self) -> "LabTarget":
+    def _check(self) -> "LabTargetSpec":
         if len(set(self.hosts)) != len(self.hosts):
             raise ValueError("host names must be unique")
         for h in self.hosts:
@@ -78,14 +78,14 @@ class LabTarget(Strict):
         return self
 
 
-class LocalTarget(Strict):
+class LocalTargetSpec(Strict):
     """Loopback on this machine: no namespaces, no root needed."""
 
     kind: Literal["local"]
     hosts: list[str] = Field(default=["server", "client"], min_length=1, max_length=MAX_LAB_HOSTS)
 
 
-TargetSpec = Annotated[Union[LabTarget, LocalTarget, SshTarget], Field(discriminator="kind")]
+TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec], Field(discriminator="kind")]
 
 
 Pairs = Union[

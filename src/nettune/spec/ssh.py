@@ -71,7 +71,7 @@ class SshHostSpec(_Strict):
         return v
 
 
-class SshTarget(_Strict):
+class SshTargetSpec(_Strict):
     """Real machines (VMs, servers, hypervisors) reached over SSH."""
 
     kind: Literal["ssh"]
@@ -99,7 +99,7 @@ class SshTarget(_Strict):
         return {**data, "inventory": str(path), "hosts": merged}
 
     @model_validator(mode="after")
-    def _check(self) -> "SshTarget":
+    def _check(self) -> "SshTargetSpec":
         if not self.hosts:
             raise ValueError("no hosts: add [target.hosts.NAME] tables or an inventory file")
         for h in self.hosts:
