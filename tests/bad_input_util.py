@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from nettune.cli.main import app
 from nettune.errors import SpecError
-from nettune.spec import load_study
+from nettune import load_study
 
 # ~80 generated cases a test keeps each of these files around half a minute on two cores
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,7 +23,7 @@ from pyroute2 import netns
 from nettune.knobs.base import KnobError, Loc
 from nettune.knobs.journal import Journal
 from nettune.knobs.registry import KINDS
-from nettune.spec import parse_study
+from nettune import parse_study
 from nettune.targets import labnet
 from nettune.targets.lab import LabTarget
 

@@ -18,7 +18,7 @@ from nettune.knobs.journal import Journal
 from nettune.knobs.restore import pending, restore_pending
 from nettune.knobs.session import KnobSession, journal_gate, precheck
 from nettune.plan.points import expand_and_check
-from nettune.spec import parse_study
+from nettune import parse_study
 from nettune.targets import make_target
 
 
@@ -58,7 +58,7 @@ def crash_after(tmp_path: Path, text: str, points: int) -> None:
         import os
         from nettune.knobs.session import KnobSession
         from nettune.plan.points import expand_and_check
-        from nettune.spec import load_study
+        from nettune import load_study
         from nettune.targets import make_target
         study = load_study({str(spec)!r})
         target = make_target(study)

@@ -64,7 +64,7 @@ def _crash_local(tmp_path: Path) -> Path:
         import os
         from nettune.knobs.session import KnobSession
         from nettune.plan.points import expand_and_check
-        from nettune.spec import load_study
+        from nettune import load_study
         from nettune.targets import make_target
         study = load_study({str(spec)!r})
         KnobSession(study, make_target(study), 1).apply_point(expand_and_check(study)[0])
@@ -173,7 +173,7 @@ def test_run_with_knobs_records_them_and_persist_writes_files(tmp_path):
 
 @needs_root
 def test_knobs_show_a_study_on_its_lab(tmp_path):
-    from nettune.spec import load_study
+    from nettune import load_study
     from nettune.targets.lab import LabTarget
 
     spec = tmp_path / "study.toml"

@@ -16,7 +16,7 @@ from nettune.knobs.journal import Journal
 from nettune.knobs.registry import KINDS
 from nettune.knobs.session import KnobSession, precheck
 from nettune.plan.points import expand_and_check
-from nettune.spec import parse_study
+from nettune import parse_study
 from nettune.targets.lab import LabTarget
 from nettune.targets.local import LocalHost
 

@@ -8,7 +8,7 @@ from pyroute2 import netns
 
 from nettune.errors import NettuneError, SpecError
 from nettune.plan import expand, resolve
-from nettune.spec import parse_study
+from nettune import parse_study
 from nettune.targets import labnet
 from nettune.targets.lab import LabTarget
 from nettune.targets.labnet import LabLayout

@@ -10,7 +10,7 @@ from nettune.errors import NettuneError
 from nettune.knobs.gate import for_host, in_labs, journal_gate, pending_hosts
 from nettune.knobs.journal import Journal
 from nettune.knobs.restore import restore_pending
-from nettune.spec import parse_study
+from nettune import parse_study
 
 LOC = {"key": "sysctl:net.core.somaxconn", "kind": "sysctl", "arg": "net.core.somaxconn", "device": None}
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nettune.errors import SpecError
-from nettune.spec import load_study, parse_study
+from nettune import load_study, parse_study
 
 from bad_input_util import Place, assert_one_line_error, base_study, check_rejected_study, our_namespaces, to_toml
 

@@ -5,7 +5,7 @@ import pytest
 
 from nettune.errors import SpecError
 from nettune.plan import expand, resolve, schedule
-from nettune.spec import load_study, parse_study
+from nettune import load_study, parse_study
 from nettune.spec.expr import ExprError, evaluate, fill
 from nettune.spec.models import json_schema
 

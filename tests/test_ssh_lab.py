@@ -17,7 +17,7 @@ from nettune.engines import get_engine
 from nettune.errors import NettuneError
 from nettune.run.pairs import round_totals, run_slot, workload_hosts
 from nettune.run.study import run_study
-from nettune.spec import load_study, parse_study
+from nettune import load_study, parse_study
 from nettune.store import Store
 from nettune.targets import sshlab
 from nettune.targets.labnet import LabLayout, LabNet, pids_in_namespace

@@ -20,7 +20,7 @@ import pytest
 from nettune.errors import NettuneError
 from nettune.report.table import columns
 from nettune.run.study import run_study
-from nettune.spec import load_study, parse_study
+from nettune import load_study, parse_study
 from nettune.store import Store
 from nettune.targets import sshlab
 from nettune.targets.ssh import SshTarget

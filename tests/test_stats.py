@@ -12,7 +12,7 @@ from scipy import stats as sst
 from nettune.analysis.compare import compare_values
 from nettune.analysis.stats import adaptive_rounds, mad_outliers, needs_more_runs, summarize, welch
 from nettune.errors import NettuneError, SpecError
-from nettune.spec import parse_study
+from nettune import parse_study
 from nettune.spec.models import Repeat
 
 

@@ -19,14 +19,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import NettuneError, SpecError
     from .plan.points import Point, expand
     from .run.study import Outcome, run_study
-    from .spec.load import load_study, parse_study
+    from .plan.study_file import load_study, parse_study
     from .spec.models import Study
     from .store.sqlite import Store
 
 # Imported lazily so `import nettune` stays cheap (the CLI starts in well under a second).
 _EXPORTS = {
-    "load_study": ".spec.load",
-    "parse_study": ".spec.load",
+    "load_study": ".plan.study_file",
+    "parse_study": ".plan.study_file",
     "Study": ".spec.models",
     "expand": ".plan.points",
     "Point": ".plan.points",

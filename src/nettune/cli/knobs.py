@@ -102,7 +102,7 @@ def show(
         if host and host != "machine":
             raise NettuneError(f"--host {host!r}: without a study file only 'machine' is known")
     else:
-        from ..spec import load_study
+        from ..plan.study_file import load_study
 
         study = load_study(file)
         if not study.knobs:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..plan.points import expand_and_check
-from ..spec import load_study
+from ..plan.study_file import load_study
 from ..targets import labnet
 from .app import app, console, user_errors
 

@@ -15,7 +15,7 @@ from ..errors import NettuneError
 from ..plan.points import MAX_POINTS, Slot, expand_and_check
 from ..report import table as rt
 from ..run.eta import MAX_HOURS, check_length, human_seconds
-from ..spec import parse_study
+from ..plan.study_file import parse_study
 from ..spec.load import read_study_text
 from ..spec.models import Study, json_schema
 from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors

@@ -15,14 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..spec.models import pairs_problem
+
 Pair = tuple[str, str]  # (server, client)
-
-
-def pairs_hosts(spec: Any) -> list[str]:
-    """Host names a pairs spec names explicitly ("mesh" names none)."""
-    if isinstance(spec, str):
-        return [spec.split(":", 1)[1]] if spec.startswith("star:") else []
-    return list(dict.fromkeys(h for pair in spec for h in pair))
 
 
 def expand_pairs(spec: Any, hosts: Sequence[str]) -> list[Pair]:
@@ -93,8 +88,9 @@ def greedy_rounds(pairs: Sequence[Pair]) -> list[list[Pair]]:
 def plan_rounds(spec: Any, hosts: Sequence[str]) -> list[list[Pair]]:
     """Rounds of (server, client) pairs; no host appears twice in a round."""
     if spec == "mesh":
-        if len(hosts) < 2:
-            raise ValueError(f'pairs = "mesh" needs at least two test hosts, got {len(hosts)}')
+        problem = pairs_problem(spec, list(hosts))
+        if problem:
+            raise ValueError(problem)
         return mesh_rounds(hosts)
     pairs = expand_pairs(spec, hosts)
     if not pairs:

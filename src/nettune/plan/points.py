@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from ..errors import SpecError
 from ..spec import expr
+from ..spec.load import find_line, spec_error
 from ..spec.models import Study, Workload
 
 
@@ -61,8 +62,6 @@ def count_points(study: Study) -> int:
 
 def check_point_count(study: Study, max_points: int = MAX_POINTS, text: str = "", file: str = "<study>") -> int:
     """Refuse, before anything is expanded, a sweep of more than max_points points."""
-    from ..spec.load import find_line
-
     n = count_points(study)
     if n > max_points:
         sizes = " x ".join(str(len(v)) for v in study.sweep.values() if isinstance(v, list))
@@ -114,8 +113,6 @@ def resolve(study: Study, point: Point) -> ResolvedPoint:
 
 def expand_and_check(study: Study, text: str = "", file: str = "<study>") -> list[ResolvedPoint]:
     """Expand and resolve every point; any problem becomes a SpecError naming the field."""
-    from ..spec.load import _to_spec_error, find_line
-
     try:
         points = expand(study)
     except expr.ExprError as e:
@@ -131,7 +128,7 @@ def expand_and_check(study: Study, text: str = "", file: str = "<study>") -> lis
         except ValidationError as e:
             section = _section_of(e)
             model = {"workload": Workload, "target": type(study.target)}.get(section, type(study))
-            err = _to_spec_error(e, model, text, file)
+            err = spec_error(e, model, text, file)
             field = f"{section}.{err.field}" if section else err.field
             raise SpecError(file, field, f"{err.problem} (at point {p.label()})", find_line(text, field.split("."))) from None
     return resolved

@@ -1,4 +1,9 @@
-"""Read a study file (TOML) and turn every problem into a one-line SpecError."""
+"""Read a study file (TOML) and turn every problem into a one-line SpecError.
+
+This is the spec stage only: the file's text checked against the models. A study whose
+every point must also resolve (templates filled, values in range) is loaded by
+plan.study_file (load_study, parse_study), which calls this module first; the later
+stages use spec_error and find_line from here to name the field of a problem."""
 from __future__ import annotations
 
 import codecs
@@ -17,12 +22,6 @@ from ..errors import SpecError
 from .models import Study, Template
 
 MAX_STUDY_BYTES = 1 << 20  # a study is a page of TOML; a bigger file is the wrong file
-
-
-def load_study(path: str | Path, max_points: int | None = None) -> Study:
-    """Read, validate and expand a study file. max_points: refuse a sweep of more points
-    (default plan.points.MAX_POINTS; `nettune run --max-points` raises it)."""
-    return parse_study(read_study_text(path), str(path), max_points)
 
 
 def read_study_text(path: str | Path, what: str = "a study TOML file (see examples/)") -> str:
@@ -68,8 +67,9 @@ def decode_study(data: bytes, file: str = "<study>") -> str:
         raise SpecError(file, "", f"not UTF-8 text: byte 0x{data[at]:02x} at column {col}{utf16}; save the file as UTF-8", line) from None
 
 
-def parse_study(text: str, file: str = "<study>", max_points: int | None = None) -> Study:
-    """Validate a study's TOML text and expand every point (see load_study)."""
+def parse_spec(text: str, file: str = "<study>") -> Study:
+    """A study's TOML text validated against the models (its points are not expanded:
+    plan.study_file.parse_study does that too)."""
     if len(text) > MAX_STUDY_BYTES:
         raise SpecError(file, "", f"larger than {MAX_STUDY_BYTES >> 20} MiB, too big to be a study file; give the study's TOML file")
     nul = text.find("\0")
@@ -85,14 +85,7 @@ def parse_study(text: str, file: str = "<study>", max_points: int | None = None)
         raise SpecError(file, "", "arrays or inline tables nested hundreds of levels deep; a study file needs a few levels at most") from None
     except ValueError as e:  # int() inside tomllib: a number of more than 4300 digits
         raise SpecError(file, "", f"not valid TOML: {str(e).split(';')[0]}") from None
-    study = validate(data, text, file)
-    # Count the points first (refused at once if too many), then expand them: that checks
-    # every sweep expression and every filled-in value now, before any host is touched.
-    from ..plan.points import MAX_POINTS, check_point_count, expand_and_check
-
-    check_point_count(study, MAX_POINTS if max_points is None else max_points, text, file)
-    expand_and_check(study, text, file)
-    return study
+    return validate(data, text, file)
 
 
 def validate(data: dict[str, Any], text: str, file: str) -> Study:
@@ -100,10 +93,12 @@ def validate(data: dict[str, Any], text: str, file: str) -> Study:
         # base_dir: relative paths in the file (an ssh target's inventory) are relative to it
         return Study.model_validate(data, context={"base_dir": str(Path(file).parent)})
     except ValidationError as e:
-        raise _to_spec_error(e, Study, text, file) from None
+        raise spec_error(e, Study, text, file) from None
 
 
-def _to_spec_error(e: ValidationError, model: type[BaseModel], text: str, file: str) -> SpecError:
+def spec_error(e: ValidationError, model: type[BaseModel], text: str, file: str) -> SpecError:
+    """A pydantic error of `model` as one SpecError: its most specific problem, the field's
+    dotted name and line in `text`, and how many other problems there are."""
     errors = e.errors(include_url=False)
     err = _most_specific(errors)
     loc = [str(x) for x in err["loc"] if not _is_union_tag(x)]

@@ -77,12 +77,22 @@ class LabTargetSpec(Strict):
                 raise ValueError(f"host name {h!r}: use letters, digits, '-' or '_' (at most 32)")
         return self
 
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client: all of a lab's."""
+        return list(self.hosts)
+
 
 class LocalTargetSpec(Strict):
     """Loopback on this machine: no namespaces, no root needed."""
 
     kind: Literal["local"]
     hosts: list[str] = Field(default=["server", "client"], min_length=1, max_length=MAX_LAB_HOSTS)
+
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client: all of them."""
+        return list(self.hosts)
 
 
 TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec], Field(discriminator="kind")]
@@ -92,6 +102,23 @@ Pairs = Union[
     Annotated[str, StringConstraints(pattern=r"^(mesh|star:[A-Za-z0-9_-]{1,32})$")],
     Annotated[list[Annotated[list[str], Field(min_length=2, max_length=2)]], Field(min_length=1)],
 ]
+
+
+def pairs_hosts(pairs: Any) -> list[str]:
+    """Host names a `pairs` value names explicitly ("mesh" names none)."""
+    if isinstance(pairs, str):
+        return [pairs.split(":", 1)[1]] if pairs.startswith("star:") else []
+    return list(dict.fromkeys(h for pair in pairs for h in pair))
+
+
+def pairs_problem(pairs: Any, hosts: list[str]) -> str | None:
+    """Why a `pairs` value whose hosts exist gives no test over these test hosts (None:
+    it gives at least one). plan.pairs makes the rounds; this is what the file must say."""
+    if pairs == "mesh" and len(hosts) < 2:
+        return f'pairs = "mesh" needs at least two test hosts, got {len(hosts)}'
+    if isinstance(pairs, str) and pairs.startswith("star:") and len(hosts) < 2:
+        return f"pairs = {pairs!r} gives no pair over hosts {', '.join(hosts)}"
+    return None
 
 
 class Workload(Strict):
@@ -202,14 +229,14 @@ class Study(Strict):
     @model_validator(mode="after")
     def _hosts_exist(self) -> "Study":
         # hosts that may carry traffic (an ssh target's role="hypervisor" hosts are only sampled)
-        hosts = list(getattr(self.target, "test_hosts", self.target.hosts))
+        hosts = self.target.test_hosts
         if self.workload.pairs is not None:
-            from ..plan.pairs import pairs_hosts, plan_rounds
-
             for h in pairs_hosts(self.workload.pairs):
                 if h not in hosts:
                     raise ValueError(f"workload.pairs: {h!r} is not a target host that runs tests ({', '.join(hosts)})")
-            plan_rounds(self.workload.pairs, hosts)  # e.g. "mesh" over one host: its ValueError says so
+            problem = pairs_problem(self.workload.pairs, hosts)  # e.g. "mesh" over one host
+            if problem:
+                raise ValueError(problem)
             return self
         for role in ("server", "client"):
             h = getattr(self.workload, role)

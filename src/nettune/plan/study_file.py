@@ -1,0 +1,26 @@
+"""A study file loaded for running: the spec stage (spec.load: TOML checked against the
+models), then every point of its sweep expanded and resolved here, so that a file that
+loads has no bad expression or out-of-range filled-in value left to fail mid-run."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..spec.load import parse_spec, read_study_text
+from ..spec.models import Study
+from .points import MAX_POINTS, check_point_count, expand_and_check
+
+
+def load_study(path: str | Path, max_points: int | None = None) -> Study:
+    """Read, validate and expand a study file. max_points: refuse a sweep of more points
+    (default MAX_POINTS; `nettune run --max-points` raises it)."""
+    return parse_study(read_study_text(path), str(path), max_points)
+
+
+def parse_study(text: str, file: str = "<study>", max_points: int | None = None) -> Study:
+    """Validate a study's TOML text and expand every point (see load_study)."""
+    study = parse_spec(text, file)
+    # Count the points first (refused at once if too many), then expand them: that checks
+    # every sweep expression and every filled-in value now, before any host is touched.
+    check_point_count(study, MAX_POINTS if max_points is None else max_points, text, file)
+    expand_and_check(study, text, file)
+    return study
