@@ -1,14 +1,13 @@
 """The built-in lab target: hosts are network namespaces on a Linux bridge."""
 from __future__ import annotations
 
-import ipaddress
 import shutil
 from pathlib import Path
 from typing import Any
 
 from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
-from .labnet import LabLayout, LabNet, default_subnet, require_root
+from .labnet import LabNet, require_root, study_layout
 from .procs import LocalProc, port_listening, run_local, with_env
 
 # Paths whose content differs per network namespace: read/write them from inside it.
@@ -79,8 +78,7 @@ class LabTarget(TargetBase):
     def __init__(self, study: Any):
         require_root()
         spec = study.target
-        subnet = ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name)
-        self.layout = LabLayout(study.name, list(spec.hosts), subnet)  # type: ignore[arg-type]
+        self.layout = study_layout(study)
         self.net = LabNet(self.layout)
         self.hosts = {
             h: LabHost(h, self.layout.ns(h), self.layout.address(h), self.layout.ns_if(h)) for h in spec.hosts

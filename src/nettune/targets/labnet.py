@@ -21,6 +21,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyroute2 import IPRoute, NetNS, netns
 from pyroute2.netlink.exceptions import NetlinkError
@@ -116,6 +117,14 @@ class LabLayout:
     @property
     def bridge_address(self) -> str:
         return str(self.subnet.network_address + 1)
+
+
+def study_layout(study: Any) -> LabLayout:
+    """The lab a study gets (names, addresses): computed from the study alone, creating
+    nothing, so `nettune run --dry-run` shows the addresses the run will use."""
+    spec = study.target
+    subnet = ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name)
+    return LabLayout(study.name, list(spec.hosts), subnet)  # type: ignore[arg-type]
 
 
 class LabNet:

@@ -1,0 +1,169 @@
+"""`nettune run --dry-run` as data: the plan of a study, with the exact commands a run
+would start, computed with the run's own code and without creating anything.
+
+The same code as the run: points from plan.points, test counts and pair rounds from
+run.study / run.pairs, the expected time from run.eta, lab addresses from the lab's
+layout (targets.labnet.study_layout), command lines from the engine's argv builders.
+The tool version those builders get is the one the run would get where it can be read
+without creating anything: lab and local hosts run this machine's binaries, so it is
+the installed tool's; an ssh host's is only known once connected, so its commands are
+shown without the options that depend on the version, and a note says so. The CLI
+(cli/plan.py) only prints a DryRun."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..engines import get_engine
+from ..engines.access import Access, placeholder
+from ..engines.base import Engine
+from ..knobs.spec import summary as knob_summary
+from ..plan.points import ResolvedPoint, expand_and_check
+from ..spec.models import Study, Workload
+from .eta import MAX_HOURS, describe, plan_seconds
+from .pairs import pair_rounds
+
+DEFAULT_PORT = 5201  # what the dry run shows for a port the run picks itself
+
+
+@dataclass
+class PlannedTest:
+    """One point: the commands of its (first) test, and what to know about them."""
+
+    index: int
+    label: str  # the point's parameters, e.g. "streams=4"
+    target: str  # the target settings that vary per point, e.g. "mtu=9000, queues=2" ('' if none)
+    server_host: str
+    client_host: str
+    server_argv: list[str]
+    client_argv: list[str]
+    client_env: dict[str, str]
+    notes: list[str] = field(default_factory=list)  # every note of this point
+    own_notes: list[str] = field(default_factory=list)  # those not common to every point
+
+
+@dataclass
+class ToolVersion:
+    """The version the commands are built for ('' = unknown: version-dependent options left out)."""
+
+    version: str
+    note: str = ""
+
+
+@dataclass
+class DryRun:
+    name: str
+    target_kind: str
+    points: int
+    runs_per_point: int  # warm-up + counted runs each point gets up front
+    tests: int
+    host_pairs: int | None  # per point, when the workload runs over pairs
+    order: str
+    expected: str  # "about 12m05s", with the adaptive upper bound if any
+    too_long: bool  # longer than MAX_HOURS: the run needs --allow-long
+    max_hours: int
+    planned: list[PlannedTest]
+    common_notes: list[str]  # notes every point has, said once
+
+
+def dry_run(study: Study, text: str, file: str) -> DryRun:
+    """The whole plan of `study` (the file's text and name for error messages)."""
+    from .study import tests_per_slot  # noqa: PLC0415 - run.study pulls in scipy; the CLI starts without it
+
+    resolved = expand_and_check(study, text, file)
+    per_point = study.repeat.warmup + study.repeat.min_counted
+    tests = sum(per_point * tests_per_slot(rp, rp.target) for rp in resolved)
+    pairs = tests // per_point // len(resolved) if tests != per_point * len(resolved) else None
+    versions: dict[str, ToolVersion] = {}
+    planned = []
+    for rp in resolved:
+        engine = get_engine(rp.workload.engine)
+        tool = versions.setdefault(engine.name, tool_version(study, engine))
+        planned.append(planned_test(study, rp, engine, tool))
+    common = [n for n in planned[0].notes if all(n in p.notes for p in planned)] if len(planned) > 1 else []
+    for p in planned:
+        p.own_notes = [n for n in p.notes if n not in common]
+    return DryRun(
+        name=study.name, target_kind=study.target.kind, points=len(resolved), runs_per_point=per_point,
+        tests=tests, host_pairs=pairs, order=study.repeat.order, expected=describe(study, resolved),
+        too_long=plan_seconds(study, resolved)[1] > MAX_HOURS * 3600, max_hours=MAX_HOURS,
+        planned=planned, common_notes=common,
+    )
+
+
+def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVersion) -> PlannedTest:
+    """A point's commands as the run builds them (engine.warnings first, as engines.session does)."""
+    wl, notes = engine.warnings(rp.workload)
+    knobs = rp.extra.get("knobs")
+    notes += [f"knobs: {knob_summary(knobs)}"] if knobs else []
+    notes += [tool.note] if tool.note else []
+    server, client = wl.server, wl.client
+    if wl.pairs is not None:
+        rounds = pair_rounds(wl, rp.target)
+        server, client = rounds[0][0]
+        shown = " | ".join(", ".join(f"{a}->{b}" for a, b in rnd) for rnd in rounds)
+        mode = "pairs of a round at once" if wl.parallel_pairs else "one pair at a time"
+        notes.insert(0, f"{sum(map(len, rounds))} pairs in {len(rounds)} rounds ({mode}): {shown}; commands shown for {server}->{client}")
+    address = host_address(study, server)
+    access, note = planned_access(engine, wl, address)
+    notes += [note] if note else []
+    port = wl.port or DEFAULT_PORT
+    target = ", ".join(f"{k}={v}" for k, v in rp.target.model_dump().items() if k in ("mtu", "queues"))
+    return PlannedTest(
+        index=rp.point.index, label=rp.point.label(), target=target, server_host=server, client_host=client,
+        server_argv=engine.server_argv(wl, port, tool.version, access),
+        client_argv=engine.client_argv(wl, address, port, tool.version, access),
+        client_env=engine.client_env(access), notes=notes,
+    )
+
+
+def host_address(study: Study, host: str) -> str:
+    """The address a host's server has in the run: the lab's layout, the ssh host's
+    address, the local host's loopback address."""
+    if study.target.kind == "lab":
+        from ..targets.labnet import study_layout  # noqa: PLC0415 - pyroute2, only for the lab
+
+        return study_layout(study).address(host)
+    if study.target.kind == "ssh":
+        return study.target.hosts[host].address
+    from ..targets.local import LocalHost  # noqa: PLC0415
+
+    return LocalHost(host).address
+
+
+def tool_version(study: Study, engine: Engine) -> ToolVersion:
+    """The version the run would find (run.study.preflight asks the client host the same
+    way): this machine's installed tool for the lab and loopback, whose hosts run this
+    machine's binaries; unknown for ssh hosts until connected (a dry run connects to none)."""
+    if study.target.kind not in ("lab", "local"):
+        return ToolVersion("", f"{engine.name} version unknown until connected: commands shown without the options "
+                               "that depend on it (each host's own version decides them at run time)")
+    from ..targets.local import LocalHost  # noqa: PLC0415
+
+    return installed_version(engine, LocalHost("machine"))
+
+
+def installed_version(engine: Engine, host: Any) -> ToolVersion:
+    """The engine's tool version on `host`, as the run's preflight reads it."""
+    if host.which(engine.binary) is None:
+        return ToolVersion("", f"{engine.binary} is not installed here (the run would stop: {engine.install_hint}); "
+                               "commands shown without the options that depend on its version")
+    r = host.probe_run(engine.version_argv(), timeout=10)
+    found = engine.version(r.stdout + r.stderr)
+    if found:
+        return ToolVersion(found)
+    return ToolVersion("", f"cannot tell the version of {engine.binary} (the run would stop); "
+                           "commands shown without the options that depend on it")
+
+
+def planned_access(engine: Engine, wl: Workload, bind: str) -> tuple[Access, str]:
+    """The server's binding and credentials as a run would use them (secrets as names),
+    and a note on them ('' if none)."""
+    bound = bind if wl.bind else None
+    if wl.auth is False:
+        return Access(bind=bound), "auth = false: servers accept any client"
+    if engine.name == "iperf2":
+        why = engine.permit_key_usable(wl)  # type: ignore[attr-defined]
+        return (Access(bind=bound), why) if why else (replace(placeholder(bound), user=None, public_key=None), "")
+    note = "" if wl.auth is True else "auth auto: credentials used if every host's iperf3 has authentication"
+    return replace(placeholder(bound), permit_key=None), note

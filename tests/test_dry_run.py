@@ -1,0 +1,78 @@
+"""`nettune run --dry-run` prints what the run would start: the engine's own command
+lines, for the tool version installed here (lab and local hosts run this machine's
+binaries), and for an ssh target no version-dependent option it cannot know yet."""
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nettune import parse_study
+from nettune.engines import get_engine
+from nettune.engines.access import Access
+from nettune.plan.points import expand_and_check
+from nettune.targets.labnet import study_layout
+
+from conftest import nettune
+
+STUDY = """name = "nettune-t-dry"
+[target]
+kind = "{kind}"
+{hosts}
+[workload]
+duration = 2
+parallel = "{{streams}}"
+auth = false
+[sweep]
+streams = [1, 3]
+"""
+SSH_HOSTS = '[target.hosts.server]\naddress = "192.0.2.10"\n[target.hosts.client]\naddress = "192.0.2.11"\n'
+
+
+def installed_iperf3() -> str:
+    """This machine's iperf3 version, read here independently of nettune's dry run."""
+    engine = get_engine("iperf3")
+    r = subprocess.run(engine.version_argv(), capture_output=True, text=True, timeout=10)
+    return engine.version(r.stdout + r.stderr)
+
+
+def printed(out: str, side: str) -> list[str]:
+    """The command lines of one side ("server" or "client"), as shell words."""
+    return [shlex.split(line.split("]", 1)[1]) for line in out.splitlines() if line.strip().startswith(f"{side} [")]
+
+
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="needs iperf3 installed")
+@pytest.mark.parametrize("kind", ["local", "lab"])
+def test_dry_run_commands_are_the_engines_for_the_installed_version(tmp_path: Path, kind: str) -> None:
+    text = STUDY.format(kind=kind, hosts="")
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    p = nettune("run", str(f), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"})
+    assert p.returncode == 0, p.stderr
+    study = parse_study(text, str(f))
+    address = study_layout(study).address("server") if kind == "lab" else "127.0.0.1"
+    version = installed_iperf3()
+    engine = get_engine("iperf3")
+    want_server, want_client = [], []
+    for rp in expand_and_check(study, text, str(f)):
+        access = Access(bind=address)  # auth = false: bound, no credentials
+        want_server.append(engine.server_argv(rp.workload, 5201, version, access))
+        want_client.append(engine.client_argv(rp.workload, address, 5201, version, access))
+    assert printed(p.stdout, "server") == want_server
+    assert printed(p.stdout, "client") == want_client
+    assert ("--idle-timeout" in p.stdout) == ("--idle-timeout" in want_server[0])
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_dry_run_of_an_ssh_study_leaves_out_what_the_version_decides(tmp_path: Path) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY.format(kind="ssh", hosts=SSH_HOSTS))
+    p = nettune("run", str(f), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"})
+    assert p.returncode == 0, p.stderr
+    assert "version unknown until connected" in p.stdout
+    assert "--idle-timeout" not in p.stdout
+    assert printed(p.stdout, "server")[0][:6] == ["iperf3", "-s", "-1", "-J", "-p", "5201"]
+    assert "-B" in printed(p.stdout, "server")[0] and "192.0.2.10" in printed(p.stdout, "client")[0]
