@@ -66,6 +66,17 @@ def print_items(items: list[str], bullet: str = "  - ", style: str = "") -> None
         console.print(f"[{style}]{escape(text)}[/]" if style else escape(text), highlight=False, soft_wrap=True)
 
 
+# How each outcome of putting a setting back is shown (`restore`, `lab down`).
+RESULT_STYLE = {"restored": "green", "unchanged": "dim", "gone": "dim", "left": "yellow", "failed": "red"}
+
+
+def print_given_up(lines: list[tuple[str, str]], what: str) -> None:
+    """The commands that put given-up values back by hand, host by host."""
+    for who, cmd in lines:
+        console.print(escape(f"  on {who}: {cmd}"), highlight=False, soft_wrap=True)
+    console.print(f"[yellow]{what}[/]: the commands above put the originals back by hand (run them in that order)")
+
+
 DB_OPT = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite).")
 
 

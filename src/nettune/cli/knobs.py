@@ -9,12 +9,10 @@ import typer
 from rich.markup import escape
 
 from ..errors import NettuneError
-from .app import DB_OPT, app, console, err_console, open_store, print_fitted, user_errors
+from .app import DB_OPT, RESULT_STYLE as _STYLE, app, console, err_console, open_store, print_fitted, print_given_up, user_errors
 
 knobs_app = typer.Typer(help="Settings nettune can change per sweep point (and always restores).", no_args_is_help=True)
 app.add_typer(knobs_app, name="knobs")
-
-_STYLE = {"restored": "green", "unchanged": "dim", "gone": "dim", "left": "yellow", "failed": "red"}
 
 
 def _fmt(format: str) -> None:
@@ -56,13 +54,6 @@ def restore(
         again = f"nettune restore --forget {host}" if host else "nettune restore --forget [HOST]"
         err_console.print(f"[bold red]error:[/] {out.failed} setting(s) could not be restored; fix the cause and run `nettune restore` again, or give them up with `{again}`")
         raise typer.Exit(1)
-
-
-def print_given_up(lines: list[tuple[str, str]], what: str) -> None:
-    """The commands that put given-up values back by hand, host by host."""
-    for who, cmd in lines:
-        console.print(escape(f"  on {who}: {cmd}"), highlight=False, soft_wrap=True)
-    console.print(f"[yellow]{what}[/]: the commands above put the originals back by hand (run them in that order)")
 
 
 @knobs_app.command("list")

@@ -1,4 +1,4 @@
-"""`nettune lab up|down|status`: the built-in lab by hand."""
+"""`nettune lab up|down|status`: the built-in lab by hand (run.lab_admin does it; this prints)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,10 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..plan.points import expand_and_check
-from ..plan.study_file import load_study
 from ..targets import labnet
-from .app import app, console, user_errors
+from .app import RESULT_STYLE, app, console, print_given_up, user_errors
 
 lab_app = typer.Typer(help="The built-in lab: network namespaces on a Linux bridge.", no_args_is_help=True)
 app.add_typer(lab_app, name="lab")
@@ -25,27 +23,18 @@ def up(
     inventory: Path = typer.Option(None, "--inventory", help="With --ssh: write the hosts' inventory (TOML) here, for [target] kind = \"ssh\" inventory = PATH."),
 ) -> None:
     """Create a study's lab (first point's MTU and queues) and leave it up."""
-    from ..targets.lab import LabTarget
-    from ..errors import NettuneError
+    from ..run.lab_admin import lab_up, start_sshds
 
-    study = load_study(file)
-    if study.target.kind != "lab":
-        raise NettuneError(f"{file}: target.kind is {study.target.kind!r}; `lab up` needs kind = \"lab\"")
-    first = expand_and_check(study, file.read_text(), str(file))[0]
-    target = LabTarget(study)
-    state = target.prepare(first)
-    t = Table(title=f"lab {study.name} is up (remove with: nettune lab down)", title_justify="left")
+    lab = lab_up(file)
+    t = Table(title=f"lab {lab.name} is up (remove with: nettune lab down)", title_justify="left")
     for h in ("host", "namespace", "interface", "address", "mtu", "queues"):
         t.add_column(h)
-    for h, s in state["hosts"].items():
-        t.add_row(h, target.layout.ns(h), str(s["interface"]), str(s["address"]), str(s["mtu"]), str(s["tx_queues"]))
+    for r in lab.hosts:
+        t.add_row(r.host, r.namespace, r.interface, r.address, r.mtu, r.queues)
     console.print(t)
-    console.print(f"bridge {target.layout.bridge} {target.layout.bridge_address}/{target.layout.subnet.prefixlen}; run a command in a host: ip netns exec {target.layout.ns(study.target.hosts[0])} COMMAND")
+    console.print(f"bridge {lab.bridge}; run a command in a host: ip netns exec {lab.first_namespace} COMMAND")
     if ssh or inventory:
-        from ..targets import sshlab
-
-        hosts = sshlab.up(target.layout, inventory)
-        for h, s in hosts.items():
+        for h, s in start_sshds(lab, inventory).items():
             console.print(f"sshd on {h}: root@{s['address']} port {s['port']} (pid {s['pid']}), key {s['key']}")
         if inventory:
             console.print(f'inventory written to {inventory}: use \\[target] kind = "ssh", inventory = "{inventory.resolve()}"')
@@ -59,30 +48,15 @@ def down(
 ) -> None:
     """Remove every nettune lab (or lab NAME), including what a killed run left behind.
     Settings a killed run left changed on those hosts are put back first."""
-    from ..knobs.gate import settle_labs
-    from .knobs import _STYLE, print_given_up
+    from ..run.lab_admin import lab_down, settle_before_down
 
-    out, given_up = settle_labs(*labnet.removal_plan(name, force))
+    out, given_up = settle_before_down(name, force)
     for result, text in out.lines if out else []:
-        console.print(f"before removing the lab: [{_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
+        console.print(f"before removing the lab: [{RESULT_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
     if given_up:
         console.print("[yellow]given up[/]: these settings on lab hosts being removed could not be restored (their hosts go now):")
         print_given_up(given_up, "given up")
-    if name is not None:
-        removed = labnet.down_one(name, force)
-        from ..targets import sshlab
-
-        if "labs" in removed:
-            sshlab.down(name)
-    else:
-        removed = labnet.down_all(force)
-        from ..targets import sshlab
-
-        removed["ssh keys"] = sshlab.down_all_ssh()  # their sshds died with the namespaces
-    from ..run.access import DIR_PREFIX
-    from ..targets.procs import remove_stale_dirs
-
-    removed["test credentials"] = remove_stale_dirs(DIR_PREFIX, force)  # of runs killed with -9
+    removed = lab_down(name, force)
     if not any(removed.values()):
         console.print("nothing to remove")
         return

@@ -13,9 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..plan.points import MAX_POINTS, Slot, expand_and_check
+from ..plan.study_file import parse_study
 from ..report import table as rt
 from ..run.eta import MAX_HOURS, check_length, human_seconds
-from ..plan.study_file import parse_study
+from ..run.summary import RunSummary
 from ..spec.load import read_study_text
 from ..spec.models import Study, json_schema
 from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
@@ -55,6 +56,7 @@ class RichProgress:
 
 def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False, resume: bool = False) -> None:
     from ..run.study import run_study
+    from ..run.summary import summarize
 
     prog = RichProgress()
     with open_store(db, must_exist=resume) as store:
@@ -62,28 +64,19 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
             outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first, resume=resume)
         finally:
             prog.stop()
-        runs = store.runs(outcome.study_id)
-        lines = _headline(store, outcome.study_id)
-    print_fitted(rt.rich_table(f"{study.name} (study #{outcome.study_id})", runs, console.width))
-    for w in outcome.warnings:
+        done = summarize(store, outcome, study.name, db, resume)
+    print_summary(done)
+
+
+def print_summary(done: RunSummary) -> None:
+    print_fitted(rt.rich_table(f"{done.name} (study #{done.study_id})", done.runs, console.width))
+    for w in done.warnings:
         print_items([w], bullet="warning: ", style="yellow")
-    failed = f", [red]{outcome.failed} failed[/]" if outcome.failed else ""
-    whole = f" ({len(runs)} in study #{outcome.study_id})" if resume else ""
-    console.print(f"{outcome.tests} tests{failed}{whole}; results in [bold]{escape(str(db.resolve()))}[/]")
-    print_items(lines, bullet="")
-    console.print(f"next: nettune analyze {study.name} --db {db}   |   nettune report {study.name} --db {db} --out report/", highlight=False)
-
-
-def _headline(store: Any, study_id: int) -> list[str]:
-    """The best point and what limited it (analysis' headline); nothing if no run succeeded."""
-    from ..analysis.analyze import analyze
-    from ..analysis.data import load
-    from ..errors import NettuneError
-
-    try:
-        return list(analyze(load(store, str(study_id)))["headline"])
-    except NettuneError:
-        return []
+    failed = f", [red]{done.failed} failed[/]" if done.failed else ""
+    whole = f" ({len(done.runs)} in study #{done.study_id})" if done.resumed else ""
+    console.print(f"{done.tests} tests{failed}{whole}; results in [bold]{escape(str(done.db.resolve()))}[/]")
+    print_items(done.headline, bullet="")
+    console.print("next: " + "   |   ".join(done.next_commands), highlight=False)
 
 
 @app.command()

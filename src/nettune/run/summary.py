@@ -1,0 +1,45 @@
+"""What `nettune run` says when a study ends, as data: the stored runs (for the table),
+the counts, the best point and what limited it (the analysis' headline), and the
+commands to look further. The CLI (cli/run.py) only prints a RunSummary."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import NettuneError
+
+
+@dataclass
+class RunSummary:
+    name: str
+    study_id: int
+    runs: list[Any]  # every stored run of the study (a resumed study's earlier ones too)
+    tests: int  # tests this run made
+    failed: int
+    resumed: bool
+    db: Path
+    warnings: list[str] = field(default_factory=list)
+    headline: list[str] = field(default_factory=list)  # best point, bottleneck verdict; [] if no run succeeded
+    next_commands: list[str] = field(default_factory=list)
+
+
+def summarize(store: Any, outcome: Any, name: str, db: Path, resumed: bool = False) -> RunSummary:
+    """The summary of a finished (or resumed) study, read back from the store."""
+    return RunSummary(
+        name=name, study_id=outcome.study_id, runs=store.runs(outcome.study_id), tests=outcome.tests,
+        failed=outcome.failed, resumed=resumed, db=db, warnings=list(outcome.warnings),
+        headline=headline(store, outcome.study_id),
+        next_commands=[f"nettune analyze {name} --db {db}", f"nettune report {name} --db {db} --out report/"],
+    )
+
+
+def headline(store: Any, study_id: int) -> list[str]:
+    """The best point and what limited it (analysis' headline); nothing if no run succeeded."""
+    from ..analysis.analyze import analyze  # noqa: PLC0415 - scipy: only once a study ran
+    from ..analysis.data import load  # noqa: PLC0415
+
+    try:
+        return list(analyze(load(store, str(study_id)))["headline"])
+    except NettuneError:
+        return []
