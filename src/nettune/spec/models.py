@@ -238,8 +238,7 @@ class Study(Strict):
             if problem:
                 raise ValueError(problem)
             return self
-        for role in ("server", "client"):
-            h = getattr(self.workload, role)
+        for role, h in (("server", self.workload.server), ("client", self.workload.client)):
             if h not in hosts:
                 raise ValueError(f"workload.{role} = {h!r} is not a target host that runs tests ({', '.join(hosts)})")
         return self
