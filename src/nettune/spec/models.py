@@ -77,6 +77,11 @@ class LabTarget(Strict):
                 raise ValueError(f"host name {h!r}: use letters, digits, '-' or '_' (at most 32)")
         return self
 
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client: all of a lab's."""
+        return list(self.hosts)
+
 
 class LocalTarget(Strict):
     """Loopback on this machine: no namespaces, no root needed."""
@@ -84,6 +89,10 @@ class LocalTarget(Strict):
     kind: Literal["local"]
     hosts: list[str] = Field(default=["server", "client"], min_length=1, max_length=MAX_LAB_HOSTS)
 
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client: all of them."""
+        return list(self.hosts)
 
 TargetSpec = Annotated[Union[LabTarget, LocalTarget, SshTarget], Field(discriminator="kind")]
 
