@@ -64,3 +64,26 @@ def test_checked_packages_exist():
 def test_detector_sees_calls_not_words():
     src = 'x = getattr(o, "a", None)\n# hasattr(o, "b") in a comment\ny = "getattr(o)"\nz = hasattr (o, "c")\n'
     assert reflective_calls(src) == [(1, "getattr"), (4, "hasattr")]
+
+
+def test_family_members_inherit_their_defaults():
+    # a member that does not inherit its family's base class would lack a declared default
+    from nettune.engines import ENGINES
+    from nettune.engines.base import EngineBase
+    from nettune.targets.base import HostBase, ProcBase, TargetBase
+    from nettune.targets.lab import LabHost, LabTarget
+    from nettune.targets.local import LocalHost, LocalTarget
+    from nettune.targets.procs import LocalProc
+    from nettune.targets.ssh import SshHost, SshTarget
+    from nettune.targets.sshproc import SshProc
+
+    assert all(isinstance(e, EngineBase) for e in ENGINES.values())
+    assert all(issubclass(h, HostBase) for h in (LabHost, LocalHost, SshHost))
+    assert all(issubclass(p, ProcBase) for p in (LocalProc, SshProc))
+    assert all(issubclass(t, TargetBase) for t in (LabTarget, LocalTarget, SshTarget))
+
+
+def test_every_declared_os_has_a_machine_cpu_probe():
+    from nettune.probes.registry import MACHINE_CPU
+
+    assert set(MACHINE_CPU) == {"linux", "freebsd"}  # Host.os: "linux" or "freebsd"
