@@ -1,16 +1,17 @@
 """The test driver: runs one test (server up, wait for its port, client, probes, both
 outputs kept).
 
-Shared by every engine; it calls probes only through the probe protocol (probes.base). No fixed sleeps: the client starts the moment the server's
-socket is listening; every wait is bounded; a failure is recorded, never raised.
+Shared by every engine; it calls probes only through the probe protocol (probes.base).
+No fixed sleeps: the client starts the moment the server's socket is listening; every
+wait is bounded; a failure is recorded, never raised.
 """
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ..probes.registry import process_probes, window_probes
 from ..spec.models import Workload
+from ..targets.base import Host, Proc
 from .access import Access, redact
 from .base import Engine, client_budget
 from .result import SideOutput, TestResult
@@ -19,7 +20,7 @@ SERVER_START_TIMEOUT = 10.0
 BUSY_RETRIES = 5
 
 
-def pick_port(host: Any, wanted: int | None) -> int:
+def pick_port(host: Host, wanted: int | None) -> int:
     if wanted:
         return wanted
     return host.free_port()  # each kind of host knows where to look (its own sockets)
@@ -28,11 +29,11 @@ def pick_port(host: Any, wanted: int | None) -> int:
 def run_test(
     engine: Engine,
     wl: Workload,
-    server: Any,
-    client: Any,
+    server: Host,
+    client: Host,
     tool_version: str,
-    machine: Any | None = None,
-    extra_machines: dict[str, Any] | None = None,
+    machine: Host | None = None,
+    extra_machines: dict[str, Host] | None = None,
     access: Access | None = None,
 ) -> TestResult:
     """Run one test of `wl` between two hosts. `machine` is the host whose CPU counters
@@ -58,7 +59,7 @@ def run_test_failed(engine: Engine, wl: Workload, tool_version: str, error: str)
     return _failed(engine, tool_version, wl, error, [])
 
 
-def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_version: str, machine: Any | None, extra_machines: dict[str, Any], access: Access) -> TestResult:
+def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None, extra_machines: dict[str, Host], access: Access) -> TestResult:
     wl, warnings = engine.warnings(wl)
     port = pick_port(server, wl.port)
     proto = engine.listen_proto(wl)
@@ -152,7 +153,7 @@ def _hidden(argv: list[str], secret_values: list[str]) -> list[str]:
     return [redact(a, secret_values) for a in argv]
 
 
-def _wait_listening(host: Any, proc: Any, port: int, proto: str) -> bool:
+def _wait_listening(host: Host, proc: Proc, port: int, proto: str) -> bool:
     end = time.monotonic() + SERVER_START_TIMEOUT
     delay = 0.002
     while time.monotonic() < end:
@@ -165,7 +166,7 @@ def _wait_listening(host: Any, proc: Any, port: int, proto: str) -> bool:
     return False
 
 
-def _wait_server(engine: Engine, wl: Workload, srv: Any, side: SideOutput, limit: float = 10.0) -> None:
+def _wait_server(engine: Engine, wl: Workload, srv: Proc, side: SideOutput, limit: float = 10.0) -> None:
     """Let the server write its final report: iperf3 -1 exits by itself; iperf2 is done
     when the engine sees its final report in the output."""
     end = time.monotonic() + limit
@@ -177,7 +178,7 @@ def _wait_server(engine: Engine, wl: Workload, srv: Any, side: SideOutput, limit
         side.timed_out = True
 
 
-def _finish(proc: Any, side: SideOutput, secret_values: list[str] | None = None) -> None:
+def _finish(proc: Proc, side: SideOutput, secret_values: list[str] | None = None) -> None:
     side.exit_code = proc.poll()
     out, err = proc.output()
     side.stdout, side.stderr = redact(out, secret_values or []), redact(err, secret_values or [])

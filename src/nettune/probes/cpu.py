@@ -11,9 +11,9 @@ import os
 import resource
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from ..engines.result import TestResult
+from ..targets.base import Host, Proc
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -49,7 +49,7 @@ class MachineCpu:
     (cpu_host and cpu_host_softirq); else cpu_extra[key] (busy % only), e.g.
     "hypervisor:pve". A member says how its OS gives the counters (`read`)."""
 
-    def __init__(self, host: Any, key: str | None = None):
+    def __init__(self, host: Host, key: str | None = None):
         self.host, self.key = host, key
         self.first: MachineTimes | None = None
         self.last: MachineTimes | None = None
@@ -87,7 +87,7 @@ class ProcStatCpu(MachineCpu):
         return parse_proc_stat(self.host.read_text("/proc/stat"), time.monotonic())
 
 
-def read_process_ticks(host: Any, pid: int) -> int | None:
+def read_process_ticks(host: Host, pid: int) -> int | None:
     """utime+stime of a process in clock ticks, or None if it is gone."""
     try:
         stat = host.read_text(f"/proc/{pid}/stat")
@@ -105,7 +105,7 @@ class ProcessCpu:
     process. `sample_end` False: the process has exited by stop() (the client), so only
     its exact CPU can tell."""
 
-    def __init__(self, host: Any, proc: Any, role: str, sample_end: bool = True):
+    def __init__(self, host: Host, proc: Proc, role: str, sample_end: bool = True):
         self.host, self.proc, self.role, self.sample_end = host, proc, role, sample_end
         self.start_ticks = 0
         self.last_ticks: int | None = None

@@ -10,8 +10,8 @@ sysctl(8)/kern_clock.c.
 from __future__ import annotations
 
 import time
-from typing import Any
 
+from ..targets.base import Host
 from .cpu import MachineCpu, MachineTimes, parse_proc_stat
 
 
@@ -33,7 +33,7 @@ def _line(name: str, f: list[int]) -> str:
     return f"{name} {user} {nice} {sys_} {idle} 0 {intr} 0 0"
 
 
-def read_cp_time(host: Any, at: float | None = None) -> MachineTimes:
+def read_cp_time(host: Host, at: float | None = None) -> MachineTimes:
     """The host's counters now (`at`: the reading's time, default now); OSError when
     sysctl fails."""
     r = host.run(["sysctl", "-n", "kern.cp_time", "kern.cp_times"], timeout=15)
