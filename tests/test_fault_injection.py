@@ -225,7 +225,7 @@ def test_interrupt_cleans_up_by_itself(env, defaults, sig):
 
 def test_exception_inside_a_test_restores(env, defaults, monkeypatch):
     from nettune import Store, load_study, run_study
-    from nettune.run import pairs as run_mod  # where run_study's slots call run_test
+    from nettune.run import slots as run_mod  # where run_study's slots call run_test
 
     f = write_study(env)
     before = machine_values()

@@ -16,10 +16,10 @@ import pytest
 
 from nettune.knobs.base import Ctx, KnobError, Loc
 from nettune.knobs.registry import KINDS
-from nettune.probes.cpu import machine_percent, parse_proc_stat
+from nettune.probes.cpu import machine_percent
+from nettune.probes.freebsd_cpu import cp_time_as_proc_stat, read_cp_time
 from nettune.targets.base import CommandResult, Host, HostBase
-from nettune.targets.freebsd import cp_time_as_proc_stat, freebsd_facts
-from nettune.targets.ssh import SshHost
+from nettune.targets.freebsd import freebsd_facts
 
 FIX = Path(__file__).parent / "fixtures" / "freebsd"
 HOSTILE = "1; touch /tmp/x"
@@ -184,9 +184,9 @@ def test_facts(host):
 
 
 def test_cpu_percent_from_two_cp_time_readings(host):
-    # SshHost.read_text's FreeBSD branch, with the fake as the connection
-    a = parse_proc_stat(SshHost.read_text(host, "/proc/stat"), 0.0)
-    b = parse_proc_stat(SshHost.read_text(host, "/proc/stat"), 1.0)
+    # the FreeBSD machine-CPU probe's reading, with the fake as the host
+    a = read_cp_time(host, 0.0)
+    b = read_cp_time(host, 1.0)
     assert host.calls == [["sysctl", "-n", "kern.cp_time", "kern.cp_times"]] * 2
     assert a.ncpu == b.ncpu == 4
     busy, soft = machine_percent(a, b)
@@ -202,10 +202,30 @@ def test_cp_time_mapping():
         cp_time_as_proc_stat("1 2 3")
 
 
+def test_machine_cpu_probe_is_chosen_by_os(host):
+    # the host declares os = "freebsd": its machine CPU comes from the kern.cp_time probe
+    from nettune.engines.result import TestResult
+    from nettune.probes.freebsd_cpu import CpTimeCpu
+    from nettune.probes.registry import machine_cpu
+
+    hyper = machine_cpu(host, "hypervisor:fbsd1")
+    assert isinstance(hyper, CpTimeCpu)
+    probe = machine_cpu(host)
+    res = TestResult(engine="iperf3")
+    probe.start()
+    probe.stop()
+    probe.write(res)
+    assert res.cpu_host == pytest.approx(100 * 550 / 950) and res.cpu_host_softirq == 0.0
+    hyper.start()  # fixtures used up: the same reading twice is 0 % busy
+    hyper.stop()
+    hyper.write(res)
+    assert res.cpu_extra == {"hypervisor:fbsd1": 0.0}
+
+
 def test_cp_time_failure_is_oserror(host):
     host.run = lambda argv, timeout=30.0: CommandResult(argv, 1, "", "sysctl: unknown oid 'kern.cp_times'")
     with pytest.raises(OSError, match="kern.cp_time"):
-        SshHost.read_text(host, "/proc/stat")
+        read_cp_time(host)
 
 
 # -- sysctl knobs ----------------------------------------------------------------------

@@ -1,8 +1,12 @@
 """The engine protocol: how to start each side of a tool and read what it printed.
 
 An engine knows command lines and output formats only. Starting processes, waiting for
-the server's port, timeouts, retries and CPU sampling live in engines.session, shared by
-every engine.
+the server's port, timeouts, retries and probes live in engines.driver, shared by every
+engine; arithmetic on streams (totals, weighted means) lives in engines.streams.
+
+Everything the driver and the run layer call is declared in `Engine`, and EngineBase
+gives the defaults, so no caller asks an engine what it can do (no getattr/hasattr): a
+new engine subclasses EngineBase and overrides what differs.
 """
 from __future__ import annotations
 
@@ -49,6 +53,21 @@ class Engine(Protocol):
         """True if the client failed only because the server was busy (retry later)."""
         ...
 
+    def taken(self, client: SideOutput | None, server: SideOutput) -> bool:
+        """True if another connection ended a one-off server before our client reached it
+        (client None: before our client even started); a fresh server is worth a retry."""
+        ...
+
+    def server_done(self, wl: Workload, stdout: str) -> bool:
+        """For a server that does not exit by itself: True once `stdout` holds its final
+        report, so the driver can stop it."""
+        ...
+
+    def permit_key_usable(self, wl: Workload) -> str | None:
+        """Why this workload's server cannot require a permit key (iperf2's --permit-key),
+        or None if it can."""
+        ...
+
     def parse(self, wl: Workload, client: SideOutput, server: SideOutput) -> TestResult:
         """Build the result from both sides' outputs. Never raises on bad output:
         returns ok=False with the reason in `error`."""
@@ -58,3 +77,36 @@ class Engine(Protocol):
         """Adjust a workload the tool cannot run as asked (e.g. clip iperf3 -P to 128)
         and say so."""
         ...
+
+
+class EngineBase:
+    """Defaults of the Engine protocol: a tool whose server is never busy, never taken
+    by another connection, and that has no permit key."""
+
+    name: str
+    binary: str
+    install_hint: str
+    server_exits = True
+
+    def client_env(self, access: Access | None) -> dict[str, str]:
+        return {}
+
+    def listen_proto(self, wl: Workload) -> str:
+        return "tcp"
+
+    def busy(self, client: SideOutput) -> bool:
+        return False
+
+    def taken(self, client: SideOutput | None, server: SideOutput) -> bool:
+        return False
+
+    def server_done(self, wl: Workload, stdout: str) -> bool:
+        # only asked when server_exits is False; an engine whose server keeps running
+        # must say when its report is complete, until then: done as soon as asked
+        return True
+
+    def permit_key_usable(self, wl: Workload) -> str | None:
+        return f"{self.name} has no permit key"
+
+    def warnings(self, wl: Workload) -> tuple[Workload, list[str]]:
+        return wl, []

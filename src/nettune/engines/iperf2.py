@@ -23,9 +23,10 @@ from typing import Any
 
 from ..spec.models import Workload
 from .access import Access
-from .base import client_budget
+from .base import EngineBase, client_budget
 from .iperf2_csv import Row, parse_rows, parse_version
 from .result import Interval, SideOutput, StreamResult, TestResult
+from .streams import rtt_cwnd, tail, total, weighted_mean
 
 # 2.1.8 drops connections with --permit-key when -P > 1 ("read key failed: Resource
 # temporarily unavailable"; measured on the lab: -P 4 lost streams in 8 of 8 tests, -P 2
@@ -44,12 +45,7 @@ def _port_from_argv(argv: list[str]) -> int | None:
     return None
 
 
-def _tail(text: str) -> str:
-    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
-    return lines[-1][:200] if lines else ""
-
-
-class Iperf2Engine:
+class Iperf2Engine(EngineBase):
     name = "iperf2"
     binary = "iperf"
     install_hint = "apt-get install iperf (or: nettune setup)"
@@ -114,9 +110,6 @@ class Iperf2Engine:
             argv.append(f"--permit-key={access.permit_key}")
         return argv
 
-    def client_env(self, access: Access | None) -> dict[str, str]:
-        return {}
-
     def listen_proto(self, wl: Workload) -> str:
         return "udp" if wl.protocol == "udp" else "tcp"
 
@@ -131,7 +124,7 @@ class Iperf2Engine:
 
     def server_done(self, wl: Workload, stdout: str) -> bool:
         """True once the server has printed a final row for every stream it serves, so
-        the session can stop it (it never exits by itself)."""
+        the driver can stop it (it never exits by itself)."""
         rows, _ = parse_rows(stdout, wl.protocol == "udp")
         need = int(wl.parallel) * (2 if wl.bidir is True else 1)
         long_enough = 0.75 * float(wl.duration)
@@ -156,7 +149,7 @@ def _parse(wl: Workload, client: SideOutput, server: SideOutput, res: TestResult
     res.extra["unparsed_lines"] = {"client": cbad, "server": sbad}
     if not crows:
         res.ok = False
-        why = _tail(client.stderr) or _tail(client.stdout) or "empty output"
+        why = tail(client.stderr) or tail(client.stdout) or "empty output"
         res.error = f"iperf2 client printed no report: {why}"
         return
     for r in crows:
@@ -186,7 +179,7 @@ def _parse(wl: Workload, client: SideOutput, server: SideOutput, res: TestResult
         res.ok = False
         who = "client" if main == "s2c" else "server"
         res.error = f"no receiver-side report from the {who} (its output is empty or truncated)" + (
-            f"; stderr: {_tail(server.stderr)}" if who == "server" and _tail(server.stderr) else ""
+            f"; stderr: {tail(server.stderr)}" if who == "server" and tail(server.stderr) else ""
         )
 
 
@@ -248,29 +241,24 @@ def _direction(res: TestResult, d: str, label: str, finals: dict[tuple[str, str,
         streams.append(sr)
     res.streams += streams
 
-    def total(side: str, what: str) -> float | None:
+    def side_total(side: str, bps: bool) -> float | int | None:
         s = finals.get((side, d, "sum"))  # 2.2 sum rows; 2.1.8 has none, nor has -P 1
         if s is not None:
-            return s.bps if what == "bps" else s.nbytes
-        role = "sender" if side == snd_side else "receiver"
-        vals = [getattr(sr, f"{role}_{what}") for sr in streams]
-        return sum(vals) if vals and all(v is not None for v in vals) else None
+            return s.bps if bps else s.nbytes
+        if side == snd_side:
+            return total(sr.sender_bps if bps else sr.sender_bytes for sr in streams)
+        return total(sr.receiver_bps if bps else sr.receiver_bytes for sr in streams)
 
     retr = [sr.retransmits for sr in streams if sr.retransmits is not None]
-    cw = [sr.max_cwnd for sr in streams if sr.max_cwnd]
-    rtt = [sr for sr in streams if sr.rtt_mean_us is not None]
     u = [sr for sr in streams if sr.packets is not None]
     lost, packets = sum(sr.lost_packets or 0 for sr in u), sum(sr.packets or 0 for sr in u)
     agg: dict[str, Any] = {
-        "sender_bps": total(snd_side, "bps"),
-        "receiver_bps": total(rcv_side, "bps"),
-        "sender_bytes": _int(total(snd_side, "bytes")),
-        "receiver_bytes": _int(total(rcv_side, "bytes")),
+        "sender_bps": side_total(snd_side, True),
+        "receiver_bps": side_total(rcv_side, True),
+        "sender_bytes": _int(side_total(snd_side, False)),
+        "receiver_bytes": _int(side_total(rcv_side, False)),
         "retransmits": sum(retr) if retr else None,
-        "max_cwnd": max(cw) if cw else None,
-        "rtt_mean_us": _weighted_mean([(sr.rtt_mean_us or 0.0, float(sr.sender_bytes or 0)) for sr in rtt]),
-        "rtt_min_us": min((sr.rtt_min_us for sr in rtt if sr.rtt_min_us is not None), default=None),
-        "rtt_max_us": max((sr.rtt_max_us for sr in rtt if sr.rtt_max_us is not None), default=None),
+        **rtt_cwnd(streams),
         "lost_packets": lost if udp and u else None,
         "packets": packets if udp and u else None,
         "lost_percent": (100.0 * lost / packets if packets else 0.0) if udp and u else None,
@@ -285,14 +273,6 @@ def _direction(res: TestResult, d: str, label: str, finals: dict[tuple[str, str,
         res.reverse_retransmits = agg.pop("retransmits")
         res.extra["reverse"] = agg
     res.intervals += _intervals([r for r in ivals if r.side == "client" and r.direction == d], keys, label)
-
-
-def _weighted_mean(pairs: list[tuple[float, float]]) -> float | None:
-    """Mean weighted by bytes (the RTT the average byte saw); plain mean if no bytes."""
-    if not pairs:
-        return None
-    w = sum(b for _, b in pairs)
-    return sum(v * b for v, b in pairs) / w if w > 0 else sum(v for v, _ in pairs) / len(pairs)
 
 
 def _int(x: float | None) -> int | None:
@@ -334,7 +314,7 @@ def _intervals(rows: list[Row], keys: list[Any], label: str) -> list[Interval]:
                 direction=label,
                 retransmits=int(sum(retr)) if retr else None,
                 cwnd=int(max(cw)) if cw else None,
-                rtt_us=_weighted_mean(rtt),
+                rtt_us=weighted_mean(rtt),
                 stream_bps=[r.bps for r in per],
             )
         )

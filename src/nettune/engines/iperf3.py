@@ -11,8 +11,10 @@ from typing import Any
 
 from ..spec.models import Workload
 from .access import Access
-from .iperf3_json import _tail, json_objects, load_json, parse_version, version_tuple
+from .base import EngineBase
+from .iperf3_json import json_objects, load_json, parse_version, version_tuple
 from .result import Interval, SideOutput, StreamResult, TestResult
+from .streams import rtt_cwnd, tail, total, weighted_mean
 
 MAX_STREAMS = 128  # MAX_STREAMS in iperf3's iperf.h; -P above it is refused
 IDLE_TIMEOUT_S = 30  # how long a one-off server waits for its client before giving up
@@ -41,16 +43,7 @@ def _l(x: Any) -> list[dict[str, Any]]:
     return [e for e in x if isinstance(e, dict)] if isinstance(x, list) else []
 
 
-def _weighted_mean(pairs: list[tuple[float, float]]) -> float | None:
-    """Mean of values weighted by bytes: the RTT the average byte saw. Falls back to a
-    plain mean when no stream moved data."""
-    if not pairs:
-        return None
-    w = sum(b for _, b in pairs)
-    return sum(v * b for v, b in pairs) / w if w > 0 else sum(v for v, _ in pairs) / len(pairs)
-
-
-class Iperf3Engine:
+class Iperf3Engine(EngineBase):
     name = "iperf3"
     binary = "iperf3"
     install_hint = "apt-get install iperf3 (or: nettune setup)"
@@ -159,7 +152,7 @@ class _Parse:
         doc, why = load_json(client.stdout)
         if doc is None:
             res.ok = False
-            err = _tail(client.stderr)
+            err = tail(client.stderr)
             res.error = f"iperf3 client: {why}" + (f"; stderr: {err}" if err else "")
             return
         start, end = _d(doc.get("start")), _d(doc.get("end"))
@@ -314,19 +307,12 @@ class _Parse:
     def _stream_aggregates(self, direction: str, streams: list[StreamResult]) -> None:
         if not streams:
             return
-        cw = [s.max_cwnd for s in streams if s.max_cwnd]
-        rtt = [s for s in streams if s.rtt_mean_us]
-        agg = {
-            "max_cwnd": max(cw) if cw else None,
-            "rtt_mean_us": _weighted_mean([(s.rtt_mean_us or 0.0, float(s.sender_bytes or 0)) for s in rtt]),
-            "rtt_min_us": min((s.rtt_min_us for s in rtt if s.rtt_min_us is not None), default=None),
-            "rtt_max_us": max((s.rtt_max_us for s in rtt if s.rtt_max_us is not None), default=None),
-        }
+        agg = rtt_cwnd(streams)
         if direction == "forward":
             for k, v in agg.items():
                 setattr(self.res, k, v)
-            if self.res.receiver_bps is None and all(s.receiver_bps is not None for s in streams):
-                self.res.receiver_bps = sum(s.receiver_bps or 0.0 for s in streams)  # UDP before 3.11
+            if self.res.receiver_bps is None:
+                self.res.receiver_bps = total(s.receiver_bps for s in streams)  # UDP before 3.11
         else:
             self.res.extra.setdefault("reverse", {}).update(agg)
 
@@ -354,7 +340,7 @@ class _Parse:
                         direction=self._direction(client_sends),
                         retransmits=sum(retr) if retr and not self.udp else None,
                         cwnd=max(cw) if cw else None,
-                        rtt_us=_weighted_mean(rtts),
+                        rtt_us=weighted_mean(rtts),
                         omitted=bool(summ.get("omitted", False)),
                         stream_bps=[_f(st.get("bits_per_second")) or 0.0 for st in mine],
                     )

@@ -5,6 +5,8 @@ import json
 import re
 from typing import Any
 
+from .streams import tail
+
 # iperf3 3.7-3.10 --bidir wrote these keys twice in one object (#952); 3.11 renamed the
 # second (server->client) copy to <key>_bidir_reverse. We rename it the same way.
 _DUP_KEYS = ("sum", "sum_sent", "sum_received")
@@ -53,7 +55,7 @@ def load_json(text: str) -> tuple[dict[str, Any] | None, str]:
         return None, "empty output"
     i = text.find("{")
     if i < 0:
-        return None, "no JSON object in output: " + _tail(text)
+        return None, "no JSON object in output: " + tail(text)
     try:
         doc, _ = json.JSONDecoder(object_pairs_hook=_keep_duplicates).raw_decode(text, i)
     except json.JSONDecodeError as e:
@@ -65,8 +67,3 @@ def load_json(text: str) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(doc, dict):
         return None, "output is JSON but not an object"
     return doc, ""
-
-
-def _tail(text: str, n: int = 200) -> str:
-    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
-    return lines[-1][:n] if lines else ""

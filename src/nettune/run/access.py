@@ -24,7 +24,7 @@ from ..engines.access import Access, Iperf3Credentials, iperf3_has_auth, new_ipe
 from ..engines.iperf3 import OAEP_SINCE, version_tuple
 from ..errors import SpecError
 from ..targets.procs import forget_dir, record_dir, remove_stale_dirs
-from .pairs import workload_hosts
+from .slots import workload_hosts
 
 DIR_PREFIX = "/tmp/nettune-auth."
 
@@ -46,7 +46,7 @@ class StudyAccess:
         self._dirs: dict[str, str] = {}  # host -> its private directory
         self._installed: set[tuple[str, str]] = set()  # (host, file name)
         self._lock = threading.Lock()
-        self.local = getattr(target, "kind", "") in ("lab", "local")  # hosts' files are this machine's
+        self.local = target.kind in ("lab", "local")  # hosts' files are this machine's
 
     # -- before the study ------------------------------------------------------------
     def check(self) -> list[str]:
@@ -70,7 +70,7 @@ class StudyAccess:
                 if self.creds is None and len(lacking) < len([k for k in self.tools if k[0] == "iperf3"]):
                     self.creds = new_iperf3_credentials()
             else:
-                why = engine.permit_key_usable(wl)  # type: ignore[attr-defined]
+                why = engine.permit_key_usable(wl)
                 lacking = sorted(h for (e, h), t in self.tools.items() if e == "iperf2" and not t.can_auth)
                 if lacking:
                     why = why or f"iperf on {', '.join(lacking)} has no --permit-key (older than 2.1)"
@@ -86,7 +86,7 @@ class StudyAccess:
         if (engine, name) in self.tools:
             return
         host = self.target.hosts[name]
-        run = getattr(host, "probe_run", host.run)  # a lab host's namespace does not exist yet
+        run = host.probe_run  # a lab host's namespace does not exist yet
         if engine == "iperf3":
             r = run(["iperf3", "--version"], timeout=10)
             out = r.stdout + r.stderr

@@ -2,7 +2,7 @@
 would start, computed with the run's own code and without creating anything.
 
 The same code as the run: points from plan.points, test counts and pair rounds from
-run.study / run.pairs, the expected time from run.eta, lab addresses from the lab's
+run.study / run.slots, the expected time from run.eta, lab addresses from the lab's
 layout (targets.labnet.study_layout), command lines from the engine's argv builders.
 The tool version those builders get is the one the run would get where it can be read
 without creating anything: lab and local hosts run this machine's binaries, so it is
@@ -21,7 +21,7 @@ from ..knobs.spec import summary as knob_summary
 from ..plan.points import ResolvedPoint, expand_and_check
 from ..spec.models import Study, Workload
 from .eta import MAX_HOURS, describe, plan_seconds
-from .pairs import pair_rounds
+from .slots import pair_rounds
 
 DEFAULT_PORT = 5201  # what the dry run shows for a port the run picks itself
 
@@ -92,7 +92,7 @@ def dry_run(study: Study, text: str, file: str) -> DryRun:
 
 
 def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVersion) -> PlannedTest:
-    """A point's commands as the run builds them (engine.warnings first, as engines.session does)."""
+    """A point's commands as the run builds them (engine.warnings first, as engines.driver does)."""
     wl, notes = engine.warnings(rp.workload)
     knobs = rp.extra.get("knobs")
     notes += [f"knobs: {knob_summary(knobs)}"] if knobs else []

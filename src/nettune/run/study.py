@@ -20,7 +20,7 @@ from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.procs import owner_token
 from .access import StudyAccess
-from .pairs import pair_rounds, run_slot, workload_hosts
+from .slots import pair_rounds, run_slot, workload_hosts
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from ..spec.models import Study
 from ..store import Store
@@ -228,8 +228,7 @@ class _PointRunner:
             self.settings = self.target.prepare(rp)
             if self.knobs is not None:
                 self.settings["knobs"] = self.knobs.apply_point(rp)
-                if hasattr(self.target, "state"):  # read back what the knobs changed
-                    self.settings.update(self.target.state())
+                self.settings.update(self.target.state())  # read back what the knobs changed
                 for note in self.knobs.take_messages():
                     self.progress.message(note)
             if self.current is None and not self.facts_stored:
@@ -296,7 +295,7 @@ def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[
             if host.which(engine.binary) is None:
                 raise ToolMissing(f"{engine.binary} is not installed on {host.name}: {engine.install_hint}")
         client = target.hosts[names[-1]]
-        r = getattr(client, "probe_run", client.run)(engine.version_argv(), timeout=10)
+        r = client.probe_run(engine.version_argv(), timeout=10)  # a lab host's namespace does not exist yet
         versions[wl.engine] = engine.version(r.stdout + r.stderr)
         if not versions[wl.engine]:
             raise NettuneError(f"cannot tell the version of {engine.binary} ({(r.stdout + r.stderr).strip()[:80]!r}); is it really {wl.engine}?")
@@ -307,7 +306,7 @@ def _journal_gate(study: Study, restore_first: bool) -> list[str]:
     """No unrestored change on this study's hosts (or restore them first); notes for the rest."""
     from ..knobs.gate import journal_gate  # noqa: PLC0415
 
-    return journal_gate(bool(getattr(study, "knobs", None)), restore_first, study=study)
+    return journal_gate(study.knobs is not None, restore_first, study=study)
 
 
 def _knob_precheck(study: Study, target: Any, resolved: list[ResolvedPoint], spec_text: str | None, spec_file: str | None) -> list[str]:
@@ -319,7 +318,7 @@ def _knob_precheck(study: Study, target: Any, resolved: list[ResolvedPoint], spe
 
 def _knob_session(study: Study, target: Any, study_id: int) -> Any:
     """The knobs layer (issue 4) when the study sets knobs; None otherwise."""
-    if not getattr(study, "knobs", None):
+    if study.knobs is None:
         return None
     from ..knobs.session import KnobSession  # noqa: PLC0415 - optional layer
 

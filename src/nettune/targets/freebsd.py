@@ -1,33 +1,12 @@
-"""FreeBSD hosts (over SSH): facts, and machine CPU from kern.cp_time.
+"""FreeBSD hosts (over SSH): their facts.
 
-FreeBSD has no /proc/stat. SshHost.read_text("/proc/stat") on a FreeBSD host returns
-the text `cp_time_as_proc_stat` builds from `sysctl -n kern.cp_time kern.cp_times`, so
-probes.cpu.read_machine works unchanged. kern.cp_time is five tick counters
-(user nice sys intr idle); they map to /proc/stat's user nice system idle and irq.
-Not verified on a real FreeBSD host here: the format is from sysctl(8)/kern_clock.c.
+Their machine CPU is read by its own probe (probes/freebsd_cpu.py, from kern.cp_time),
+chosen because the host declares os = "freebsd".
 """
 from __future__ import annotations
 
 import re
 from typing import Any
-
-
-def cp_time_as_proc_stat(cp_time: str, cp_times: str = "") -> str:
-    """'u n s i idle' (+ per-CPU groups of five) -> /proc/stat-like lines."""
-    total = [int(x) for x in cp_time.split()[:5]]
-    if len(total) != 5:
-        raise OSError(f"unexpected kern.cp_time: {cp_time!r}")
-    per = [int(x) for x in cp_times.split()]
-    lines = [_line("cpu", total)]
-    for i in range(len(per) // 5):
-        lines.append(_line(f"cpu{i}", per[5 * i: 5 * i + 5]))
-    return "\n".join(lines) + "\n"
-
-
-def _line(name: str, f: list[int]) -> str:
-    user, nice, sys_, intr, idle = f
-    # user nice system idle iowait irq softirq steal
-    return f"{name} {user} {nice} {sys_} {idle} 0 {intr} 0 0"
 
 
 def freebsd_facts(host: Any) -> dict[str, Any]:

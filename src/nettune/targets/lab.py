@@ -106,7 +106,8 @@ class LabTarget(TargetBase):
         return {"hosts": self.net.state()}
 
     def up(self, mtu: int, queues: int) -> None:
-        """Create the lab without a point (tests and `nettune knobs` use it)."""
+        """Create the lab at this MTU and queue count without a study point (tests stand a
+        lab up with it)."""
         self._created = True
         self.net.up(mtu, queues)
         self._mtu, self._queues = mtu, queues

@@ -19,7 +19,7 @@ Short commands (run, read_text, listening...) go to one helper `sh` per connecti
 session under a wrapper that reports the remote PID and the tool's exact CPU (sshproc.py).
 
 A dropped connection (sshd killed, network cut, keepalive timeout) ends every process of
-that host with `lost` set to the reason; session.run_test turns that, or a
+that host with `lost` set to the reason; engines.driver.run_test turns that, or a
 ConnectionError from spawn/run, into a failed result. The next call reconnects, and
 first kills (by PID, if still the same program) the processes the lost connection left.
 """
@@ -39,7 +39,7 @@ import asyncssh
 from ..errors import NettuneError
 from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
-from .freebsd import cp_time_as_proc_stat, freebsd_facts
+from .freebsd import freebsd_facts
 from .procs import port_listening
 from .sshproc import ENV_PREAMBLE, WRAPPER, EventLoopThread, SshProc
 from .sshshell import RemoteShell, ShellGone
@@ -274,12 +274,6 @@ class SshHost(HostBase):
         return r
 
     def read_text(self, path: str) -> str:
-        if self.os == "freebsd" and path == "/proc/stat":
-            r = self.run(["sysctl", "-n", "kern.cp_time", "kern.cp_times"], timeout=15)
-            lines = r.stdout.splitlines()
-            if r.returncode != 0 or not lines:
-                raise OSError(f"{self.name}: sysctl kern.cp_time failed: {r.stderr.strip()}")
-            return cp_time_as_proc_stat(lines[0], lines[1] if len(lines) > 1 else "")
         r = self.run(["cat", "--", path], timeout=15)
         if r.returncode != 0:
             msg = f"{self.name}:{path}: {r.stderr.strip() or 'cannot read'}"
@@ -304,9 +298,6 @@ class SshHost(HostBase):
             r = self.run(["sockstat", "-46", "-l", "-P", proto, "-p", str(port)], timeout=15)
             return any(f":{port} " in ln + " " for ln in r.stdout.splitlines()[1:])
         return port_listening(self._sockets(proto), port, proto)
-
-    def probe_run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
-        return self.run(argv, timeout)
 
     def free_port(self, first: int = 5201, last: int = 5400) -> int:
         """A port nothing listens on (TCP) or is bound to (UDP) on this host."""
@@ -343,7 +334,7 @@ class SshTarget(TargetBase):
             n: SshHost(n, h, self.loop, spec.trust_on_first_use, spec.connect_timeout, spec.reconnect_timeout) for n, h in spec.hosts.items()
         }
         self._test_hosts: list[str] = list(spec.test_hosts)
-        # sampled (/proc/stat) during every test: cpu_extra["hypervisor:<name>"]
+        # machine CPU sampled during every test: cpu_extra["hypervisor:<name>"]
         self._extra = {f"hypervisor:{n}": self.hosts[n] for n in spec.hypervisors}
         self._closed = False
         try:

@@ -1,7 +1,8 @@
-"""Run one point's workload over many host pairs (`[workload] pairs`), round by round.
+"""Run one slot of a study: a single test, or the workload over many host pairs
+(`[workload] pairs`), round by round.
 
-run_study can call `run_slot` for every slot: one run_test as before, or, when
-`wl.pairs` is set, `run_pairs`; every result goes to `on_result` (store.add_run) the
+run_study calls `run_slot` for every slot: one run_test, or, when `wl.pairs` is set,
+`run_pairs` (the rounds themselves are planned in plan.pairs); every result goes to `on_result` (store.add_run) the
 moment it ends. Pair results are runs of the same point and run number; `result.extra`
 says which pair:
 
@@ -21,13 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Collection
 
 from ..engines.result import TestResult
-from ..engines.session import run_test, run_test_failed
+from ..engines.driver import run_test, run_test_failed
 from ..plan.pairs import Pair, plan_rounds
 
 
 def traffic_hosts(target: Any) -> list[str]:
     """Hosts that may carry traffic (an ssh target's hypervisors only get sampled)."""
-    return list(getattr(target, "test_hosts", None) or target.hosts)
+    return list(target.test_hosts)
 
 
 def pair_rounds(wl: Any, target: Any) -> list[list[Pair]]:
@@ -60,7 +61,7 @@ def run_pairs(
     `access` (run.access.StudyAccess) gives each test's server its binding and credentials.
     """
     if extra_machines is None:
-        extra_machines = getattr(target, "extra_machines", None)
+        extra_machines = target.extra_machines
     results: list[TestResult] = []
     for r, full in enumerate(pair_rounds(wl, target)):
         rnd = [p for p in full if pair_label(p) not in skip]
@@ -111,7 +112,7 @@ def round_totals(results: list[TestResult]) -> dict[int, float]:
 def workload_hosts(wl: Any, target: Any) -> list[str]:
     """Hosts a workload runs its tool on (preflight checks each): server and client, or
     every host of its pairs."""
-    return hosts_in_pairs(wl, target) if getattr(wl, "pairs", None) is not None else [wl.server, wl.client]
+    return hosts_in_pairs(wl, target) if wl.pairs is not None else [wl.server, wl.client]
 
 
 def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Callable[[TestResult], None],
@@ -120,8 +121,8 @@ def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Ca
     """One slot of a study: a single test, or every pair of `wl.pairs` in rounds (but
     those in `skip`). Hosts in `target.extra_machines` (ssh hypervisors) are sampled
     during every test; `access` gives servers their binding and credentials."""
-    extra = getattr(target, "extra_machines", None)
-    if getattr(wl, "pairs", None) is not None:
+    extra = target.extra_machines
+    if wl.pairs is not None:
         return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra, skip=skip, on_round=on_round, access=access)
     res = _one_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra, access)
     on_result(res)

@@ -1,15 +1,17 @@
-"""Run one test: server up, wait for its port, client, probes, both outputs kept.
+"""The test driver: runs one test (server up, wait for its port, client, probes, both
+outputs kept).
 
-Shared by every engine. No fixed sleeps: the client starts the moment the server's
-socket is listening; every wait is bounded; a failure is recorded, never raised.
+Shared by every engine; it calls probes only through the probe protocol (probes.base).
+No fixed sleeps: the client starts the moment the server's socket is listening; every
+wait is bounded; a failure is recorded, never raised.
 """
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from ..probes.cpu import ProcessCpu, SelfCpu, machine_percent, read_machine
+from ..probes.registry import process_probes, window_probes
 from ..spec.models import Workload
+from ..targets.base import Host, Proc
 from .access import Access, redact
 from .base import Engine, client_budget
 from .result import SideOutput, TestResult
@@ -18,7 +20,7 @@ SERVER_START_TIMEOUT = 10.0
 BUSY_RETRIES = 5
 
 
-def pick_port(host: Any, wanted: int | None) -> int:
+def pick_port(host: Host, wanted: int | None) -> int:
     if wanted:
         return wanted
     return host.free_port()  # each kind of host knows where to look (its own sockets)
@@ -27,15 +29,15 @@ def pick_port(host: Any, wanted: int | None) -> int:
 def run_test(
     engine: Engine,
     wl: Workload,
-    server: Any,
-    client: Any,
+    server: Host,
+    client: Host,
     tool_version: str,
-    machine: Any | None = None,
-    extra_machines: dict[str, Any] | None = None,
+    machine: Host | None = None,
+    extra_machines: dict[str, Host] | None = None,
     access: Access | None = None,
 ) -> TestResult:
-    """Run one test of `wl` between two hosts. `machine` is the host whose /proc/stat
-    gives the machine-wide CPU (default: the client's). `extra_machines` are more hosts
+    """Run one test of `wl` between two hosts. `machine` is the host whose CPU counters
+    give the machine-wide CPU (default: the client's). `extra_machines` are more hosts
     sampled the same way, stored as cpu_extra[key] (busy % of all their cores), e.g.
     {"hypervisor:pve": host}. A lost connection to a remote host (a ConnectionError from
     a Host, or a Proc whose `lost` is set) gives a failed result with the reason.
@@ -57,7 +59,7 @@ def run_test_failed(engine: Engine, wl: Workload, tool_version: str, error: str)
     return _failed(engine, tool_version, wl, error, [])
 
 
-def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_version: str, machine: Any | None, extra_machines: dict[str, Any], access: Access) -> TestResult:
+def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None, extra_machines: dict[str, Host], access: Access) -> TestResult:
     wl, warnings = engine.warnings(wl)
     port = pick_port(server, wl.port)
     proto = engine.listen_proto(wl)
@@ -85,25 +87,24 @@ def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_versi
                     detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
                 return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
-            m0 = read_machine(machine)
-            x0 = {k: read_machine(h) for k, h in extra_machines.items()}
-            me = SelfCpu()
+            window = window_probes(machine, extra_machines)
+            for p in window:
+                p.start()
             cargv, env = engine.client_argv(wl, server.address, port, tool_version, access), engine.client_env(access)
             cli = client.spawn(cargv, env=env) if env else client.spawn(cargv)
-            t0 = time.monotonic()
             cli_side = SideOutput(role="client", host=client.name, argv=_hidden(cli.argv, hide), started=time.time())
-            srv_cpu, cli_cpu = ProcessCpu(server, srv), ProcessCpu(client, cli)
+            probes = process_probes(client, cli, server, srv)
+            for p in probes:
+                p.start()
+            probes += window
             try:
                 cli.wait(budget)
             except TimeoutError:
                 cli_side.timed_out = True
             finally:
                 cli.stop()  # no-op once exited; on Ctrl-C or a hang it ends the client
-            srv_cpu.sample()
-            elapsed = time.monotonic() - t0
-            m1 = read_machine(machine)
-            x1 = {k: read_machine(h) for k, h in extra_machines.items()}
-            self_pct = me.percent()
+            for p in probes:
+                p.stop()
             _finish(cli, cli_side, hide)
             # a client that failed (refused, error) never reached the server: don't wait
             _wait_server(engine, wl, srv, srv_side, 10.0 if cli_side.exit_code == 0 and not cli_side.timed_out else 1.0)
@@ -127,16 +128,9 @@ def _run_test(engine: Engine, wl: Workload, server: Any, client: Any, tool_versi
         res.error = f"client did not finish within {budget:.0f}s and was stopped" + (f"; {res.error}" if res.error else "")
     elif res.ok and cli_side.exit_code not in (0, None):
         res.warnings.append(f"client exited with code {cli_side.exit_code}")
-    res.cpu_client = cli_cpu.percent(elapsed)
-    res.cpu_server = srv_cpu.percent(elapsed)
-    if m0 and m1:
-        res.cpu_host, res.cpu_host_softirq = machine_percent(m0, m1)
-    res.cpu_extra["nettune"] = self_pct
-    for k, a in x0.items():
-        b = x1.get(k)
-        if a and b:
-            res.cpu_extra[k] = machine_percent(a, b)[0]
-    lost = [p.lost for p in (srv, cli) if getattr(p, "lost", None)]
+    for p in probes:  # after both processes ended: a remote process's exact CPU is known now
+        p.write(res)
+    lost = [proc.lost for proc in (srv, cli) if proc.lost]
     if lost:
         res.ok, res.error = False, f"connection lost during the test: {lost[0]}"
     if res.error:
@@ -150,8 +144,7 @@ def _retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput)
     None: before our client even started)."""
     if client is not None and engine.busy(client):
         return "server busy"
-    taken = getattr(engine, "taken", None)
-    if taken is not None and taken(client, server):
+    if engine.taken(client, server):
         return "another connection ended the one-off server before our client reached it"
     return None
 
@@ -160,7 +153,7 @@ def _hidden(argv: list[str], secret_values: list[str]) -> list[str]:
     return [redact(a, secret_values) for a in argv]
 
 
-def _wait_listening(host: Any, proc: Any, port: int, proto: str) -> bool:
+def _wait_listening(host: Host, proc: Proc, port: int, proto: str) -> bool:
     end = time.monotonic() + SERVER_START_TIMEOUT
     delay = 0.002
     while time.monotonic() < end:
@@ -173,23 +166,19 @@ def _wait_listening(host: Any, proc: Any, port: int, proto: str) -> bool:
     return False
 
 
-def _wait_server(engine: Engine, wl: Workload, srv: Any, side: SideOutput, limit: float = 10.0) -> None:
+def _wait_server(engine: Engine, wl: Workload, srv: Proc, side: SideOutput, limit: float = 10.0) -> None:
     """Let the server write its final report: iperf3 -1 exits by itself; iperf2 is done
     when the engine sees its final report in the output."""
-    done = getattr(engine, "server_done", None)
     end = time.monotonic() + limit
     while time.monotonic() < end and srv.poll() is None:
-        if not engine.server_exits and done is not None and done(wl, srv.output()[0]):
-            return
-        if not engine.server_exits and done is None:
-            time.sleep(0.5)
+        if not engine.server_exits and engine.server_done(wl, srv.output()[0]):
             return
         time.sleep(0.02)
     if srv.poll() is None and engine.server_exits:
         side.timed_out = True
 
 
-def _finish(proc: Any, side: SideOutput, secret_values: list[str] | None = None) -> None:
+def _finish(proc: Proc, side: SideOutput, secret_values: list[str] | None = None) -> None:
     side.exit_code = proc.poll()
     out, err = proc.output()
     side.stdout, side.stderr = redact(out, secret_values or []), redact(err, secret_values or [])

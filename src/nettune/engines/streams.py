@@ -1,0 +1,49 @@
+"""Arithmetic every engine's parser does on its streams: totals, byte-weighted means,
+the per-direction cwnd/RTT aggregates, and the last line of a tool's output for an error.
+
+One place, so iperf3, iperf2 and the next engine agree on what a "total" or a "mean
+RTT" is (the same numbers from the same streams, whichever tool measured them).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .result import StreamResult
+
+
+def tail(text: str, n: int = 200) -> str:
+    """The last non-blank line of a tool's output (at most `n` characters): what it said
+    last is usually why it failed."""
+    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
+    return lines[-1][:n] if lines else ""
+
+
+def weighted_mean(pairs: list[tuple[float, float]]) -> float | None:
+    """Mean of values weighted by bytes (the RTT the average byte saw); a plain mean when
+    no stream moved data; None without values."""
+    if not pairs:
+        return None
+    w = sum(b for _, b in pairs)
+    return sum(v * b for v, b in pairs) / w if w > 0 else sum(v for v, _ in pairs) / len(pairs)
+
+
+def total(values: Iterable[float | int | None]) -> float | int | None:
+    """Sum over streams, or None when any stream lacks the value (a partial sum would
+    read as a lower throughput) or there are no streams."""
+    vals = list(values)
+    if not vals or any(v is None for v in vals):
+        return None
+    return sum(v for v in vals if v is not None)
+
+
+def rtt_cwnd(streams: list[StreamResult]) -> dict[str, Any]:
+    """max_cwnd and rtt_mean/min/max_us of one direction's streams; the mean RTT is
+    weighted by the bytes each stream sent. Streams without an RTT sample are left out."""
+    cw = [s.max_cwnd for s in streams if s.max_cwnd]
+    rtt = [s for s in streams if s.rtt_mean_us]
+    return {
+        "max_cwnd": max(cw) if cw else None,
+        "rtt_mean_us": weighted_mean([(s.rtt_mean_us or 0.0, float(s.sender_bytes or 0)) for s in rtt]),
+        "rtt_min_us": min((s.rtt_min_us for s in rtt if s.rtt_min_us is not None), default=None),
+        "rtt_max_us": max((s.rtt_max_us for s in rtt if s.rtt_max_us is not None), default=None),
+    }

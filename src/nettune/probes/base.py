@@ -1,0 +1,32 @@
+"""The probe protocol: something measured during every test, next to the tool's numbers.
+
+The driver (engines.driver) opens a window just before the client starts and closes it
+right after the client ended; each probe samples at both ends and then writes what it
+measured into the TestResult, once both processes are done (exact CPU times of a remote
+process are known only then). A probe never raises for a host it cannot read: it writes
+nothing (an empty column), since a 0 would read as an idle machine.
+
+Members: probes.cpu (process CPU per side, Linux machine CPU from /proc/stat, nettune's
+own CPU), probes.freebsd_cpu (machine CPU from kern.cp_time); probes.registry picks them
+for a test. A new probe (power, CPU frequency...) is one new file here and one line in
+the registry.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..engines.result import TestResult
+
+
+class Probe(Protocol):
+    def start(self) -> None:
+        """Sample at the start of the window (just before the client starts)."""
+        ...
+
+    def stop(self) -> None:
+        """Sample at the end of the window (right after the client ended)."""
+        ...
+
+    def write(self, res: TestResult) -> None:
+        """Put what was measured into `res` (nothing when it could not be measured)."""
+        ...

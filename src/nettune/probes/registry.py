@@ -1,0 +1,30 @@
+"""Which probes run during a test, and which machine-CPU member serves each OS.
+
+Explicit, like the engine and knob registries: a host declares its `os`, and the
+member for that OS reads its counters (an unknown OS gets the Linux one, whose reads
+then fail and leave the column empty).
+"""
+from __future__ import annotations
+
+from ..targets.base import Host, Proc
+from .base import Probe
+from .cpu import MachineCpu, ProcessCpu, ProcStatCpu, SelfCpu
+from .freebsd_cpu import CpTimeCpu
+
+MACHINE_CPU: dict[str, type[MachineCpu]] = {"linux": ProcStatCpu, "freebsd": CpTimeCpu}
+
+
+def machine_cpu(host: Host, key: str | None = None) -> MachineCpu:
+    return MACHINE_CPU.get(host.os, ProcStatCpu)(host, key)
+
+
+def window_probes(machine: Host, extra_machines: dict[str, Host]) -> list[Probe]:
+    """Started before the client: the test machine's CPU, nettune's own, and each extra
+    machine's (e.g. "hypervisor:pve") as cpu_extra[key]."""
+    return [machine_cpu(machine), SelfCpu(), *(machine_cpu(h, k) for k, h in extra_machines.items())]
+
+
+def process_probes(client: Host, cli: Proc, server: Host, srv: Proc) -> list[Probe]:
+    """Started once the client runs: each side's process CPU. The server is sampled at
+    the end of the window; the client has exited by then (its exact CPU tells)."""
+    return [ProcessCpu(client, cli, "client", sample_end=False), ProcessCpu(server, srv, "server")]
