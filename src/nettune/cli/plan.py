@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from ..engines import get_engine
 from ..engines.access import Access, placeholder
-from ..knobs.spec import summary as knob_summary
+from ..knobs.keys import summary as knob_summary
 from ..plan.pairs import plan_rounds
 from ..plan.points import expand_and_check
 from ..spec.models import Study
