@@ -59,8 +59,8 @@ class Ctx:
     cpus: int = 1
     queues: int | None = None  # the lab's queue count for this point (channels upper bound)
     scratch: bool = False  # ex is a throw-away namespace: validate may change things there
-    probe: Any = None  # executor of a throw-away namespace holding a spare veth (probe_dev)
-    probe_dev: str = ""
+    spare: Host | None = None  # a throw-away namespace holding spare_dev (targets Scratch)
+    spare_dev: str = ""  # an interface nothing uses, to try a value on
     host: str = ""
     notes: list[str] = field(default_factory=list)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..targets.base import Host
 from ..targets.machine import machine_host, namespace_host
-from .base import KnobError, Loc, ifindex
+from .base import KnobError, Loc, cpu_count, ifindex
 from .registry import KINDS
 
 NETNS_DIR = "/run/netns"
@@ -70,6 +70,19 @@ def machine() -> Place:
     if _machine is None:
         _machine = Place("machine", "machine", machine_host())
     return _machine
+
+
+class CpuCounts:
+    """CPU count per place (a lab namespace sees the machine's CPUs; a remote host its own)."""
+
+    def __init__(self) -> None:
+        self._n: dict[str, int] = {}
+
+    def __call__(self, place: Place) -> int:
+        key = "machine" if place.type != "remote" else place.key
+        if key not in self._n:
+            self._n[key] = cpu_count(place.ex if place.type == "remote" else machine().ex)
+        return self._n[key]
 
 
 def place_for(host: Host, scope: str) -> Place:

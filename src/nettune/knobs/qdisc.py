@@ -78,7 +78,7 @@ class Qdisc(Kind):
             raise KnobError(f"{loc.key}: {dev} has tc filters that nettune cannot save and put back; remove them first or drop this knob")
         if value == "default":
             return
-        probe, pdev = (ex, dev) if ctx.scratch else (ctx.probe, ctx.probe_dev)
+        probe, pdev = (ex, dev) if ctx.scratch else (ctx.spare, ctx.spare_dev)
         if probe is None:
             return  # no throw-away device here: a missing qdisc shows up when applied
         r = probe.run(["tc", "qdisc", "replace", "dev", pdev, "root", *shlex.split(value)], timeout=15)

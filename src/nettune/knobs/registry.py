@@ -1,6 +1,6 @@
 """Every kind of knob by name, the settings never changed automatically, and the catalog
 `nettune knobs list` prints. The single source of what a knob key may name: the key check
-(knobs/spec.py) and the catalog read the kinds listed here."""
+(knobs/keys.py) and the catalog read the kinds listed here."""
 from __future__ import annotations
 
 from .base import Kind, catalog_row
