@@ -14,6 +14,8 @@ import os
 from typing import Any
 
 from ..errors import NettuneError
+from ..spec.models import Study
+from ..targets.base import Target
 from .base import Ctx, Kind, KnobError, Loc
 from .items import Item, SpecLocator, lab_queues, point_items
 from .journal import Journal
@@ -22,7 +24,7 @@ from .restore import critical, restore_changes
 
 
 class KnobSession:
-    def __init__(self, study: Any, target: Any, study_id: int | None):
+    def __init__(self, study: Study, target: Target, study_id: int | None):
         self.study, self.target = study, target
         self.journal = Journal()
         self.sid = self.journal.begin(study.name, study_id)

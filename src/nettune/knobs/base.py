@@ -9,7 +9,13 @@ original values go to an on-disk journal instead of RAM).
     restore(ex, loc, orig)     put an original back (default: apply it)
     same(a, b)                 are two values equal once normalised
     commands(loc, v)           shell lines that set v by hand (persist, manual restore)
+    show(v)                    a value as one short line (messages, `nettune knobs show`)
+    persisted(loc, v)          the value as sysctl.d / tuned / udev / NetworkManager / shell forms
+    acts_on_interface(loc)     is the setting void once loc.device is re-created
+    slot_key(loc)              what tells two settings of the kind apart beyond KIND:ARG@DEV
     catalog()                  rows for `nettune knobs list`
+and declares its key's shape (takes_arg, example_arg, needs_device, table_value), which the
+study file's key check reads through the registry.
 
 `ex` is a targets Host (targets/base.py): knob code uses only what that protocol declares
 (run, read_text, write_text, os, netns, interface, reach) and never imports a target

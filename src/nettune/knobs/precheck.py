@@ -15,6 +15,8 @@ import os
 from typing import Any
 
 from ..errors import NettuneError
+from ..spec.models import Study
+from ..targets.base import Target
 from .base import Ctx, KnobError
 from .gate import journal_gate
 from .items import SpecLocator, lab_queues, point_items
@@ -22,7 +24,7 @@ from .journal import Journal
 from .places import CpuCounts
 
 
-def precheck(study: Any, target: Any, resolved: list[Any], spec_text: str = "", spec_file: str = "<study>", restore_first: bool = False, gate: bool = True) -> list[str]:
+def precheck(study: Study, target: Target, resolved: list[Any], spec_text: str = "", spec_file: str = "<study>", restore_first: bool = False, gate: bool = True) -> list[str]:
     """Everything that can be checked before the first change; raises SpecError naming the knob.
     gate=False: the caller already ran journal_gate (run_study does, before connecting)."""
     notes = journal_gate(bool(study.knobs), restore_first, study=study) if gate else []

@@ -78,17 +78,17 @@ class Qdisc(Kind):
             raise KnobError(f"{loc.key}: {dev} has tc filters that nettune cannot save and put back; remove them first or drop this knob")
         if value == "default":
             return
-        probe, pdev = (ex, dev) if ctx.scratch else (ctx.spare, ctx.spare_dev)
-        if probe is None:
+        spare, pdev = (ex, dev) if ctx.scratch else (ctx.spare, ctx.spare_dev)
+        if spare is None:
             return  # no throw-away device here: a missing qdisc shows up when applied
-        r = probe.run(["tc", "qdisc", "replace", "dev", pdev, "root", *shlex.split(value)], timeout=15)
-        probe.run(["tc", "qdisc", "del", "dev", pdev, "root"], timeout=15)
+        r = spare.run(["tc", "qdisc", "replace", "dev", pdev, "root", *shlex.split(value)], timeout=15)
+        spare.run(["tc", "qdisc", "del", "dev", pdev, "root"], timeout=15)
         if r.returncode != 0:
             msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
             msg_s = msg[-1] if msg else f"exit {r.returncode}"
             kind = shlex.split(value)[0]
             if "unknown" in msg_s.lower() or "not find" in msg_s.lower() or "no such file" in msg_s.lower():
-                have = self.available(probe, pdev)
+                have = self.available(spare, pdev)
                 raise KnobError(f"{loc.key}: this kernel has no {kind} qdisc (sch_{kind} not built or loaded); available: {', '.join(have) or 'none found'}")
             raise KnobError(f"{loc.key}: tc rejects {value!r}: {msg_s}")
 
