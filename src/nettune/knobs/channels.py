@@ -51,6 +51,7 @@ class Channels(Kind):
     types: tuple[str, ...] = TYPES
     default_types = ("rx", "tx")
     persist_types: tuple[str, ...] = ("combined",)  # what a plain N means in persisted files
+    bounded_by_lab_queues = True  # a lab veth has as many channels as [target] queues gives it
 
     def parse(self, loc: Loc, raw: Any) -> int:
         if loc.arg and loc.arg not in self.types:
@@ -86,7 +87,7 @@ class Channels(Kind):
                 raise KnobError(f"{loc.key}: {dev} has no {t} {self.what} (maximum n/a)")
             if value > hi:
                 raise KnobError(f"{loc.key}: {value} {t} {self.what} is more than {dev} supports ({hi})")
-            if self.name == "channels" and ctx.queues is not None and value > ctx.queues:
+            if self.bounded_by_lab_queues and ctx.queues is not None and value > ctx.queues:
                 raise KnobError(f"{loc.key}: {value} {t} channels is more than the lab gives {dev} at this point (queues = {ctx.queues})")
 
     def read(self, ex: Host, loc: Loc) -> dict[str, int]:
