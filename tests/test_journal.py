@@ -16,7 +16,9 @@ import pytest
 from nettune.errors import NettuneError
 from nettune.knobs.journal import Journal
 from nettune.knobs.restore import pending, restore_pending
-from nettune.knobs.session import KnobSession, journal_gate, precheck
+from nettune.knobs.apply import KnobSession
+from nettune.knobs.gate import journal_gate
+from nettune.knobs.precheck import precheck
 from nettune.plan.points import expand_and_check
 from nettune import parse_study
 from nettune.targets import make_target
@@ -56,7 +58,7 @@ def crash_after(tmp_path: Path, text: str, points: int) -> None:
     spec.write_text(text)
     code = textwrap.dedent(f"""
         import os
-        from nettune.knobs.session import KnobSession
+        from nettune.knobs.apply import KnobSession
         from nettune.plan.points import expand_and_check
         from nettune import load_study
         from nettune.targets import make_target

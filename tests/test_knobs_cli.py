@@ -62,7 +62,7 @@ def _crash_local(tmp_path: Path) -> Path:
         """))
     code = textwrap.dedent(f"""
         import os
-        from nettune.knobs.session import KnobSession
+        from nettune.knobs.apply import KnobSession
         from nettune.plan.points import expand_and_check
         from nettune import load_study
         from nettune.targets import make_target

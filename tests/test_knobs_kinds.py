@@ -14,7 +14,8 @@ from nettune.errors import NettuneError, SpecError
 from nettune.knobs.base import KnobError, Loc
 from nettune.knobs.journal import Journal
 from nettune.knobs.registry import KINDS
-from nettune.knobs.session import KnobSession, precheck
+from nettune.knobs.apply import KnobSession
+from nettune.knobs.precheck import precheck
 from nettune.plan.points import expand_and_check
 from nettune import parse_study
 from nettune.targets.lab import LabTarget

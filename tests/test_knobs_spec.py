@@ -2,8 +2,8 @@
 import pytest
 
 from nettune.errors import SpecError
-from nettune.knobs.session import precheck
-from nettune.knobs.spec import parse_key
+from nettune.knobs.precheck import precheck
+from nettune.knobs.keys import parse_key
 from nettune.plan.points import expand_and_check
 from nettune import parse_study
 from nettune.targets import make_target

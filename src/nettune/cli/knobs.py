@@ -1,4 +1,5 @@
-"""`nettune restore`, `nettune knobs list|show`, `nettune persist`."""
+"""`nettune restore`, `nettune knobs list|show`, `nettune persist`: argument parsing and
+printing only; the work is in the knobs package (gate.restore_journal, show, persist)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import NettuneError
-from .app import DB_OPT, RESULT_STYLE as _STYLE, app, console, err_console, open_store, print_fitted, print_given_up, user_errors
+from .app import DB_OPT, RESULT_STYLE, app, console, err_console, open_store, print_fitted, print_given_up, user_errors
 
 knobs_app = typer.Typer(help="Settings nettune can change per sweep point (and always restores).", no_args_is_help=True)
 app.add_typer(knobs_app, name="knobs")
@@ -27,28 +28,20 @@ def restore(
     forget: bool = typer.Option(False, "--forget", help="Give up what cannot be restored (only HOST's, if given): print the commands to do it by hand and drop it from the journal."),
 ) -> None:
     """Put back every setting an interrupted run left changed (after kill -9, a crash, power loss), on this machine and over SSH."""
-    from ..knobs.gate import for_host, pending_hosts
-    from ..knobs.journal import Journal
-    from ..knobs.restore import forget as forget_changes, restore_pending
+    from ..knobs.gate import restore_journal
 
-    journal = Journal()
-    only = None
-    if host:
-        only = for_host(host)
-        if not pending_hosts(journal, only):
-            others = pending_hosts(journal)
-            raise NettuneError(f"no pending change on {host!r}" + (f"; hosts with pending changes: {', '.join(others)}" if others else "; nothing is pending"))
-    out, alive = restore_pending(journal, only)
-    for s in alive:
+    report = restore_journal(host, forget)
+    out = report.outcome
+    for s in report.alive:
         console.print(f"[yellow]left alone[/]: a run is still in progress: {s.describe()}")
-    if not out.lines and not alive:
-        console.print(f"nothing to restore ({journal.path} has no unrestored changes)")
+    if not out.lines and not report.alive:
+        console.print(f"nothing to restore ({report.journal} has no unrestored changes)")
     for result, text in out.lines:
-        console.print(f"[{_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
+        console.print(f"[{RESULT_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
     for who, why in out.unreachable.items():
         console.print(f"[red]unreachable[/]: {escape(who)}: {escape(why)}; its changes stay pending", highlight=False, soft_wrap=True)
-    if out.failed and forget:
-        print_given_up(forget_changes(journal, only), "forgotten")
+    if report.given_up is not None:
+        print_given_up(report.given_up, "forgotten")
         return
     if out.failed:
         again = f"nettune restore --forget {host}" if host else "nettune restore --forget [HOST]"

@@ -9,11 +9,19 @@ original values go to an on-disk journal instead of RAM).
     restore(ex, loc, orig)     put an original back (default: apply it)
     same(a, b)                 are two values equal once normalised
     commands(loc, v)           shell lines that set v by hand (persist, manual restore)
+    show(v)                    a value as one short line (messages, `nettune knobs show`)
+    persisted(loc, v)          the value as sysctl.d / tuned / udev / NetworkManager / shell forms
+    acts_on_interface(loc)     is the setting void once loc.device is re-created
+    slot_key(loc)              what tells two settings of the kind apart beyond KIND:ARG@DEV
     catalog()                  rows for `nettune knobs list`
+and declares its key's shape (takes_arg, example_arg, needs_device, table_value), which the
+study file's key check reads through the registry.
 
-`ex` is an executor: anything with run(argv), read_text(path), write_text(path, text)
-and os (a targets Host). Knob code never imports a target; scope and place are decided
-by the session.
+`ex` is a targets Host (targets/base.py): knob code uses only what that protocol declares
+(run, read_text, write_text, os, netns, interface, reach) and never imports a target
+class; hosts of this machine without a target (the machine itself, a namespace named
+in the journal, scratch namespaces) come from targets/machine.py and Target.scratch.
+Scope and place are decided by the session (places.py).
 """
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NettuneError
+from ..targets.base import Host
 
 
 class KnobError(NettuneError):
@@ -56,8 +65,8 @@ class Ctx:
     cpus: int = 1
     queues: int | None = None  # the lab's queue count for this point (channels upper bound)
     scratch: bool = False  # ex is a throw-away namespace: validate may change things there
-    probe: Any = None  # executor of a throw-away namespace holding a spare veth (probe_dev)
-    probe_dev: str = ""
+    spare: Host | None = None  # a throw-away namespace holding spare_dev (targets Scratch)
+    spare_dev: str = ""  # an interface nothing uses, to try a value on
     host: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -67,9 +76,17 @@ def catalog_row(kind: str, key: str, scope: str, what: str, default: str, tuned:
 
 
 class Kind:
+    """One kind of knob. Everything about it lives in its class: the shape of its key
+    (the spec's key check and `nettune knobs list` read these attributes through the
+    registry), how it is checked, read, set and put back, shown, and persisted."""
+
     name = ""
-    needs_device = False  # acts on an interface (KIND@DEV, default: the host's interface)
+    takes_arg = "optional"  # KIND:ARG: "required", "never" or "optional"
+    example_arg = ""  # shown when a required ARG is missing ('sysctl:net.core.rmem_max')
+    needs_device = False  # acts on an interface (KIND@DEV, default: the host's interface); else no @DEV
     host_wide = False  # lives on the machine even when the host is a namespace
+    table_value = False  # the value is a table (command knobs), not a string, number or boolean
+    table_hint = ""  # what that table looks like (the error for a scalar value)
 
     def parse(self, loc: Loc, raw: Any) -> Any:
         return raw
@@ -78,19 +95,19 @@ class Kind:
         """(loc, value) from a parsed value; command knobs move their commands into loc."""
         return loc, parsed
 
-    def scope(self, ex: Any, loc: Loc) -> str:
+    def scope(self, ex: Host, loc: Loc) -> str:
         return "machine" if self.host_wide else "ns"
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         self.read(ex, loc)
 
-    def read(self, ex: Any, loc: Loc) -> Any:
+    def read(self, ex: Host, loc: Loc) -> Any:
         raise NotImplementedError
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         raise NotImplementedError
 
-    def restore(self, ex: Any, loc: Loc, original: Any) -> None:
+    def restore(self, ex: Host, loc: Loc, original: Any) -> None:
         self.apply(ex, loc, original)
 
     def same(self, a: Any, b: Any) -> bool:
@@ -103,13 +120,45 @@ class Kind:
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return []
 
+    def acts_on_interface(self, loc: Loc) -> bool:
+        """Does the setting belong to loc.device, so that it is void (nothing to restore)
+        once that interface is re-created?"""
+        return loc.device is not None
+
+    def slot_key(self, loc: Loc) -> str:
+        """What tells two settings of this kind apart beyond kind, ARG and device."""
+        return ""
+
+    def show(self, value: Any) -> str:
+        """A value (current, original or new) as one short line for messages and tables."""
+        return str(value)
+
+    def persisted(self, loc: Loc, value: Any) -> "Persisted":
+        """The value in the forms an admin installs (`nettune persist`); loc.device is set.
+        Default: only the plain commands (apply.sh)."""
+        return Persisted(shell=self.commands(loc, value))
+
     def catalog(self) -> list[dict[str, str]]:
         return []
 
 
+@dataclass
+class Persisted:
+    """One knob's value in every persistent form it has (persist.py merges them per host)."""
+
+    shell: list[str] = field(default_factory=list)  # apply.sh lines
+    sysctl: list[tuple[str, str]] = field(default_factory=list)  # sysctl.d (and tuned [sysctl]) NAME, VALUE
+    tuned_main: list[str] = field(default_factory=list)  # tuned [main] lines (include=PROFILE)
+    tuned_net: dict[str, list[str]] = field(default_factory=dict)  # tuned [net] option -> words, for loc.device
+    sysfs: list[tuple[str, str]] = field(default_factory=list)  # tuned [sysfs] PATH, VALUE
+    udev: list[str] = field(default_factory=list)  # udev rule assignments for loc.device
+    nm: list[str] = field(default_factory=list)  # nmcli connection settings for loc.device
+    notes: list[str] = field(default_factory=list)  # what has no persistent form, and why
+
+
 # -- helpers shared by kinds ---------------------------------------------------------
 
-def run_ok(ex: Any, argv: list[str], what: str = "", timeout: float = 30.0) -> str:
+def run_ok(ex: Host, argv: list[str], what: str = "", timeout: float = 30.0) -> str:
     """Run argv on the executor; stdout, or KnobError with the tool's own message."""
     r = ex.run(argv, timeout=timeout)
     if r.returncode == 127 or "command not found" in r.stderr:
@@ -120,22 +169,22 @@ def run_ok(ex: Any, argv: list[str], what: str = "", timeout: float = 30.0) -> s
     return r.stdout
 
 
-def read_file(ex: Any, path: str, what: str = "") -> str:
+def read_file(ex: Host, path: str, what: str = "") -> str:
     try:
         return ex.read_text(path)
     except OSError as e:
-        raise KnobError(f"{what or path}: cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+        raise KnobError(f"{what or path}: cannot read {path}: {e.strerror or e}") from None
 
 
-def write_file(ex: Any, path: str, text: str, what: str = "") -> None:
+def write_file(ex: Host, path: str, text: str, what: str = "") -> None:
     try:
         ex.write_text(path, text)
     except OSError as e:
-        raise KnobError(f"{what or path}: cannot write {text!r} to {path}: {getattr(e, 'strerror', None) or e}") from None
+        raise KnobError(f"{what or path}: cannot write {text!r} to {path}: {e.strerror or e}") from None
 
 
-def device_exists(ex: Any, dev: str) -> bool:
-    if getattr(ex, "os", "linux") == "freebsd":  # no /sys there
+def device_exists(ex: Host, dev: str) -> bool:
+    if ex.os == "freebsd":  # no /sys there
         return bool(ex.run(["ifconfig", dev], timeout=10).returncode == 0)
     try:
         ex.read_text(f"/sys/class/net/{dev}/ifindex")
@@ -144,14 +193,14 @@ def device_exists(ex: Any, dev: str) -> bool:
         return False
 
 
-def ifindex(ex: Any, dev: str) -> int | None:
+def ifindex(ex: Host, dev: str) -> int | None:
     try:
         return int(ex.read_text(f"/sys/class/net/{dev}/ifindex").strip())
     except (OSError, ValueError):
         return None
 
 
-def need_device(ex: Any, loc: Loc) -> str:
+def need_device(ex: Host, loc: Loc) -> str:
     if not loc.device:
         raise KnobError(f"{loc.key}: needs an interface; write '{loc.key}@IFACE' (e.g. '{loc.kind}@eth0')")
     if not device_exists(ex, loc.device):
@@ -159,7 +208,7 @@ def need_device(ex: Any, loc: Loc) -> str:
     return loc.device
 
 
-def cpu_count(ex: Any) -> int:
+def cpu_count(ex: Host) -> int:
     """Possible CPUs (highest index + 1) from /sys/devices/system/cpu/possible."""
     try:
         text = ex.read_text("/sys/devices/system/cpu/possible").strip()

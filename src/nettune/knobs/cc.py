@@ -9,13 +9,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, read_file, write_file
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, read_file, run_ok, write_file
 
 PATH = "/proc/sys/net/ipv4/tcp_congestion_control"
 
 
 class CongestionControl(Kind):
     name = "cc"
+    takes_arg = "never"
 
     def parse(self, loc: Loc, raw: Any) -> str:
         v = str(raw).strip()
@@ -23,13 +25,13 @@ class CongestionControl(Kind):
             raise KnobError(f"{loc.key}: {raw!r} is not a congestion control name (e.g. cubic, bbr, htcp)")
         return v
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
-        if getattr(ex, "os", "linux") == "freebsd":
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
+        if ex.os == "freebsd":
             return
         avail = read_file(ex, "/proc/sys/net/ipv4/tcp_available_congestion_control", loc.key).split()
         if value not in avail:
             raise KnobError(f"{loc.key}: {value} is not available in this kernel (available: {' '.join(avail)}); load it first: modprobe tcp_{value}")
-        if getattr(ex, "netns", None):
+        if ex.netns:
             allowed = read_file(ex, "/proc/sys/net/ipv4/tcp_allowed_congestion_control", loc.key).split()
             if value not in allowed:
                 raise KnobError(
@@ -37,23 +39,22 @@ class CongestionControl(Kind):
                     f"add it on the machine: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"{' '.join(allowed + [value])}\""
                 )
 
-    def read(self, ex: Any, loc: Loc) -> str:
-        if getattr(ex, "os", "linux") == "freebsd":
-            from .base import run_ok
-
+    def read(self, ex: Host, loc: Loc) -> str:
+        if ex.os == "freebsd":
             return run_ok(ex, ["sysctl", "-n", "net.inet.tcp.cc.algorithm"], loc.key).strip()
         return read_file(ex, PATH, loc.key).strip()
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
-        if getattr(ex, "os", "linux") == "freebsd":
-            from .base import run_ok
-
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
+        if ex.os == "freebsd":
             run_ok(ex, ["sysctl", f"net.inet.tcp.cc.algorithm={value}"], loc.key)
             return
         write_file(ex, PATH, str(value), loc.key)
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [f"sysctl -w net.ipv4.tcp_congestion_control={value}"]
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        return Persisted(shell=self.commands(loc, value), sysctl=[("net.ipv4.tcp_congestion_control", str(value))])
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(

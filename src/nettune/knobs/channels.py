@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, run_ok, same_uniform, whole
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, run_ok, same_uniform, whole
 
 TYPES = ("rx", "tx", "other", "combined")
 
@@ -49,13 +50,15 @@ class Channels(Kind):
     tool_read, tool_set, what = "-l", "-L", "channels"
     types: tuple[str, ...] = TYPES
     default_types = ("rx", "tx")
+    persist_types: tuple[str, ...] = ("combined",)  # what a plain N means in persisted files
+    bounded_by_lab_queues = True  # a lab veth has as many channels as [target] queues gives it
 
     def parse(self, loc: Loc, raw: Any) -> int:
         if loc.arg and loc.arg not in self.types:
             raise KnobError(f"{loc.key}: {loc.arg!r} is not one of {', '.join(self.types)}")
         return whole(loc, raw, 0 if loc.arg == "other" else 1)
 
-    def _info(self, ex: Any, loc: Loc) -> tuple[dict[str, int], dict[str, int]]:
+    def _info(self, ex: Host, loc: Loc) -> tuple[dict[str, int], dict[str, int]]:
         dev = loc.device or ""
         r = ex.run(["ethtool", self.tool_read, dev], timeout=15)
         if r.returncode == 127:
@@ -72,7 +75,7 @@ class Channels(Kind):
             return ["combined"]
         return [t for t in self.default_types if maxes.get(t, 0) > 0]
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         dev = need_device(ex, loc)
         maxes, _ = self._info(ex, loc)
         types = self._types(loc, maxes)
@@ -84,14 +87,14 @@ class Channels(Kind):
                 raise KnobError(f"{loc.key}: {dev} has no {t} {self.what} (maximum n/a)")
             if value > hi:
                 raise KnobError(f"{loc.key}: {value} {t} {self.what} is more than {dev} supports ({hi})")
-            if self.name == "channels" and ctx.queues is not None and value > ctx.queues:
+            if self.bounded_by_lab_queues and ctx.queues is not None and value > ctx.queues:
                 raise KnobError(f"{loc.key}: {value} {t} channels is more than the lab gives {dev} at this point (queues = {ctx.queues})")
 
-    def read(self, ex: Any, loc: Loc) -> dict[str, int]:
+    def read(self, ex: Host, loc: Loc) -> dict[str, int]:
         maxes, cur = self._info(ex, loc)
         return {t: cur.get(t, 0) for t in self._types(loc, maxes)}
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         v = as_dict(value)
         if isinstance(v, int):
             maxes, _ = self._info(ex, loc)
@@ -108,6 +111,21 @@ class Channels(Kind):
         v = as_dict(value)
         args = " ".join(f"{t} {n}" for t, n in v.items()) if isinstance(v, dict) else f"{loc.arg or 'combined'} {v}"
         return [f"ethtool {self.tool_set} {loc.device or '$IFACE'} {args}"]
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        v, dev = as_dict(value), loc.device
+        if isinstance(v, dict):
+            pairs = list(v.items())
+        elif loc.arg:
+            pairs = [(loc.arg, v)]
+        else:
+            pairs = [(t, v) for t in self.persist_types]
+        words = [f"{t} {n}" for t, n in pairs]
+        return Persisted(
+            shell=self.commands(loc, value), tuned_net={self.name: words},
+            udev=[f'RUN+="/usr/sbin/ethtool {self.tool_set} {dev} {" ".join(words)}"'],
+            nm=[f"ethtool.{self.name}-{t} {n}" for t, n in pairs],
+        )
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(

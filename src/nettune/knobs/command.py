@@ -13,7 +13,8 @@ import dataclasses
 import shlex
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, run_ok
 
 
 def argv_for(cmd: str | list[str], value: Any | None) -> list[str]:
@@ -25,9 +26,12 @@ def argv_for(cmd: str | list[str], value: Any | None) -> list[str]:
 
 class Command(Kind):
     name = "command"
+    takes_arg, example_arg = "required", "mysetting"
+    table_value = True
+    table_hint = "{value = ..., read = ..., apply = ..., restore = ...}"
 
     def parse(self, loc: Loc, raw: Any) -> dict[str, Any]:
-        spec = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
+        spec = dict(raw)  # the filled-in table (plan.points dumps the study's models)
         for field in ("read", "apply"):
             if not spec.get(field):
                 raise KnobError(f"{loc.key}: needs {field} (a shell string or an argv list)")
@@ -45,20 +49,23 @@ class Command(Kind):
         spec = {k: parsed.get(k) for k in ("read", "apply", "restore", "scope")}
         return dataclasses.replace(loc, spec=spec), parsed["value"]
 
-    def scope(self, ex: Any, loc: Loc) -> str:
+    def slot_key(self, loc: Loc) -> str:
+        return loc.key  # its commands are the setting
+
+    def scope(self, ex: Host, loc: Loc) -> str:
         return "machine" if (loc.spec or {}).get("scope") == "machine" else "ns"
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         if not ctx.scratch:
             self.read(ex, loc)
 
-    def read(self, ex: Any, loc: Loc) -> str:
+    def read(self, ex: Host, loc: Loc) -> str:
         return " ".join(run_ok(ex, argv_for(loc.spec["read"], None), f"{loc.key} read").split())
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         run_ok(ex, argv_for(loc.spec["apply"], value), f"{loc.key} apply")
 
-    def restore(self, ex: Any, loc: Loc, original: Any) -> None:
+    def restore(self, ex: Host, loc: Loc, original: Any) -> None:
         run_ok(ex, argv_for(loc.spec.get("restore") or loc.spec["apply"], original), f"{loc.key} restore")
 
     def same(self, a: Any, b: Any) -> bool:
@@ -66,6 +73,9 @@ class Command(Kind):
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [shlex.join(argv_for(loc.spec["apply"], value))] if loc.spec else []
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        return Persisted(notes=[f"{loc.key} = {value!r}: a command knob; its apply command is in the study file"])
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(

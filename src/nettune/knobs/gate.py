@@ -8,16 +8,20 @@ It blocks only the studies it could distort:
     ssh studies             <- changes on a remote host the study connects to
 
 Every other study runs, with a note naming the hosts that still have pending changes.
+restore_journal is `nettune restore [HOST] [--forget]`; settle_labs runs before `lab down`.
 """
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import NettuneError
-from .journal import Journal
+from ..targets.footprint import footprint
+from .journal import Journal, OpenSession
 from .remote import host_label, reach_of
-from .restore import Select, forget, pending, restore_pending
+from .restore import Outcome, Select, forget, pending, restore_pending
 
 
 def _remote(rec: dict[str, Any]) -> tuple[str, int | None] | None:
@@ -29,44 +33,22 @@ def _remote(rec: dict[str, Any]) -> tuple[str, int | None] | None:
 
 
 def study_touches(study: Any) -> Select:
-    """Does a pending change live on a host this study uses?"""
-    target = study.target
-    if target.kind == "local":
-        return lambda rec: (rec.get("place") or {}).get("type") == "machine"
-    if target.kind == "lab":
-        return _lab_touches(study)
-    hosts = {(h.address.lower(), h.port) for h in target.hosts.values()}
-
-    def touches(rec: dict[str, Any]) -> bool:
-        where = _remote(rec)
-        if where is None:
-            return False
-        address, port = where
-        return (address, port) in hosts if port else address in {a for a, _ in hosts}  # older records: no port
-
-    return touches
-
-
-def _lab_touches(study: Any) -> Select:
-    """A lab study uses this machine (host-wide values), its own namespaces, and its hosts
-    when a run reached them over SSH (`lab up --ssh`); another lab's namespaces are not its."""
-    import ipaddress
-
-    from ..targets.labnet import LabLayout, default_subnet
-
-    spec = study.target
-    layout = LabLayout(study.name, list(spec.hosts), ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name))
-    namespaces = {layout.ns(h) for h in layout.hosts}
+    """Does a pending change live on a host this study uses (targets/footprint.py)?"""
+    fp = footprint(study)
+    remote_addresses = {a for a, _ in fp.remotes}
 
     def touches(rec: dict[str, Any]) -> bool:
         place = rec.get("place") or {}
         if place.get("type") == "netns":
-            return place.get("netns") in namespaces
+            return place.get("netns") in fp.namespaces
         where = _remote(rec)
         if where is None:
-            return True  # this machine
+            return fp.machine  # this machine
+        address, port = where
+        if (address, port) in fp.remotes or (not port and address in remote_addresses):  # older records: no port
+            return True
         try:
-            return ipaddress.ip_address(where[0]) in layout.subnet
+            return any(ipaddress.ip_address(address) in net for net in fp.subnets)  # a lab host reached over SSH
         except ValueError:
             return False
 
@@ -162,3 +144,28 @@ def settle_labs(namespaces: set[str], subnets: list[Any], journal: Journal | Non
     out, _ = restore_pending(journal, chosen)
     given_up = forget(journal, chosen, "given up: `nettune lab down` removed the lab before it could be restored")
     return out, given_up
+
+
+@dataclass
+class RestoreReport:
+    """What `nettune restore [HOST] [--forget]` did, for the CLI to print."""
+
+    outcome: Outcome
+    alive: list[OpenSession]  # sessions left alone: their run is still going
+    given_up: list[tuple[str, str]] | None  # (host, command) lines forgotten with --forget; None: nothing forgotten
+    journal: Path
+
+
+def restore_journal(host: str | None = None, forget_failed: bool = False, journal: Journal | None = None) -> RestoreReport:
+    """Restore what interrupted runs left changed (only HOST's, if given); with
+    forget_failed, give up what could not be restored. NettuneError when HOST has nothing."""
+    journal = journal or Journal()
+    only = None
+    if host:
+        only = for_host(host)
+        if not pending_hosts(journal, only):
+            others = pending_hosts(journal)
+            raise NettuneError(f"no pending change on {host!r}" + (f"; hosts with pending changes: {', '.join(others)}" if others else "; nothing is pending"))
+    out, alive = restore_pending(journal, only)
+    given_up = forget(journal, only) if out.failed and forget_failed else None
+    return RestoreReport(out, alive, given_up, journal.path)

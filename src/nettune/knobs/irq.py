@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, cpu_list, cpu_list_text, device_exists, read_file, same_uniform, write_file
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, cpu_list, cpu_list_text, device_exists, read_file, same_uniform, write_file
 
 _FIND = (
     'd=$(readlink -f "/sys/class/net/$1/device") || exit 3; [ -n "$d" ] || exit 3; '
@@ -39,7 +40,10 @@ class IrqAffinity(Kind):
             raise KnobError(f"{loc.key}: the part after ':' is an IRQ number or list (irq_affinity:38,39), got {loc.arg!r}")
         return cpus_text(loc, raw)
 
-    def irqs(self, ex: Any, loc: Loc) -> list[str]:
+    def acts_on_interface(self, loc: Loc) -> bool:
+        return loc.device is not None and loc.arg is None  # irq_affinity:38,39 names IRQs, not the NIC
+
+    def irqs(self, ex: Host, loc: Loc) -> list[str]:
         if loc.arg is not None:
             irqs = loc.arg.split(",")
         else:
@@ -60,7 +64,7 @@ class IrqAffinity(Kind):
                 raise KnobError(f"{loc.key}: no IRQ {n} on this machine (see /proc/interrupts)") from None
         return sorted(irqs, key=int)
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         top = max(cpu_list(value))
         if top >= ctx.cpus:
             raise KnobError(f"{loc.key}: CPU {top} does not exist (this machine has {ctx.cpus}: 0..{ctx.cpus - 1})")
@@ -69,14 +73,14 @@ class IrqAffinity(Kind):
             try:
                 ex.write_text(f"/proc/irq/{n}/smp_affinity_list", cur)
             except OSError as e:
-                raise KnobError(f"{loc.key}: IRQ {n} affinity cannot be set ({getattr(e, 'strerror', e)}; the kernel manages it)") from None
+                raise KnobError(f"{loc.key}: IRQ {n} affinity cannot be set ({e.strerror or e}; the kernel manages it)") from None
         if ex.run(["pgrep", "-x", "irqbalance"], timeout=10).returncode == 0:
             ctx.notes.append(f"{loc.key}: irqbalance is running and may rewrite IRQ affinity during the study; stop it for stable results")
 
-    def read(self, ex: Any, loc: Loc) -> dict[str, str]:
+    def read(self, ex: Host, loc: Loc) -> dict[str, str]:
         return {n: cpu_list_text(cpu_list(read_file(ex, f"/proc/irq/{n}/smp_affinity_list", loc.key).strip())) for n in self.irqs(ex, loc)}
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         per_irq = value if isinstance(value, dict) else {n: value for n in self.irqs(ex, loc)}
         for n, cpus in per_irq.items():
             write_file(ex, f"/proc/irq/{n}/smp_affinity_list", str(cpus), loc.key)
@@ -94,6 +98,10 @@ class IrqAffinity(Kind):
             return [f"echo {value} > /proc/irq/{n}/smp_affinity_list" for n in loc.arg.split(",")]
         dev = loc.device or "$IFACE"
         return [f"for n in $(ls /sys/class/net/{dev}/device/msi_irqs); do echo {value} > /proc/irq/$n/smp_affinity_list; done"]
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        return Persisted(shell=self.commands(loc, value), notes=[
+            f"{loc.key}: no sysctl.d/tuned/udev form; apply.sh has the command (run it at boot, e.g. from a systemd unit)"])
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(

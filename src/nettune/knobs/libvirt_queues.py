@@ -23,6 +23,7 @@ import time
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from ..targets.base import Host
 from .base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok, whole
 
 DOMAIN = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
@@ -85,12 +86,12 @@ def vcpu_count(xml: str) -> int:
     return int(v.text) if v is not None and v.text and v.text.strip().isdigit() else 1
 
 
-def domstate(ex: Any, dom: str, key: str) -> str:
+def domstate(ex: Host, dom: str, key: str) -> str:
     out = run_ok(ex, ["virsh", "domstate", dom], f"{key}: virsh domstate").strip()
     return out.splitlines()[0].strip() if out else "unknown"
 
 
-def wait_state(ex: Any, dom: str, key: str, want: str, timeout: float, poll: float) -> None:
+def wait_state(ex: Host, dom: str, key: str, want: str, timeout: float, poll: float) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if domstate(ex, dom, key) == want:
@@ -101,6 +102,7 @@ def wait_state(ex: Any, dom: str, key: str, want: str, timeout: float, poll: flo
 
 class LibvirtQueues(Kind):
     name = "libvirt_queues"
+    takes_arg, example_arg = "required", "myvm"
     host_wide = True
 
     def _sel(self, loc: Loc) -> tuple[str, str | None]:
@@ -114,11 +116,11 @@ class LibvirtQueues(Kind):
         self._sel(loc)
         return whole(loc, raw, 1, 256)
 
-    def _xml(self, ex: Any, loc: Loc, inactive: bool = False) -> str:
+    def _xml(self, ex: Host, loc: Loc, inactive: bool = False) -> str:
         dom, _ = self._sel(loc)
         return run_ok(ex, ["virsh", "dumpxml", *(["--inactive"] if inactive else []), dom], f"{loc.key}: virsh dumpxml")
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         xml = self._xml(ex, loc)
         try:
             set_queues(xml, self._sel(loc)[1], int(value))
@@ -127,13 +129,13 @@ class LibvirtQueues(Kind):
         if int(value) > vcpu_count(xml):
             raise KnobError(f"{loc.key}: {value} queues for a guest with {vcpu_count(xml)} vCPUs; use at most one per vCPU")
 
-    def read(self, ex: Any, loc: Loc) -> int:
+    def read(self, ex: Host, loc: Loc) -> int:
         try:
             return queues_in(self._xml(ex, loc), self._sel(loc)[1])
         except KnobError as e:
             raise KnobError(f"{loc.key}: {e}") from None
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         dom, sel = self._sel(loc)
         try:
             new = set_queues(self._xml(ex, loc, inactive=True), sel, int(value))
@@ -147,7 +149,7 @@ class LibvirtQueues(Kind):
             ex.run(["rm", "-f", path])
         self.restart(ex, loc, dom)
 
-    def restart(self, ex: Any, loc: Loc, dom: str, timeout: float = RESTART_TIMEOUT, poll: float = 2.0) -> None:
+    def restart(self, ex: Host, loc: Loc, dom: str, timeout: float = RESTART_TIMEOUT, poll: float = 2.0) -> None:
         """Shut down and start a running guest so its new definition applies."""
         if domstate(ex, dom, loc.key) != "running":
             return

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..targets.base import Host
 from .base import Ctx, Kind, KnobError, Loc, catalog_row, cpu_list, cpu_list_text, run_ok
 from .libvirt_queues import domain_of, domstate
 
@@ -54,20 +55,21 @@ def pins_text(pins: dict[int, str]) -> str:
 
 class LibvirtVcpupin(Kind):
     name = "libvirt_vcpupin"
+    takes_arg, example_arg = "required", "myvm"
     host_wide = True
 
     def parse(self, loc: Loc, raw: Any) -> str:
         domain_of(loc, self.name)
         return pins_text(parse_value(loc.key, raw))
 
-    def read(self, ex: Any, loc: Loc) -> str:
+    def read(self, ex: Host, loc: Loc) -> str:
         dom = domain_of(loc, self.name)
         pins = parse_pins(run_ok(ex, ["virsh", "vcpupin", dom], f"{loc.key}: virsh vcpupin"))
         if not pins:
             raise KnobError(f"{loc.key}: cannot read the vCPU pinning of {dom}")
         return pins_text(pins)
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         have = parse_value(loc.key, self.read(ex, loc))
         for vcpu, cpus in parse_value(loc.key, value).items():
             if vcpu not in have:
@@ -76,7 +78,7 @@ class LibvirtVcpupin(Kind):
             if too_high:
                 ctx.notes.append(f"{loc.key}: CPU {too_high[0]} is beyond this machine's count; check it exists on the hypervisor")
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         dom = domain_of(loc, self.name)
         live = ["--live"] if domstate(ex, dom, loc.key) == "running" else []
         for vcpu, cpus in parse_value(loc.key, value).items():

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, read_file, run_ok, whole
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, read_file, run_ok, whole
 
 
-def mtu_bounds(ex: Any, dev: str) -> tuple[int | None, int | None]:
-    if _is_local(ex):
+def mtu_bounds(ex: Host, dev: str) -> tuple[int | None, int | None]:
+    if ex.reach() is None:  # a host of this machine (Host.reach): ask the kernel over netlink
         from pyroute2 import IPRoute, NetNS
 
-        ns = getattr(ex, "netns", None)
-        with (NetNS(ns) if ns else IPRoute()) as ipr:
+        with (NetNS(ex.netns) if ex.netns else IPRoute()) as ipr:
             idx = ipr.link_lookup(ifname=dev)
             if not idx:
                 raise KnobError(f"no interface {dev}")
@@ -31,42 +31,40 @@ def mtu_bounds(ex: Any, dev: str) -> tuple[int | None, int | None]:
         return None, None
 
 
-def _is_local(ex: Any) -> bool:
-    from ..targets.lab import LabHost
-    from ..targets.local import LocalHost
-
-    return isinstance(ex, (LabHost, LocalHost))
-
-
 class Mtu(Kind):
     name = "mtu"
+    takes_arg = "never"
     needs_device = True
 
     def parse(self, loc: Loc, raw: Any) -> int:
         return whole(loc, raw, 68, 65535 * 4)
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         dev = need_device(ex, loc)
-        if getattr(ex, "os", "linux") != "linux":
+        if ex.os != "linux":
             return
         lo, hi = mtu_bounds(ex, dev)
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             raise KnobError(f"{loc.key}: {value} is outside what {dev} accepts ({lo}..{hi})")
 
-    def read(self, ex: Any, loc: Loc) -> int:
-        if getattr(ex, "os", "linux") == "freebsd":
+    def read(self, ex: Host, loc: Loc) -> int:
+        if ex.os == "freebsd":
             out = run_ok(ex, ["ifconfig", loc.device or ""], loc.key)
             return int(out.split(" mtu ", 1)[1].split()[0])
         return int(read_file(ex, f"/sys/class/net/{loc.device}/mtu", loc.key).strip())
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
-        if getattr(ex, "os", "linux") == "freebsd":
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
+        if ex.os == "freebsd":
             run_ok(ex, ["ifconfig", loc.device or "", "mtu", str(value)], loc.key)
             return
         run_ok(ex, ["ip", "link", "set", "dev", loc.device or "", "mtu", str(value)], loc.key)
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [f"ip link set dev {loc.device or '$IFACE'} mtu {value}"]
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        return Persisted(shell=self.commands(loc, value), tuned_net={"mtu": [str(value)]},
+                         udev=[f'ATTR{{mtu}}="{value}"'], nm=[f"802-3-ethernet.mtu {value}"])
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(

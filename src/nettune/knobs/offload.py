@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, on_off, run_ok
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, on_off, run_ok
 
 SHORT = {
     "gro": "generic-receive-offload",
@@ -27,12 +28,14 @@ SHORT = {
     "ufo": "udp-fragmentation-offload",
 }
 LONG = {v: k for k, v in SHORT.items()}
+# features NetworkManager stores in a connection (ethtool.feature-NAME)
+NM_FEATURES = ("gro", "gso", "tso", "lro", "rx", "tx", "sg", "rxvlan", "txvlan", "ntuple", "rxhash")
 FREEBSD = {"lro": "LRO", "tso": "TSO4", "rx": "RXCSUM", "tx": "TXCSUM"}
 _FREEBSD_FLAG = {"lro": "lro", "tso": "tso", "rx": "rxcsum", "tx": "txcsum"}
 _LINE = re.compile(r"^\s*([A-Za-z0-9_-]+): (on|off)( \[fixed\])?")
 
 
-def features(ex: Any, dev: str, what: str) -> dict[str, tuple[str, bool]]:
+def features(ex: Host, dev: str, what: str) -> dict[str, tuple[str, bool]]:
     """{feature name: (on|off, fixed)} from `ethtool -k DEV`."""
     out = run_ok(ex, ["ethtool", "-k", dev], what)
     feats = {}
@@ -45,6 +48,7 @@ def features(ex: Any, dev: str, what: str) -> dict[str, tuple[str, bool]]:
 
 class Offload(Kind):
     name = "offload"
+    takes_arg, example_arg = "required", "gro"
     needs_device = True
 
     def _long(self, loc: Loc) -> str:
@@ -60,9 +64,9 @@ class Offload(Kind):
             raise KnobError(f"{loc.key}: {loc.arg!r} is not an offload feature name (e.g. gro, gso, tso, lro, rx, tx)")
         return on_off(loc, raw)
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         dev = need_device(ex, loc)
-        if getattr(ex, "os", "linux") == "freebsd":
+        if ex.os == "freebsd":
             if loc.arg not in FREEBSD:
                 raise KnobError(f"{loc.key}: on FreeBSD only {', '.join(FREEBSD)} can be set (ifconfig)")
             return
@@ -75,9 +79,9 @@ class Offload(Kind):
         if fixed and state != value:
             raise KnobError(f"{loc.key}: {name} is fixed {state} on {dev} (the driver does not allow changing it)")
 
-    def read(self, ex: Any, loc: Loc) -> str:
+    def read(self, ex: Host, loc: Loc) -> str:
         dev = loc.device or ""
-        if getattr(ex, "os", "linux") == "freebsd":
+        if ex.os == "freebsd":
             out = run_ok(ex, ["ifconfig", dev], loc.key)
             m = re.search(r"options=[0-9a-f]+<([^>]*)>", out)
             return "on" if m and FREEBSD.get(loc.arg or "", "?") in m.group(1).split(",") else "off"
@@ -87,9 +91,9 @@ class Offload(Kind):
             raise KnobError(f"{loc.key}: {dev} has no feature {name!r}")
         return feats[name][0]
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         dev = loc.device or ""
-        if getattr(ex, "os", "linux") == "freebsd":
+        if ex.os == "freebsd":
             flag = _FREEBSD_FLAG[loc.arg or ""]
             run_ok(ex, ["ifconfig", dev, flag if value == "on" else "-" + flag], loc.key)
             return
@@ -97,6 +101,14 @@ class Offload(Kind):
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [f"ethtool -K {loc.device or '$IFACE'} {self._set_name(loc)} {value}"]
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        name, dev = self._set_name(loc), loc.device
+        return Persisted(
+            shell=self.commands(loc, value), tuned_net={"features": [f"{name} {value}"]},
+            udev=[f'RUN+="/usr/sbin/ethtool -K {dev} {name} {value}"'],
+            nm=[f"ethtool.feature-{loc.arg} {value}"] if loc.arg in NM_FEATURES else [],
+        )
 
     def catalog(self) -> list[dict[str, str]]:
         rows = []

@@ -9,7 +9,8 @@ host-wide values) the output directory gets:
     <host>/nm-<study>.sh                  NetworkManager commands (nmcli connection modify)
     <host>/apply.sh                       the plain commands, one knob per line
 plus README.txt saying where each file goes. Interfaces are the ones the study used
-(the lab's veth names); override with --interface for the real NIC.
+(the lab's veth names); override with --interface for the real NIC. Each kind says which
+of these forms it has (Kind.persisted); this module only merges and writes them.
 """
 from __future__ import annotations
 
@@ -19,11 +20,8 @@ from typing import Any
 
 from ..errors import NettuneError
 from .base import Loc
-from .channels import as_dict
+from .keys import parse_key
 from .registry import KINDS
-from .spec import parse_key
-
-_NM_FEATURE = {"gro": "gro", "gso": "gso", "tso": "tso", "lro": "lro", "rx": "rx", "tx": "tx", "sg": "sg", "rxvlan": "rxvlan", "txvlan": "txvlan", "ntuple": "ntuple", "rxhash": "rxhash"}
 
 
 def find_point(points: list[dict[str, Any]], want: dict[str, str]) -> dict[str, Any]:
@@ -99,57 +97,21 @@ class _Files:
         self.notes: list[str] = []
 
     def add(self, key: str, value: Any) -> None:
+        """Merge one knob's persisted forms (its kind knows them) into this host's files."""
         kk = parse_key(key)
         dev = kk.device or self.iface
-        loc = Loc(key, kk.kind, kk.arg, dev)
-        if kk.kind == "command":
-            self.notes.append(f"{key} = {value!r}: a command knob; its apply command is in the study file")
-            return
-        self.sh += KINDS[kk.kind].commands(loc, value)
-        net = self.net.setdefault(dev, {})
-        if kk.kind == "sysctl":
-            self.sysctl.append((kk.arg or "", str(value)))
-        elif kk.kind == "cc":
-            self.sysctl.append(("net.ipv4.tcp_congestion_control", str(value)))
-        elif kk.kind == "tuned":
-            self.main.append(f"include={value}")
-        elif kk.kind == "mtu":
-            net.setdefault("mtu", []).append(str(value))
-            self.udev.setdefault(dev, []).append(f'ATTR{{mtu}}="{value}"')
-            self.nm.setdefault(dev, []).append(f"802-3-ethernet.mtu {value}")
-        elif kk.kind == "txqueuelen":
-            net.setdefault("txqueuelen", []).append(str(value))
-            self.udev.setdefault(dev, []).append(f'ATTR{{tx_queue_len}}="{value}"')
-        elif kk.kind == "offload":
-            name = KINDS["offload"]._set_name(loc)  # type: ignore[attr-defined]
-            net.setdefault("features", []).append(f"{name} {value}")
-            self.udev.setdefault(dev, []).append(f'RUN+="/usr/sbin/ethtool -K {dev} {name} {value}"')
-            if kk.arg in _NM_FEATURE:
-                self.nm.setdefault(dev, []).append(f"ethtool.feature-{_NM_FEATURE[kk.arg]} {value}")
-        elif kk.kind in ("channels", "ring"):
-            v = as_dict(value)
-            if isinstance(v, dict):
-                pairs = list(v.items())
-            elif kk.arg:
-                pairs = [(kk.arg, v)]
-            else:
-                pairs = [("combined", v)] if kk.kind == "channels" else [("rx", v), ("tx", v)]
-            words = [f"{t} {n}" for t, n in pairs]
-            net.setdefault(kk.kind, []).extend(words)
-            flag = "-L" if kk.kind == "channels" else "-G"
-            self.udev.setdefault(dev, []).append(f'RUN+="/usr/sbin/ethtool {flag} {dev} {" ".join(words)}"')
-            for t, n in pairs:
-                self.nm.setdefault(dev, []).append(f"ethtool.{kk.kind}-{t} {n}")
-        elif kk.kind in ("rps", "xps"):
-            prefix, file = ("rx", "rps_cpus") if kk.kind == "rps" else ("tx", "xps_cpus")
-            queues = value if isinstance(value, dict) else {f"{prefix}-{kk.arg if kk.arg is not None else 0}": value}
-            if not isinstance(value, dict) and kk.arg is None:
-                self.notes.append(f"{key}: set for every {prefix} queue; the files list queue 0, add the others")
-            for q, m in queues.items():
-                self.sysfs.append((f"/sys/class/net/{dev}/queues/{q}/{file}", str(m)))
-                self.udev.setdefault(dev, []).append(f'ATTR{{queues/{q}/{file}}}="{m}"')
-        elif kk.kind in ("irq_affinity", "qdisc"):
-            self.notes.append(f"{key}: no sysctl.d/tuned/udev form; apply.sh has the command (run it at boot, e.g. from a systemd unit)")
+        forms = KINDS[kk.kind].persisted(Loc(key, kk.kind, kk.arg, dev), value)
+        self.sh += forms.shell
+        self.sysctl += forms.sysctl
+        self.main += forms.tuned_main
+        for option, words in forms.tuned_net.items():
+            self.net.setdefault(dev, {}).setdefault(option, []).extend(words)
+        self.sysfs += forms.sysfs
+        if forms.udev:
+            self.udev.setdefault(dev, []).extend(forms.udev)
+        if forms.nm:
+            self.nm.setdefault(dev, []).extend(forms.nm)
+        self.notes += forms.notes
 
     def write(self, d: Path) -> list[Path]:
         head = f"# nettune: study {self.study}, point {self.point}\n# generated by `nettune persist`; review before installing\n"

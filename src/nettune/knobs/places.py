@@ -14,7 +14,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Loc, ifindex
+from ..targets.base import Host
+from ..targets.machine import machine_host, namespace_host
+from .base import KnobError, Loc, cpu_count, ifindex
+from .registry import KINDS
 
 NETNS_DIR = "/run/netns"
 
@@ -30,7 +33,7 @@ def netns_ino(name: str) -> int | None:
 class Place:
     label: str  # shown to the user and used in settings: a host name, or "machine"
     type: str  # "netns" | "machine" | "remote"
-    ex: Any  # executor (a targets Host)
+    ex: Host
     netns: str | None = None
     ino: int | None = None
 
@@ -43,10 +46,8 @@ class Place:
         if self.type == "netns":
             rec |= {"netns": self.netns, "ino": self.ino}
         if self.type == "remote":
-            rec["address"] = getattr(self.ex, "address", None)
-            reach = getattr(self.ex, "reach", None)
-            if reach is not None:
-                rec["reach"] = reach()
+            rec["address"] = self.ex.address
+            rec["reach"] = self.ex.reach()
         return rec
 
     def gone(self) -> str | None:
@@ -67,22 +68,31 @@ _machine: Place | None = None
 def machine() -> Place:
     global _machine
     if _machine is None:
-        from ..targets.local import LocalHost
-
-        _machine = Place("machine", "machine", LocalHost("machine"))
+        _machine = Place("machine", "machine", machine_host())
     return _machine
 
 
-def place_for(host: Any, scope: str) -> Place:
-    """The place a knob of `scope` ("ns" or "machine") on `host` acts on."""
-    from ..targets.local import LocalHost
+class CpuCounts:
+    """CPU count per place (a lab namespace sees the machine's CPUs; a remote host its own)."""
 
-    if getattr(host, "netns", None):
+    def __init__(self) -> None:
+        self._n: dict[str, int] = {}
+
+    def __call__(self, place: Place) -> int:
+        key = "machine" if place.type != "remote" else place.key
+        if key not in self._n:
+            self._n[key] = cpu_count(place.ex if place.type == "remote" else machine().ex)
+        return self._n[key]
+
+
+def place_for(host: Host, scope: str) -> Place:
+    """The place a knob of `scope` ("ns" or "machine") on `host` acts on."""
+    if host.netns:
         if scope == "machine":
             return machine()
         return Place(host.name, "netns", host, host.netns, netns_ino(host.netns))
-    if isinstance(host, LocalHost):
-        return machine()
+    if host.reach() is None:  # a host of this machine (Host.reach): its settings are the machine's
+        return Place("machine", "machine", host)
     return Place(host.name, "remote", host)
 
 
@@ -94,23 +104,19 @@ def place_from_record(rec: dict[str, Any], remote: Any = None) -> tuple[Place | 
     if t == "machine":
         return machine(), ""
     if t == "netns":
-        from ..targets.lab import LabHost
-
-        p = Place(rec.get("label", "?"), "netns", LabHost(rec.get("label", "?"), rec["netns"], "", ""), rec["netns"], rec.get("ino"))
+        p = Place(rec.get("label", "?"), "netns", namespace_host(rec.get("label", "?"), rec["netns"]), rec["netns"], rec.get("ino"))
         why = p.gone()
         return (None, why) if why else (p, "")
     if remote is not None:
         return remote.place(rec), ""
-    from .base import KnobError
-
     # not "gone": the value is still changed over there; keep it pending
     raise KnobError(f"{rec.get('label')} ({rec.get('address')}) is a remote host and no connection was offered")
 
 
 def identity(place: Place, loc: Loc) -> dict[str, Any]:
     """What must still match at restore time: the interface's ifindex."""
-    if loc.device and not (loc.kind == "irq_affinity" and loc.arg is not None):
-        idx = ifindex(place.ex, loc.device or "")
+    if loc.device and KINDS[loc.kind].acts_on_interface(loc):
+        idx = ifindex(place.ex, loc.device)
         return {"ifindex": idx} if idx is not None else {}
     return {}
 

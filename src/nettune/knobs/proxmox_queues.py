@@ -29,6 +29,7 @@ import shlex
 import time
 from typing import Any
 
+from ..targets.base import Host
 from .base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok, whole
 
 _ARG = re.compile(r"^(?P<vmid>[1-9][0-9]{2,8})(?:/(?P<net>net[0-9]{1,2}))?$")
@@ -84,6 +85,7 @@ def vm_status(text: str) -> str:
 
 class ProxmoxQueues(Kind):
     name = "pve_queues"
+    takes_arg, example_arg = "required", "101"
     host_wide = True  # lives on the hypervisor machine, not in a network namespace
 
     def target(self, loc: Loc) -> tuple[str, str]:
@@ -96,14 +98,14 @@ class ProxmoxQueues(Kind):
         self.target(loc)
         return whole(loc, raw, 1, 64)
 
-    def _net(self, ex: Any, loc: Loc, current: bool) -> tuple[str, dict[str, str]]:
+    def _net(self, ex: Host, loc: Loc, current: bool) -> tuple[str, dict[str, str]]:
         vmid, net = self.target(loc)
         cfg = parse_config(run_ok(ex, ["qm", "config", vmid] + (["--current", "1"] if current else []), f"{loc.key}: VM {vmid}"))
         if net not in cfg:
             raise KnobError(f"{loc.key}: VM {vmid} has no {net} (qm config shows {', '.join(k for k in cfg if k.startswith('net')) or 'no NIC'})")
         return cfg[net], cfg
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         line, cfg = self._net(ex, loc, current=True)
         model = net_options(line)[0][0] if line else ""
         if model != "virtio":
@@ -112,17 +114,17 @@ class ProxmoxQueues(Kind):
         if int(value) > vcpus:
             raise KnobError(f"{loc.key}: {value} queues for a VM with {vcpus} vCPUs; Proxmox recommends at most one queue per vCPU")
 
-    def read(self, ex: Any, loc: Loc) -> int:
+    def read(self, ex: Host, loc: Loc) -> int:
         return queues_of(self._net(ex, loc, current=True)[0])
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         vmid, net = self.target(loc)
         line, _ = self._net(ex, loc, current=False)  # pending-aware: keep any other pending edit
         run_ok(ex, ["qm", "set", vmid, f"--{net}", with_queues(line, int(value))], f"{loc.key}: qm set")
         if net in pending_keys(run_ok(ex, ["qm", "pending", vmid], f"{loc.key}: qm pending")):
             self.restart(ex, loc, vmid)
 
-    def restart(self, ex: Any, loc: Loc, vmid: str, timeout: float = RESTART_TIMEOUT, poll: float = 2.0) -> None:
+    def restart(self, ex: Host, loc: Loc, vmid: str, timeout: float = RESTART_TIMEOUT, poll: float = 2.0) -> None:
         """Reboot a running VM so pending changes apply; wait until it runs again."""
         if vm_status(run_ok(ex, ["qm", "status", vmid], f"{loc.key}: qm status")) != "running":
             return  # stopped: the change applies when it is started

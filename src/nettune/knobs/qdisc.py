@@ -13,7 +13,8 @@ import re
 import shlex
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, run_ok
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, run_ok
 
 COMMON = ("fq", "fq_codel", "netem", "htb", "tbf", "cake", "sfq", "prio", "pfifo", "bfifo", "pfifo_fast", "mq", "red", "hfsc", "drr")
 _CLASSFUL = ("htb", "hfsc", "drr", "qfq", "cbq")
@@ -32,7 +33,7 @@ def _clean(tokens: list[str]) -> list[str]:
     return out
 
 
-def tree(ex: Any, dev: str, what: str) -> dict[str, Any]:
+def tree(ex: Host, dev: str, what: str) -> dict[str, Any]:
     """The egress tree of DEV: normalised `tc qdisc show` and `tc class show` lines."""
     qd = [" ".join(_clean(line.split())) for line in run_ok(ex, ["tc", "qdisc", "show", "dev", dev], what).splitlines() if line.strip()]
     qd = [line for line in qd if "parent ffff:" not in line and not line.startswith(("qdisc ingress", "qdisc clsact"))]
@@ -54,6 +55,7 @@ def root_kind(t: Any) -> str:
 
 class Qdisc(Kind):
     name = "qdisc"
+    takes_arg = "never"
     needs_device = True
 
     def parse(self, loc: Loc, raw: Any) -> str:
@@ -69,28 +71,28 @@ class Qdisc(Kind):
             raise KnobError(f"{loc.key}: {tokens[0]!r} is not a qdisc name")
         return " ".join(shlex.quote(t) for t in tokens)
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         dev = need_device(ex, loc)
         filters = run_ok(ex, ["tc", "filter", "show", "dev", dev], loc.key).strip()
         if filters:
             raise KnobError(f"{loc.key}: {dev} has tc filters that nettune cannot save and put back; remove them first or drop this knob")
         if value == "default":
             return
-        probe, pdev = (ex, dev) if ctx.scratch else (ctx.probe, ctx.probe_dev)
-        if probe is None:
+        spare, pdev = (ex, dev) if ctx.scratch else (ctx.spare, ctx.spare_dev)
+        if spare is None:
             return  # no throw-away device here: a missing qdisc shows up when applied
-        r = probe.run(["tc", "qdisc", "replace", "dev", pdev, "root", *shlex.split(value)], timeout=15)
-        probe.run(["tc", "qdisc", "del", "dev", pdev, "root"], timeout=15)
+        r = spare.run(["tc", "qdisc", "replace", "dev", pdev, "root", *shlex.split(value)], timeout=15)
+        spare.run(["tc", "qdisc", "del", "dev", pdev, "root"], timeout=15)
         if r.returncode != 0:
             msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
             msg_s = msg[-1] if msg else f"exit {r.returncode}"
             kind = shlex.split(value)[0]
             if "unknown" in msg_s.lower() or "not find" in msg_s.lower() or "no such file" in msg_s.lower():
-                have = self.available(probe, pdev)
+                have = self.available(spare, pdev)
                 raise KnobError(f"{loc.key}: this kernel has no {kind} qdisc (sch_{kind} not built or loaded); available: {', '.join(have) or 'none found'}")
             raise KnobError(f"{loc.key}: tc rejects {value!r}: {msg_s}")
 
-    def available(self, ex: Any, dev: str) -> list[str]:
+    def available(self, ex: Host, dev: str) -> list[str]:
         have = []
         for kind in COMMON:
             args = {"tbf": ["rate", "1gbit", "burst", "32k", "latency", "10ms"], "red": ["limit", "400000", "avpkt", "1000", "bandwidth", "1gbit"]}.get(kind, [])
@@ -99,10 +101,10 @@ class Qdisc(Kind):
         ex.run(["tc", "qdisc", "del", "dev", dev, "root"], timeout=10)
         return have
 
-    def read(self, ex: Any, loc: Loc) -> dict[str, Any]:
+    def read(self, ex: Host, loc: Loc) -> dict[str, Any]:
         return tree(ex, loc.device or "", loc.key)
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         dev = loc.device or ""
         if isinstance(value, dict):
             self._rebuild(ex, loc, value)
@@ -111,12 +113,12 @@ class Qdisc(Kind):
         else:
             run_ok(ex, ["tc", "qdisc", "replace", "dev", dev, "root", *shlex.split(value)], loc.key)
 
-    def _delete_root(self, ex: Any, loc: Loc) -> None:
+    def _delete_root(self, ex: Host, loc: Loc) -> None:
         r = ex.run(["tc", "qdisc", "del", "dev", loc.device or "", "root"], timeout=15)
         if r.returncode != 0 and "handle of zero" not in r.stderr and "Invalid handle" not in r.stderr:
             raise KnobError(f"{loc.key}: tc qdisc del dev {loc.device} root failed: {r.stderr.strip()}")
 
-    def _rebuild(self, ex: Any, loc: Loc, saved: dict[str, Any]) -> None:
+    def _rebuild(self, ex: Host, loc: Loc, saved: dict[str, Any]) -> None:
         """Put a saved tree back: the kernel default, or root + classes + child qdiscs."""
         dev = loc.device or ""
         self._delete_root(ex, loc)
@@ -143,7 +145,7 @@ class Qdisc(Kind):
         for q in children:
             self._add_qdisc(ex, loc, ["parent", q[4], "handle", q[2]], q[1], q[5:])
 
-    def _add_qdisc(self, ex: Any, loc: Loc, where: list[str], kind: str, opts: list[str]) -> None:
+    def _add_qdisc(self, ex: Host, loc: Loc, where: list[str], kind: str, opts: list[str]) -> None:
         base = ["tc", "qdisc", "replace", "dev", loc.device or "", *where, kind]
         if kind in _NO_OPTS or ex.run(base + opts, timeout=15).returncode != 0:
             run_ok(ex, base, loc.key)
@@ -171,6 +173,16 @@ class Qdisc(Kind):
         if value == "default":
             return [f"tc qdisc del dev {dev} root"]
         return [f"tc qdisc replace dev {dev} root {value}"]
+
+    def show(self, value: Any) -> str:
+        if isinstance(value, dict) and "qdiscs" in value:  # a saved tree: its root, and how many more
+            qd = value["qdiscs"]
+            return "; ".join(qd[:1]) + (" (+%d more)" % (len(qd) - 1) if len(qd) > 1 else "")
+        return str(value)
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        return Persisted(shell=self.commands(loc, value), notes=[
+            f"{loc.key}: no sysctl.d/tuned/udev form; apply.sh has the command (run it at boot, e.g. from a systemd unit)"])
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(

@@ -1,4 +1,6 @@
-"""Every kind of knob by name, and the catalog `nettune knobs list` prints."""
+"""Every kind of knob by name, the settings never changed automatically, and the catalog
+`nettune knobs list` prints. The single source of what a knob key may name: the key check
+(knobs/keys.py) and the catalog read the kinds listed here."""
 from __future__ import annotations
 
 from .base import Kind, catalog_row
@@ -14,7 +16,6 @@ from .proxmox_queues import ProxmoxQueues
 from .qdisc import Qdisc
 from .ring import Ring
 from .rps import Rps
-from .spec import FORBIDDEN
 from .sysctl import Sysctl
 from .tuned import Tuned
 from .txqueuelen import TxQueueLen
@@ -30,6 +31,18 @@ KINDS: dict[str, Kind] = {
 }
 
 
+# Never changed automatically: they need a reboot or weaken the machine's security.
+NEVER = {
+    "cmdline": "the kernel command line needs a reboot and can leave a machine unbootable",
+    "kernel_cmdline": "the kernel command line needs a reboot and can leave a machine unbootable",
+    "grub": "boot loader settings need a reboot and can leave a machine unbootable",
+    "bootloader": "boot loader settings need a reboot and can leave a machine unbootable",
+    "mitigations": "mitigations=off weakens the machine's security and needs a reboot",
+    "amd_pstate": "amd_pstate is a kernel command line option (needs a reboot)",
+    "intel_pstate": "intel_pstate is a kernel command line option (needs a reboot)",
+}
+
+
 def get(kind: str) -> Kind:
     return KINDS[kind]
 
@@ -40,6 +53,6 @@ def catalog() -> list[dict[str, str]]:
         rows += k.catalog()
     rows.append(catalog_row(
         "never", '"mitigations" / "cmdline" / "amd_pstate"', "machine (boot)", "kernel command line options (mitigations=off, amd_pstate=...)",
-        "distribution's", "-", "reboot", "never changed automatically: " + FORBIDDEN["mitigations"] + "; persist documents them only", "loader.conf",
+        "distribution's", "-", "reboot", "never changed automatically: " + NEVER["mitigations"] + "; persist documents them only", "loader.conf",
     ))
     return rows

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..targets.reconnect import Reconnector
 from .base import KnobError
 from .places import Place
 
@@ -35,8 +36,7 @@ class RemotePlaces:
     """One connection per remote host for the length of a restore; close() ends them."""
 
     def __init__(self) -> None:
-        self._loop: Any = None
-        self._hosts: dict[tuple[Any, ...], Any] = {}
+        self._reconnect = Reconnector()
         self.unreachable: dict[str, str] = {}  # host label -> why
 
     def __enter__(self) -> "RemotePlaces":
@@ -52,41 +52,19 @@ class RemotePlaces:
         who = f"{label} ({reach.get('address')})"
         if not reach.get("port"):
             raise self._fail(who, "the journal does not say how to reach it (written by an older nettune)")
-        key = (reach["address"], reach["port"], reach.get("user"), reach.get("host_key"))
         if who in self.unreachable:
             raise KnobError(f"cannot reach {who}: {self.unreachable[who]}")
-        host = self._hosts.get(key)
-        if host is None:
-            host = self._hosts[key] = self._host(label, reach)
         try:
-            host.connect()
-        except ConnectionError as e:  # SshError: refused key, unreachable, sudo broken
+            host = self._reconnect.host(label, reach)
+        except ConnectionError as e:  # refused key, unreachable, sudo broken
             raise self._fail(who, str(e)) from None
+        except ValueError as e:  # pydantic's ValidationError: a journal edited by hand
+            raise self._fail(who, f"the journal's record of it is unusable: {' '.join(str(e).split())[:200]}") from None
         return Place(label, "remote", host)
 
     def _fail(self, who: str, why: str) -> KnobError:
         self.unreachable[who] = why
         return KnobError(f"cannot reach {who}: {why}")
 
-    def _host(self, label: str, reach: dict[str, Any]) -> Any:
-        from ..spec.ssh import SshHostSpec
-        from ..targets.ssh import SshHost
-        from ..targets.sshproc import EventLoopThread
-
-        if self._loop is None:
-            self._loop = EventLoopThread()
-        try:
-            spec = SshHostSpec(address=reach["address"], port=reach["port"], user=reach.get("user"), key=reach.get("key"),
-                               sudo=bool(reach.get("sudo")), known_hosts=reach.get("known_hosts"))
-        except ValueError as e:  # pydantic's ValidationError: a journal edited by hand
-            raise self._fail(f"{label} ({reach.get('address')})", f"the journal's record of it is unusable: {' '.join(str(e).split())[:200]}") from None
-        return SshHost(label, spec, self._loop, tofu=False, connect_timeout=float(reach.get("connect_timeout") or 10.0),
-                       host_key=reach.get("host_key"))
-
     def close(self) -> None:
-        for h in self._hosts.values():
-            h.close()
-        self._hosts.clear()
-        if self._loop is not None:
-            self._loop.stop()
-            self._loop = None
+        self._reconnect.close()

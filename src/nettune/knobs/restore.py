@@ -62,12 +62,6 @@ class Outcome:
         self.unreachable |= other.unreachable
 
 
-def show(v: Any) -> str:
-    if isinstance(v, dict) and "qdiscs" in v:
-        return "; ".join(v["qdiscs"][:1]) + (" (+%d more)" % (len(v["qdiscs"]) - 1) if len(v["qdiscs"]) > 1 else "")
-    return str(v)
-
-
 def restore_changes(
     journal: Journal, session: str, changes: list[dict[str, Any]], place_of: Callable[[dict[str, Any]], tuple[Place | None, str]]
 ) -> Outcome:
@@ -86,7 +80,7 @@ def restore_changes(
         except KnobError as e:
             by_hand = "; ".join(kind.commands(loc, rec["original"])) or "see the journal"
             forget = f"--forget {rec.get('host')}" if (rec.get("place") or {}).get("type") == "remote" else "--forget"
-            msg = f"{who}: {e}; it stays pending: run `nettune restore` again once that is fixed, or put back {show(rec['original'])} by hand ({by_hand}), then `nettune restore {forget}`"
+            msg = f"{who}: {e}; it stays pending: run `nettune restore` again once that is fixed, or put back {kind.show(rec['original'])} by hand ({by_hand}), then `nettune restore {forget}`"
             out.failed += 1
             out.failed_seqs.append(rec["seq"])
             out.lines.append(("failed", msg))
@@ -109,13 +103,13 @@ def restore_changes(
             cur = kind.read(place.ex, loc)
             if kind.same(cur, original):
                 journal.done(session, rec["seq"], "unchanged", "already the original value")
-                out.lines.append(("unchanged", f"{who}: already {show(original)}"))
+                out.lines.append(("unchanged", f"{who}: already {kind.show(original)}"))
                 continue
             ours = kind.same(cur, rec["actual"]) if "actual" in rec else kind.looks_like(cur, rec["new"])
             if not ours:
                 left.add(slot)
-                msg = (f"{who} is now {show(cur)}, not the {show(rec.get('actual', rec['new']))} nettune set: "
-                       f"changed by someone else since; left as is (before nettune it was {show(first[slot])})")
+                msg = (f"{who} is now {kind.show(cur)}, not the {kind.show(rec.get('actual', rec['new']))} nettune set: "
+                       f"changed by someone else since; left as is (before nettune it was {kind.show(first[slot])})")
                 journal.done(session, rec["seq"], "left", msg)
                 out.lines.append(("left", msg))
                 out.warnings.append(msg)
@@ -130,23 +124,23 @@ def restore_changes(
                 continue
             out.failed += 1
             out.failed_seqs.append(rec["seq"])
-            msg = f"{who}: could not restore {show(original)}: {e}; run `nettune restore` again once fixed"
+            msg = f"{who}: could not restore {kind.show(original)}: {e}; run `nettune restore` again once fixed"
             out.lines.append(("failed", msg))
             out.warnings.append(msg)
             continue
         journal.done(session, rec["seq"], "restored")
         if kind.same(after, original):
-            out.lines.append(("restored", f"{who}: {show(cur)} -> {show(original)}"))
+            out.lines.append(("restored", f"{who}: {kind.show(cur)} -> {kind.show(original)}"))
         else:
-            msg = f"{who}: restored, but it reads back {show(after)} instead of {show(original)}"
+            msg = f"{who}: restored, but it reads back {kind.show(after)} instead of {kind.show(original)}"
             out.lines.append(("restored", msg))
             out.warnings.append(msg)
     return out
 
 
 def _slot(rec: dict[str, Any]) -> tuple[str, str]:
-    loc = rec["loc"]
-    return (rec["place"].get("key", ""), f"{loc['kind']}|{loc.get('arg')}|{loc.get('device')}|{loc['key'] if loc['kind'] == 'command' else ''}")
+    loc = Loc.from_record(rec["loc"])
+    return (rec["place"].get("key", ""), f"{loc.kind}|{loc.arg}|{loc.device}|{KINDS[loc.kind].slot_key(loc)}")
 
 
 def pending(journal: Journal | None = None) -> tuple[list[OpenSession], list[OpenSession]]:

@@ -16,6 +16,8 @@ class Ring(Channels):
     tool_read, tool_set, what = "-g", "-G", "ring sizes"
     types = ("rx", "tx", "rx-mini", "rx-jumbo")
     default_types = ("rx", "tx")
+    persist_types = ("rx", "tx")
+    bounded_by_lab_queues = False
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         from .channels import as_dict

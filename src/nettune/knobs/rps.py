@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, need_device, read_file, run_ok, same_uniform, write_file
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, read_file, run_ok, same_uniform, write_file
 
 
 def mask_hex(loc: Loc, raw: Any) -> str:
@@ -44,7 +45,7 @@ class Rps(Kind):
             raise KnobError(f"{loc.key}: the part after ':' is a queue number ({self.name}:0), got {loc.arg!r}")
         return mask_hex(loc, raw)
 
-    def _queues(self, ex: Any, loc: Loc) -> list[str]:
+    def _queues(self, ex: Host, loc: Loc) -> list[str]:
         dev = loc.device or ""
         out = run_ok(ex, ["ls", f"/sys/class/net/{dev}/queues"], loc.key)
         qs = sorted((q for q in out.split() if q.startswith(self.prefix + "-")), key=lambda q: int(q.split("-")[1]))
@@ -60,7 +61,7 @@ class Rps(Kind):
     def _path(self, loc: Loc, q: str) -> str:
         return f"/sys/class/net/{loc.device}/queues/{q}/{self.file}"
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         dev = need_device(ex, loc)
         bits = int(value, 16).bit_length()
         if bits > ctx.cpus:
@@ -69,10 +70,10 @@ class Rps(Kind):
             if ex.run(["test", "-w", self._path(loc, q)], timeout=10).returncode != 0:
                 raise KnobError(f"{loc.key}: {self._path(loc, q)} is not writable on {dev} (kernel without RPS/XPS, or not root)")
 
-    def read(self, ex: Any, loc: Loc) -> dict[str, str]:
+    def read(self, ex: Host, loc: Loc) -> dict[str, str]:
         return {q: format(int(read_file(ex, self._path(loc, q), loc.key).strip().replace(",", "") or "0", 16), "x") for q in self._queues(ex, loc)}
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         v = _norm(value)
         per_queue = v if isinstance(v, dict) else {q: v for q in self._queues(ex, loc)}
         for q, mask in per_queue.items():
@@ -88,6 +89,16 @@ class Rps(Kind):
             return [f"echo {m} > /sys/class/net/{dev}/queues/{q}/{self.file}" for q, m in v.items()]
         q = f"{self.prefix}-{loc.arg}" if loc.arg is not None else f"{self.prefix}-*"
         return [f"for f in /sys/class/net/{dev}/queues/{q}/{self.file}; do echo {v} > $f; done"]
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        out = Persisted(shell=self.commands(loc, value))
+        queues = value if isinstance(value, dict) else {f"{self.prefix}-{loc.arg if loc.arg is not None else 0}": value}
+        if not isinstance(value, dict) and loc.arg is None:
+            out.notes.append(f"{loc.key}: set for every {self.prefix} queue; the files list queue 0, add the others")
+        for q, m in queues.items():
+            out.sysfs.append((f"/sys/class/net/{loc.device}/queues/{q}/{self.file}", str(m)))
+            out.udev.append(f'ATTR{{queues/{q}/{self.file}}}="{m}"')
+        return out
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(

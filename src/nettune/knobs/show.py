@@ -1,14 +1,18 @@
 """Current values of knobs: a study's knobs on its hosts, or the usual ones on this machine."""
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from ..plan.points import expand_and_check
+from ..targets import make_target
+from ..targets.base import Host
 from .base import KnobError, Loc
+from .items import SpecLocator, point_items
+from .keys import parse_key
 from .places import machine, netns_ino
 from .registry import KINDS
-from .spec import parse_key
 
 DEFAULT_KEYS = [
     "sysctl:net.core.rmem_max", "sysctl:net.core.wmem_max", "sysctl:net.ipv4.tcp_rmem", "sysctl:net.ipv4.tcp_wmem",
@@ -34,11 +38,10 @@ def default_interface() -> str | None:
         return None
 
 
-def _read(place_ex: Any, loc: Loc) -> str:
-    from .restore import show
-
+def _read(ex: Host, loc: Loc) -> str:
+    kind = KINDS[loc.kind]
     try:
-        return show(KINDS[loc.kind].read(place_ex, loc))
+        return kind.show(kind.read(ex, loc))
     except KnobError as e:
         return f"n/a: {str(e).removeprefix(loc.key + ': ')}"
 
@@ -57,35 +60,24 @@ def machine_values(interface: str | None = None) -> list[dict[str, Any]]:
 
 def study_values(study: Any, text: str, file: str, host: str | None = None) -> list[dict[str, Any]]:
     """Current values of the study's knobs on each of its hosts (as the first point places them)."""
-    from ..plan.points import expand_and_check
-    from ..targets import make_target
-    from ..targets.lab import LabHost
-    from .probe import probe_namespace
-    from .session import _Where, plan
-
     if not study.knobs:
         return []
     resolved = expand_and_check(study, text, file)
     target = make_target(study)
-    hosts = dict(target.hosts)
-    lab = {n: h for n, h in hosts.items() if getattr(h, "netns", None)}
-    down = {n for n, h in lab.items() if netns_ino(h.netns) is None}
     rows: list[dict[str, Any]] = []
-    with ExitStack() as stack:
-        # one stand-in namespace per host whose lab is down, so scopes are found as in a run
-        for n in sorted(down):
-            probe = stack.enter_context(probe_namespace([lab[n].interface], 1, f"-{n}"))
-            if probe is not None:
-                hosts[n] = LabHost(n, probe.netns, "", lab[n].interface)
-        for it in plan(resolved[0], hosts, {}, _Where(file, text)):
-            if host and it.host != host and it.place.label != host:
-                continue
-            if it.place.type == "netns" and it.host in down:
-                value = f"lab not up (nettune lab up {file})"
-            else:
-                value = _read(it.place.ex, it.loc)
-            rows.append({"host": it.place.label, "knob": it.loc.key, "device": it.loc.device or "", "value": value})
-    close = getattr(target, "close", None)
-    if close is not None and not lab:
-        close()
+    try:
+        down = sorted(n for n, h in target.hosts.items() if h.netns and netns_ino(h.netns) is None)
+        # a stand-in namespace per host whose lab is down, so scopes are found as in a run
+        with target.scratch(1, only=down, each=True) if down else nullcontext(None) as scratch:
+            hosts = dict(target.hosts) | (scratch.hosts if scratch is not None else {})
+            for it in point_items(resolved[0], hosts, {}, SpecLocator(file, text)):
+                if host and it.host != host and it.place.label != host:
+                    continue
+                if it.place.type == "netns" and it.host in down:
+                    value = f"lab not up (nettune lab up {file})"
+                else:
+                    value = _read(it.place.ex, it.loc)
+                rows.append({"host": it.place.label, "knob": it.loc.key, "device": it.loc.device or "", "value": value})
+    finally:
+        target.close()  # removes only what it created: never a lab that was up before
     return rows

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok, write_file
+from ..targets.base import Host
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, run_ok, write_file
 
 # Can take a machine down, are irreversible, or weaken its security: never touched.
 DENY = {
@@ -49,6 +50,7 @@ def norm(v: Any) -> str:
 
 class Sysctl(Kind):
     name = "sysctl"
+    takes_arg, example_arg = "required", "net.core.rmem_max"
 
     def parse(self, loc: Loc, raw: Any) -> str:
         name = loc.arg or ""
@@ -63,9 +65,9 @@ class Sysctl(Kind):
             raise KnobError(f"{loc.key}: empty value")
         return value
 
-    def scope(self, ex: Any, loc: Loc) -> str:
+    def scope(self, ex: Host, loc: Loc) -> str:
         name = loc.arg or ""
-        if getattr(ex, "netns", None) is None:
+        if ex.netns is None:
             return "ns"  # a whole host: its own sysctls
         if not name.startswith("net.") and not name.startswith("net/"):
             return "machine"
@@ -76,9 +78,9 @@ class Sysctl(Kind):
         # exists on the machine but missing or read-only in a namespace: host-wide
         return "machine" if Path(sysctl_path(name)).exists() else "ns"
 
-    def validate(self, ex: Any, loc: Loc, value: Any, ctx: Ctx) -> None:
+    def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         cur = self.read(ex, loc)
-        if getattr(ex, "os", "linux") == "linux":
+        if ex.os == "linux":
             if ex.run(["test", "-w", sysctl_path(loc.arg or "")], timeout=10).returncode != 0:
                 raise KnobError(f"{loc.key}: {sysctl_path(loc.arg or '')} is read-only here (not root, or not settable in this namespace)")
         old, new = cur.split(), str(value).split()
@@ -86,18 +88,18 @@ class Sysctl(Kind):
             if len(new) != len(old) or not all(re.fullmatch(r"-?\d+", t) for t in new):
                 raise KnobError(f"{loc.key}: expected {len(old)} whole number{'s' if len(old) > 1 else ''} like the current {cur!r}, got {value!r}")
 
-    def read(self, ex: Any, loc: Loc) -> str:
+    def read(self, ex: Host, loc: Loc) -> str:
         name = loc.arg or ""
-        if getattr(ex, "os", "linux") == "freebsd":
+        if ex.os == "freebsd":
             return norm(run_ok(ex, ["sysctl", "-n", name], loc.key))
         try:
             return norm(ex.read_text(sysctl_path(name)))
         except OSError:
             raise KnobError(f"{loc.key}: no sysctl {name} here ({sysctl_path(name)} does not exist)") from None
 
-    def apply(self, ex: Any, loc: Loc, value: Any) -> None:
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         name = loc.arg or ""
-        if getattr(ex, "os", "linux") == "freebsd":
+        if ex.os == "freebsd":
             run_ok(ex, ["sysctl", f"{name}={value}"], loc.key)
             return
         write_file(ex, sysctl_path(name), str(value), loc.key)
@@ -109,6 +111,9 @@ class Sysctl(Kind):
         import shlex
 
         return [f"sysctl -w {shlex.quote(f'{loc.arg}={value}')}"]
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        return Persisted(shell=self.commands(loc, value), sysctl=[(loc.arg or "", str(value))])
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row("sysctl", f'"sysctl:{n}" = ...', s, w, d, t, "no", r, fb) for n, s, w, d, t, r, fb in SYSCTLS]

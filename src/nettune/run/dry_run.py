@@ -17,7 +17,7 @@ from typing import Any
 from ..engines import get_engine
 from ..engines.access import Access, placeholder
 from ..engines.base import Engine
-from ..knobs.spec import summary as knob_summary
+from ..knobs.keys import summary as knob_summary
 from ..plan.points import ResolvedPoint, expand_and_check
 from ..spec.models import Study, Workload
 from .eta import MAX_HOURS, describe, plan_seconds

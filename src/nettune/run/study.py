@@ -311,7 +311,7 @@ def _journal_gate(study: Study, restore_first: bool) -> list[str]:
 
 def _knob_precheck(study: Study, target: Any, resolved: list[ResolvedPoint], spec_text: str | None, spec_file: str | None) -> list[str]:
     """Before anything changes: every knob of every point valid (the journal gate ran already)."""
-    from ..knobs.session import precheck  # noqa: PLC0415
+    from ..knobs.precheck import precheck  # noqa: PLC0415
 
     return precheck(study, target, resolved, spec_text or "", spec_file or "<study>", gate=False)
 
@@ -320,6 +320,6 @@ def _knob_session(study: Study, target: Any, study_id: int) -> Any:
     """The knobs layer (issue 4) when the study sets knobs; None otherwise."""
     if study.knobs is None:
         return None
-    from ..knobs.session import KnobSession  # noqa: PLC0415 - optional layer
+    from ..knobs.apply import KnobSession  # noqa: PLC0415 - optional layer
 
     return KnobSession(study, target, study_id)

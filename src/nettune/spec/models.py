@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ..knobs.spec import KnobsSpec
+from .knobs_section import KnobsSpec
 
 from .ssh import SshHostSpec, SshTargetSpec  # noqa: F401 - the ssh target spec lives in its own file
 

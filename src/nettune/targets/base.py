@@ -11,9 +11,10 @@ TargetBase give the defaults, so no caller ever asks an object what it can do
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 import socket
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
 
 
 @dataclass
@@ -95,6 +96,17 @@ class Host(Protocol):
         ...
 
 
+@dataclass
+class Scratch:
+    """Throw-away stand-ins for a target's hosts on this machine (Target.scratch): fresh
+    namespaces answer every per-namespace and device question as the real hosts will, and
+    may be changed freely, so knobs are checked before anything real exists."""
+
+    hosts: dict[str, Host]  # a stand-in per host name (a host that is real already has none)
+    spare: Host  # holds spare_dev
+    spare_dev: str  # an interface nothing uses, to try settings on (a qdisc the kernel may lack)
+
+
 class Target(Protocol):
     kind: str
     hosts: dict[str, Host]
@@ -120,6 +132,12 @@ class Target(Protocol):
 
     def close(self) -> None:
         """Tear down everything the target created. Safe to call twice."""
+        ...
+
+    def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> ContextManager[Scratch | None]:
+        """Stand-ins for the hosts (or `only` these) in throw-away namespaces, their
+        interfaces with `queues` queues; each=True: one namespace per host. None when the
+        target has none (its hosts are not on this machine) or they cannot be made."""
         ...
 
 
@@ -183,3 +201,7 @@ class TargetBase:
 
     def close(self) -> None:
         pass
+
+    @contextmanager
+    def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Iterator[Scratch | None]:
+        yield None

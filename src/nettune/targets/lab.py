@@ -117,6 +117,11 @@ class LabTarget(TargetBase):
         state = self.net.state() if self._mtu is not None else {}
         return {h: base | {"namespace": self.layout.ns(h), "interface": state.get(h, {})} for h in self.hosts}
 
+    def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Any:
+        from .machine import scratch_namespaces
+
+        return scratch_namespaces({n: self.hosts[n].interface or "" for n in (self.hosts if only is None else only)}, queues, each)
+
     def close(self) -> None:
         # A run refused before its lab existed (journal, knob check, a live run of the same
         # name) must not remove a lab of the same name that belongs to someone else.

@@ -56,6 +56,11 @@ class LocalTarget(TargetBase):
         one["interface"] = {"name": "lo", "mtu": _lo_mtu()}
         return {name: one for name in self.hosts}
 
+    def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Any:
+        """No stand-ins (the hosts are this machine), but a spare interface to try qdiscs on."""
+        from .machine import scratch_namespaces
+
+        return scratch_namespaces({}, queues)
 
 
 def _lo_mtu() -> int | None:

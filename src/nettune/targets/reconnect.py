@@ -1,0 +1,48 @@
+"""Reaching remote hosts again from what the knob journal recorded, without the study file.
+
+Host.reach() gives what a journal record keeps of a remote host (address, port, user,
+absolute key path, known_hosts file, sudo, connect timeout, the host key seen);
+Reconnector turns such a record back into a connected host, accepting only that
+recorded key, one connection per host for as long as it is open.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Host
+
+
+class Reconnector:
+    def __init__(self) -> None:
+        self._loop: Any = None
+        self._hosts: dict[tuple[Any, ...], Any] = {}
+
+    def host(self, label: str, reach: dict[str, Any]) -> Host:
+        """The host `reach` describes, connected. ValueError: the record is unusable (a
+        journal edited by hand); ConnectionError: refused key, unreachable, sudo broken."""
+        key = (reach["address"], reach["port"], reach.get("user"), reach.get("host_key"))
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = self._ssh_host(label, reach)
+        host.connect()
+        return host
+
+    def _ssh_host(self, label: str, reach: dict[str, Any]) -> Any:
+        from ..spec.ssh import SshHostSpec
+        from .ssh import SshHost
+        from .sshproc import EventLoopThread
+
+        spec = SshHostSpec(address=reach["address"], port=reach["port"], user=reach.get("user"), key=reach.get("key"),
+                           sudo=bool(reach.get("sudo")), known_hosts=reach.get("known_hosts"))
+        if self._loop is None:
+            self._loop = EventLoopThread()
+        return SshHost(label, spec, self._loop, tofu=False, connect_timeout=float(reach.get("connect_timeout") or 10.0),
+                       host_key=reach.get("host_key"))
+
+    def close(self) -> None:
+        for h in self._hosts.values():
+            h.close()
+        self._hosts.clear()
+        if self._loop is not None:
+            self._loop.stop()
+            self._loop = None
