@@ -81,7 +81,7 @@ def _headline(store: Any, study_id: int) -> list[str]:
     from ..errors import NettuneError
 
     try:
-        return list(analyze(load(store, str(study_id)))["headline"])
+        return analyze(load(store, str(study_id))).headline
     except NettuneError:
         return []
 

@@ -15,9 +15,10 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import NettuneError
+from .records import RunRecord
 
 SCHEMA_VERSION = 2
 
@@ -263,23 +264,14 @@ class Store:
         ).fetchall()
         return [dict(r) | {"warmup": bool(r["warmup"]), "ok": bool(r["ok"]), "extra": json.loads(r["extra_json"])} for r in rows]
 
-    def runs(self, study_id: int, include_warmup: bool = True) -> list[dict[str, Any]]:
+    def runs(self, study_id: int, include_warmup: bool = True) -> list[RunRecord]:
         q = (
             "SELECT r.*, p.idx AS point_idx, p.params_json, s.name AS study FROM runs r"
             " JOIN points p ON p.id=r.point_id JOIN studies s ON s.id=r.study_id WHERE r.study_id=?"
         )
         if not include_warmup:
             q += " AND r.warmup=0"
-        rows = self.db.execute(q + " ORDER BY r.id", (study_id,)).fetchall()
-        out = []
-        for row in rows:
-            d = dict(row)
-            d["point"] = json.loads(d.pop("params_json"))
-            for k in [k for k in d if k.endswith("_json")]:
-                d[k[: -len("_json")]] = json.loads(d.pop(k))
-            d["ok"], d["warmup"] = bool(d["ok"]), bool(d["warmup"])
-            out.append(d)
-        return out
+        return [RunRecord.from_row(row) for row in self.db.execute(q + " ORDER BY r.id", (study_id,)).fetchall()]
 
     def points(self, study_id: int) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT id, idx, params_json FROM points WHERE study_id=? ORDER BY idx", (study_id,)).fetchall()
@@ -292,10 +284,6 @@ class Store:
     def raw_outputs(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
         return [dict(r) | {"command": json.loads(r["command_json"])} for r in rows]
-
-    def iter_runs(self, study_ids: list[int]) -> Iterator[dict[str, Any]]:
-        for sid in study_ids:
-            yield from self.runs(sid)
 
 
 def spec_hash(spec_text: str | None, spec_json: str = "") -> str:
