@@ -14,7 +14,7 @@ from nettune.errors import NettuneError
 from nettune.spec.models import Workload
 from nettune.store import Store
 from nettune.exporters.runs import export, frame
-from nettune.store.importer import import_files, parse_sets
+from nettune.importers import import_files, parse_sets
 
 from conftest import ROOT, nettune
 from test_analysis import build

@@ -161,7 +161,7 @@ def import_(
 
     Every file is read first: each unusable one gets an `error: FILE: reason` line. Exit 0
     when all were imported, 1 when some were, 2 (and nothing written) when none was."""
-    from ..store.importer import check_args, parse_sets, read_files, store_files
+    from ..importers import check_args, parse_sets, read_files, store_files
 
     params = parse_sets(set_)
     check_args(study, params)
