@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..engines.result import TestResult
 from ..errors import NettuneError
 from .records import RunRecord
 
@@ -183,7 +184,7 @@ class Store:
         self.db.executemany("INSERT INTO host_facts (study_id, host, facts_json) VALUES (?,?,?)", [(study_id, h, json.dumps(f)) for h, f in facts.items()])
         self.db.commit()
 
-    def add_runs(self, study_id: int, point_id: int, run: int, warmup: bool, results: list[Any], settings: dict[str, Any] | None = None) -> None:
+    def add_runs(self, study_id: int, point_id: int, run: int, warmup: bool, results: list[TestResult], settings: dict[str, Any] | None = None) -> None:
         """Several tests in one transaction (the pairs of a parallel round): all or none."""
         try:
             for r in results:
@@ -193,16 +194,16 @@ class Store:
             raise
         self.db.commit()
 
-    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: Any, settings: dict[str, Any] | None = None, commit: bool = True) -> int:
+    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: TestResult, settings: dict[str, Any] | None = None, commit: bool = True) -> int:
         r = result
         started = r.client.started if r.client else time.time()
-        values = {m: getattr(r, m) for m in METRICS}
+        metrics = r.model_dump(include=set(METRICS))
         cur = self.db.execute(
             f"INSERT INTO runs (study_id, point_id, run, warmup, ok, error, engine, tool_version, protocol, started, duration, {', '.join(METRICS)},"
             " cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json)"
             f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7))})",
             (study_id, point_id, run, int(warmup), int(r.ok), r.error, r.engine, r.tool_version, r.protocol, started, r.duration,
-             *values.values(), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
+             *(metrics[m] for m in METRICS), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
              json.dumps([s.model_dump(exclude_none=True) for s in r.streams]),
              json.dumps([i.model_dump(exclude_none=True) for i in r.intervals]),
              json.dumps(settings or {}), json.dumps(r.extra)),
