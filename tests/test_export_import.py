@@ -13,8 +13,8 @@ from nettune.engines.result import SideOutput
 from nettune.errors import NettuneError
 from nettune.spec.models import Workload
 from nettune.store import Store
-from nettune.store.export import export, frame
-from nettune.store.importer import import_files, parse_sets
+from nettune.exporters.runs import export, frame
+from nettune.importers import import_files, parse_sets
 
 from conftest import ROOT, nettune
 from test_analysis import build

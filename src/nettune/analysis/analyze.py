@@ -16,6 +16,8 @@ from .compare import compare_values
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .fairness import UNEVEN, fairness
 from .stats import summarize
+from .verdicts import (Analysis, Best, Efficiency, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
+                       PointOutliers, PointRow)
 from .sweep import SATURATION, curve, effect, num
 
 NOISY_CV = 0.10  # coefficient of variation above which a point needs more runs
@@ -28,93 +30,86 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def point_row(p: PointData, m: Metric, params: list[str]) -> dict[str, Any]:
+def point_row(p: PointData, m: Metric, params: list[str]) -> PointRow:
     s = p.summary(m).scaled(m.scale)
     counted = p.counted
-    row: dict[str, Any] = {"point": {k: p.params.get(k) for k in params}, "label": p.label(params), "failed": p.failed}
-    row |= {"metric": m.name, "unit": m.label} | s.to_dict()
-    row["outlier_runs"] = [counted[i]["run"] for i in s.outliers]
-    for side, col in CPU_SIDES.items():
-        cs = summarize([v for v in (METRICS[col].value(r) for r in counted) if v is not None])
-        row[f"cpu_{side}"] = cs.mean
-        row[f"cpu_{side}_ci"] = cs.half_width
-    f = fairness(counted)
-    row["fairness"] = f.to_dict() if f else None
+    row = PointRow.of({k: p.params.get(k) for k in params}, p.label(params), p.failed, m.name, m.label, s,
+                      [counted[i].run for i in s.outliers])
+    cpu = {side: summarize([v for v in (METRICS[col].value(r) for r in counted) if v is not None]) for side, col in CPU_SIDES.items()}
+    row.cpu_client, row.cpu_client_ci = cpu["client"].mean, cpu["client"].half_width
+    row.cpu_server, row.cpu_server_ci = cpu["server"].mean, cpu["server"].half_width
+    row.cpu_host, row.cpu_host_ci = cpu["host"].mean, cpu["host"].half_width
+    row.fairness = fairness(counted)
     return row
 
 
-def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATION) -> dict[str, Any]:
+def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATION) -> Analysis:
     m = get_metric(metric)
     if not 0 < threshold < 1:
         raise NettuneError(f"--saturation {threshold}: give a gain per doubling between 0 and 1 (e.g. 0.1 = 10%)")
     params = data.params
     rows = [point_row(p, m, params) for p in data.points]
-    have = [(p, r) for p, r in zip(data.points, rows) if r["n"]]
+    have = [(p, r) for p, r in zip(data.points, rows) if r.n]
     if not have:
         raise NettuneError(f"{data.name}: no successful counted run to analyse ({sum(p.failed for p in data.points)} failed)")
     pick = max if m.higher_is_better else min
-    bp, br = pick(have, key=lambda t: t[1]["mean"])
-    out: dict[str, Any] = {
-        "study": data.name, "study_id": data.study["id"], "metric": m.name, "unit": m.label,
-        "higher_is_better": m.higher_is_better, "saturation_threshold": threshold, "params": params, "parameters_swept": data.axes,
-        "points": rows, "best": {"point": br["point"], "mean": br["mean"], "ci_low": br["ci_low"], "ci_high": br["ci_high"], "n": br["n"]},
-    }
-    findings = [f"best {m.label}: {num(br['mean'])}" + (f" (95% CI {num(br['ci_low'])} to {num(br['ci_high'])}, N={br['n']})" if br["ci_low"] is not None else f" (N={br['n']})")
+    bp, br = pick(have, key=lambda t: t[1].mean)
+    out = Analysis(data.name, data.study["id"], m.name, m.label, m.higher_is_better, threshold, params, data.axes,
+                   rows, Best(br.point, br.mean, br.ci_low, br.ci_high, br.n))
+    findings = [f"best {m.label}: {num(br.mean)}" + (f" (95% CI {num(br.ci_low)} to {num(br.ci_high)}, N={br.n})" if br.ci_low is not None else f" (N={br.n})")
                 + (f" at {bp.label(params)}" if params else "")]
-    out["parameters"] = []
     for param in data.axes:
         res = _parameter(data, param, m, threshold)
-        out["parameters"].append(res)
-        findings += [c["text"] for c in res["curves"]] + [c["text"] for c in res["comparisons"]]
-        if res["effect"]:
-            findings.append(res["effect"]["text"])
+        out.parameters.append(res)
+        findings += [c.text for c in res.curves] + [c.text for c in res.comparisons]
+        if res.effect:
+            findings.append(res.effect.text)
     if not data.axes:
         findings.append("one point only: nothing swept, so no saturation or peak to find")
-    out["efficiency"] = efficiency(data, params)
-    findings += [e["text"] for e in out["efficiency"]]
-    fair = [{"point": r["point"], "label": r["label"]} | r["fairness"] for r in rows if r["fairness"]]
-    out["fairness"] = fair
-    findings += _fairness_text(fair, params)
-    out["instrument"] = instrument(data, params)
-    findings += out["instrument"]
-    out["outliers"] = [{"point": r["point"], "runs": r["outlier_runs"]} for r in rows if r["outlier_runs"]]
+    out.efficiency = efficiency(data, params)
+    findings += [e.text for e in out.efficiency]
+    out.fairness = [PointFairness.of(r, r.fairness) for r in rows if r.fairness]
+    findings += _fairness_text(out.fairness)
+    out.instrument = instrument(data, params)
+    findings += out.instrument
+    out.outliers = [PointOutliers(r.point, r.outlier_runs) for r in rows if r.outlier_runs]
     for r in rows:
-        if r["outlier_runs"]:
-            findings.append(f"outlier run(s) {', '.join(str(x + 1) for x in r['outlier_runs'])} at {r['label']} "
-                            f"(median {num(r['median'])} {m.label}): flagged by the MAD rule, kept in every number")
-    noisy = [r for r in rows if r["cv"] is not None and r["cv"] > NOISY_CV]
-    out["noisy"] = [{"point": r["point"], "cv": r["cv"]} for r in noisy]
+        if r.outlier_runs:
+            findings.append(f"outlier run(s) {', '.join(str(x + 1) for x in r.outlier_runs)} at {r.label} "
+                            f"(median {num(r.median)} {m.label}): flagged by the MAD rule, kept in every number")
+    noisy = [(r, r.cv) for r in rows if r.cv is not None and r.cv > NOISY_CV]
+    out.noisy = [NoisyPoint(r.point, cv) for r, cv in noisy]
     if noisy:
-        worst = max(noisy, key=lambda r: r["cv"])
+        worst, worst_cv = max(noisy, key=lambda t: t[1])
         findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
-                        f"{worst['cv'] * 100:.0f}% at {worst['label']}): add runs, or set [repeat] target_margin")
-    out["findings"] = findings
-    out["headline"] = headline(out, bp.label(params) if params else "", hits=_tool_bound(data))
+                        f"{worst_cv * 100:.0f}% at {worst.label}): add runs, or set [repeat] target_margin")
+    out.findings = findings
+    out.headline = headline(out, bp.label(params) if params else "", hits=_tool_bound(data))
     return out
 
 
-def headline(out: dict[str, Any], where: str, hits: dict[str, float]) -> list[str]:
+def headline(out: Analysis, where: str, hits: dict[str, float]) -> list[str]:
     """The two or three lines a reader needs first: the best point, and what limited it
     (the measuring tool, else the parameter that mattered most), and whether it is settled."""
-    best, unit = out["best"], out["unit"]
-    ci = f" (95% CI {num(best['ci_low'])} to {num(best['ci_high'])}, N={best['n']})" if best["ci_low"] is not None else f" (N={best['n']}, single run)"
-    lines = [f"best: {num(best['mean'])} {unit}{' at ' + where if where else ''}{ci}"]
+    best, unit = out.best, out.unit
+    ci = f" (95% CI {num(best.ci_low)} to {num(best.ci_high)}, N={best.n})" if best.ci_low is not None else f" (N={best.n}, single run)"
+    lines = [f"best: {num(best.mean)} {unit}{' at ' + where if where else ''}{ci}"]
     if hits:
         side, top = max(hits.items(), key=lambda kv: kv[1])
         lines.append(f"bottleneck: the tool, not the network: iperf3 before 3.16 runs every stream on one thread, and its {side} "
                      f"used up to {top:.0f}% of a core; use iperf3 >= 3.16 or engine = \"iperf2\" for the path's real capacity")
     else:
-        effects = [p["effect"] for p in out["parameters"] if p["effect"] and p["effect"]["mattered"]]
+        effects = [p.effect for p in out.parameters if p.effect and p.effect.mattered]
         if effects:
-            e = max(effects, key=lambda e: e["spread_pct"])
-            lines.append(f"mattered most: {e['param']} ({e['spread_pct']:.0f}% apart: {num(e['low'][1])} {unit} at "
-                         f"{e['param']}={e['low'][0]} vs {num(e['high'][1])} at {e['param']}={e['high'][0]})")
-    if best["n"] < 2:
+            e = max(effects, key=lambda e: e.spread_pct)
+            lines.append(f"mattered most: {e.param} ({e.spread_pct:.0f}% apart: {num(e.low[1])} {unit} at "
+                         f"{e.param}={e.low[0]} vs {num(e.high[1])} at {e.param}={e.high[0]})")
+    if best.n < 2:
         lines.append("single runs: no noise estimate yet; set [repeat] runs = 3 (or target_margin) before trusting a difference")
     return lines
 
 
-def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> dict[str, Any]:
+def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> ParameterResult:
     others = [a for a in data.axes if a != param]
     groups: dict[tuple[Any, ...], dict[Any, PointData]] = defaultdict(dict)
     for p in data.points:
@@ -123,8 +118,7 @@ def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> dict
     numeric = all(_is_num(v) for v in levels)
     if numeric:
         levels.sort(key=lambda v: float(v))  # type: ignore[arg-type]  # numeric checked above
-    res: dict[str, Any] = {"name": param, "kind": "numeric" if numeric else "categorical", "levels": levels,
-                           "curves": [], "comparisons": [], "effect": None}
+    res = ParameterResult(param, "numeric" if numeric else "categorical", levels)
     eff_groups = []
     for key, by_level in groups.items():
         fixed = dict(zip(others, key)) if len(groups) > 1 else {}
@@ -132,15 +126,14 @@ def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> dict
         vals = [[v * m.scale for v in by_level[x].values(m)] for x in lv]
         eff_groups.append((lv, vals))
         if numeric and len(lv) >= 3 and m.higher_is_better:
-            res["curves"].append(curve(param, fixed, lv, vals, m.label, threshold).to_dict())
+            res.curves.append(curve(param, fixed, lv, vals, m.label, threshold))
         elif len(lv) >= 2:
-            res["comparisons"] += _vs_baseline(param, fixed, lv, vals, m)
-    e = effect(param, eff_groups, m.label)
-    res["effect"] = e.to_dict() if e else None
+            res.comparisons += _vs_baseline(param, fixed, lv, vals, m)
+    res.effect = effect(param, eff_groups, m.label)
     return res
 
 
-def _vs_baseline(param: str, fixed: dict[str, Any], levels: list[Any], vals: list[list[float]], m: Metric) -> list[dict[str, Any]]:
+def _vs_baseline(param: str, fixed: dict[str, Any], levels: list[Any], vals: list[list[float]], m: Metric) -> list[LevelComparison]:
     """Each level against the first one (the baseline: study E's 'before')."""
     where = (", ".join(f"{k}={v}" for k, v in fixed.items()) + ": ") if fixed else ""
     out = []
@@ -148,15 +141,14 @@ def _vs_baseline(param: str, fixed: dict[str, Any], levels: list[Any], vals: lis
         head = f"{where}{param}={lv} vs {param}={levels[0]}: "
         if len(v) < 2 or len(vals[0]) < 2:
             change = (sum(v) / len(v)) / (sum(vals[0]) / len(vals[0])) - 1 if sum(vals[0]) else 0.0
-            out.append({"param": param, "level": lv, "baseline": levels[0], "fixed": fixed, "verdict": None,
-                        "text": head + f"{change * 100:+.1f}% (single runs: no noise estimate, no verdict)"})
+            out.append(LevelComparison(param, lv, levels[0], fixed, None, head + f"{change * 100:+.1f}% (single runs: no noise estimate, no verdict)"))
             continue
         c = compare_values(vals[0], v, m.higher_is_better, (m.better, m.worse), m.name)
-        out.append({"param": param, "level": lv, "baseline": levels[0], "fixed": fixed} | c.to_dict() | {"text": head + c.text})
+        out.append(LevelComparison(param, lv, levels[0], fixed, c, head + c.text))
     return out
 
 
-def efficiency(data: StudyData, params: list[str]) -> list[dict[str, Any]]:
+def efficiency(data: StudyData, params: list[str]) -> list[Efficiency]:
     """The point with the most Gbit/s per core of CPU, for each side and the host."""
     total = METRICS["total"]
     cores = data.host_cores()
@@ -178,23 +170,22 @@ def efficiency(data: StudyData, params: list[str]) -> list[dict[str, Any]]:
         per, p, g, c = best
         unit = "per core" if side != "host" or cores else "per whole host (core count unknown)"
         where = f" at {p.label(params)}" if params else ""
-        out.append({"side": side, "point": {k: p.params.get(k) for k in params}, "gbps": g, "cpu_percent": c,
-                    "gbps_per_core": per, "host_cores": cores if side == "host" else None,
-                    "text": f"best throughput per {side} CPU{where}: {num(per)} Gbit/s {unit} ({num(g)} Gbit/s, {side} CPU {c:.0f}%)"})
+        out.append(Efficiency(side, {k: p.params.get(k) for k in params}, g, c, per, cores if side == "host" else None,
+                              f"best throughput per {side} CPU{where}: {num(per)} Gbit/s {unit} ({num(g)} Gbit/s, {side} CPU {c:.0f}%)"))
     return out
 
 
-def _fairness_text(fair: list[dict[str, Any]], params: list[str]) -> list[str]:
+def _fairness_text(fair: list[PointFairness]) -> list[str]:
     if not fair:
         return []
-    uneven = [f for f in fair if f["jain_min"] < UNEVEN]
-    worst = min(fair, key=lambda f: f["jain_min"])
-    span = f"slowest stream {num(worst['slowest_bps'] / 1e9)}, fastest {num(worst['fastest_bps'] / 1e9)} Gbit/s"
+    uneven = [f for f in fair if f.jain_min < UNEVEN]
+    worst = min(fair, key=lambda f: f.jain_min)
+    span = f"slowest stream {num(worst.slowest_bps / 1e9)}, fastest {num(worst.fastest_bps / 1e9)} Gbit/s"
     if not uneven:
-        return [f"parallel streams shared fairly (Jain's index >= {UNEVEN} everywhere; least fair {worst['label']}: "
-                f"{worst['jain_min']:.2f}, {span})"]
-    return [f"parallel streams were uneven at {len(uneven)} point(s): worst {worst['label']} with Jain's index "
-            f"{worst['jain_min']:.2f} ({span})"]
+        return [f"parallel streams shared fairly (Jain's index >= {UNEVEN} everywhere; least fair {worst.label}: "
+                f"{worst.jain_min:.2f}, {span})"]
+    return [f"parallel streams were uneven at {len(uneven)} point(s): worst {worst.label} with Jain's index "
+            f"{worst.jain_min:.2f} ({span})"]
 
 
 def _version(text: str | None) -> tuple[int, int] | None:
@@ -208,13 +199,12 @@ def _tool_bound_points(data: StudyData, params: list[str]) -> tuple[str, dict[st
     version = ""
     for p in data.points:
         for r in p.counted:
-            v = _version(r.get("tool_version"))
-            if r.get("engine") != "iperf3" or v is None or v >= ONE_THREAD_BEFORE:
+            v = _version(r.tool_version)
+            if r.engine != "iperf3" or v is None or v >= ONE_THREAD_BEFORE:
                 continue
-            version = r.get("tool_version") or version
-            tool = r.get("tool_cpu") or {}
-            for side, val in (("client", r.get("cpu_client") or tool.get("host_total")),
-                              ("server", r.get("cpu_server") or tool.get("remote_total"))):
+            version = r.tool_version or version
+            for side, val in (("client", r.cpu_client or r.tool_cpu.get("host_total")),
+                              ("server", r.cpu_server or r.tool_cpu.get("remote_total"))):
                 if val is not None and float(val) >= TOOL_SATURATED:
                     hits[side].append((p.label(params), float(val)))
     return version, hits

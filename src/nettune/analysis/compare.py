@@ -11,18 +11,19 @@ time of a timed workload lower is better (lower time is still "faster").
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
 from ..errors import NettuneError
 from .data import Metric, PointData, StudyData, get_metric
+from .serial import JsonRecord
 from .stats import LEVEL, summarize, welch
 
 ALPHA = 1 - LEVEL
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(JsonRecord):
     verdict: str  # faster / slower / no-difference (better / worse for metrics that are not speeds)
     text: str  # "b is 12.3% faster (95% CI 9.1 to 15.4%)"
     ratio: float  # mean_b / mean_a
@@ -38,9 +39,6 @@ class Comparison:
     higher_is_better: bool = True
     a: str = "a"
     b: str = "b"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def compare_values(

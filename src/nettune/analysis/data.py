@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import NettuneError
+from ..store.records import RunRecord
+from ..store.sqlite import Store
 from .stats import Summary, clean, summarize
 
 
@@ -23,41 +25,31 @@ class Metric:
     higher_is_better: bool
     better: str  # verdict words for this metric
     worse: str
-    get: Callable[[dict[str, Any]], float | None]
+    get: Callable[[RunRecord], float | None]
 
-    def value(self, run: dict[str, Any]) -> float | None:
+    def value(self, run: RunRecord) -> float | None:
         v = self.get(run)
         return None if v is None else float(v)
-
-
-def _total(r: dict[str, Any]) -> float | None:
-    if r.get("receiver_bps") is None:
-        return None
-    return float(r["receiver_bps"]) + float(r.get("reverse_receiver_bps") or 0.0)
-
-
-def _col(name: str) -> Callable[[dict[str, Any]], float | None]:
-    return lambda r: r.get(name)
 
 
 _FAST = ("faster", "slower")
 _GOOD = ("better", "worse")
 METRICS: dict[str, Metric] = {m.name: m for m in [
-    Metric("total", "Gbit/s", 1e-9, True, *_FAST, _total),
-    Metric("receiver", "receiver Gbit/s", 1e-9, True, *_FAST, _col("receiver_bps")),
-    Metric("sender", "sender Gbit/s", 1e-9, True, *_FAST, _col("sender_bps")),
-    Metric("reverse", "reverse Gbit/s", 1e-9, True, *_FAST, _col("reverse_receiver_bps")),
-    Metric("cpu_client", "client CPU %", 1.0, False, *_GOOD, _col("cpu_client")),
-    Metric("cpu_server", "server CPU %", 1.0, False, *_GOOD, _col("cpu_server")),
-    Metric("cpu_host", "host CPU %", 1.0, False, *_GOOD, _col("cpu_host")),
-    Metric("cpu_host_softirq", "host softirq %", 1.0, False, *_GOOD, _col("cpu_host_softirq")),
-    Metric("retransmits", "retransmits", 1.0, False, *_GOOD, _col("retransmits")),
-    Metric("lost_percent", "loss %", 1.0, False, *_GOOD, _col("lost_percent")),
-    Metric("jitter_ms", "jitter ms", 1.0, False, *_GOOD, _col("jitter_ms")),
-    Metric("rtt_mean_us", "RTT us", 1.0, False, *_GOOD, _col("rtt_mean_us")),
-    Metric("max_cwnd", "max cwnd bytes", 1.0, True, *_GOOD, _col("max_cwnd")),
+    Metric("total", "Gbit/s", 1e-9, True, *_FAST, lambda r: r.total_bps),
+    Metric("receiver", "receiver Gbit/s", 1e-9, True, *_FAST, lambda r: r.receiver_bps),
+    Metric("sender", "sender Gbit/s", 1e-9, True, *_FAST, lambda r: r.sender_bps),
+    Metric("reverse", "reverse Gbit/s", 1e-9, True, *_FAST, lambda r: r.reverse_receiver_bps),
+    Metric("cpu_client", "client CPU %", 1.0, False, *_GOOD, lambda r: r.cpu_client),
+    Metric("cpu_server", "server CPU %", 1.0, False, *_GOOD, lambda r: r.cpu_server),
+    Metric("cpu_host", "host CPU %", 1.0, False, *_GOOD, lambda r: r.cpu_host),
+    Metric("cpu_host_softirq", "host softirq %", 1.0, False, *_GOOD, lambda r: r.cpu_host_softirq),
+    Metric("retransmits", "retransmits", 1.0, False, *_GOOD, lambda r: r.retransmits),
+    Metric("lost_percent", "loss %", 1.0, False, *_GOOD, lambda r: r.lost_percent),
+    Metric("jitter_ms", "jitter ms", 1.0, False, *_GOOD, lambda r: r.jitter_ms),
+    Metric("rtt_mean_us", "RTT us", 1.0, False, *_GOOD, lambda r: r.rtt_mean_us),
+    Metric("max_cwnd", "max cwnd bytes", 1.0, True, *_GOOD, lambda r: r.max_cwnd),
     # elapsed time of a timed workload (a build): lower is better, and lower is "faster"
-    Metric("duration", "seconds", 1.0, False, *_FAST, _col("duration")),
+    Metric("duration", "seconds", 1.0, False, *_FAST, lambda r: r.duration),
 ]}
 
 
@@ -72,15 +64,15 @@ def get_metric(name: str) -> Metric:
 class PointData:
     idx: int
     params: dict[str, Any]
-    runs: list[dict[str, Any]] = field(default_factory=list)  # every run of the point, incl. warm-up
+    runs: list[RunRecord] = field(default_factory=list)  # every run of the point, incl. warm-up
 
     @property
-    def counted(self) -> list[dict[str, Any]]:
-        return [r for r in self.runs if r["ok"] and not r["warmup"]]
+    def counted(self) -> list[RunRecord]:
+        return [r for r in self.runs if r.ok and not r.warmup]
 
     @property
     def failed(self) -> int:
-        return sum(1 for r in self.runs if not r["ok"] and not r["warmup"])
+        return sum(1 for r in self.runs if not r.ok and not r.warmup)
 
     def values(self, metric: Metric) -> list[float]:
         return clean([metric.value(r) for r in self.counted])
@@ -112,7 +104,7 @@ class StudyData:
         return [k for k in order if k in self.axes or k in self.derived]
 
     @property
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[RunRecord]:
         return [r for p in self.points for r in p.runs]
 
     def spec(self) -> dict[str, Any]:
@@ -177,11 +169,11 @@ def parse_filter(text: str | None, opt: str) -> dict[str, str]:
     return out
 
 
-def load(store: Any, ref: str | int | None) -> StudyData:
+def load(store: Store, ref: str | int | None) -> StudyData:
     study = store.find_study(ref)
     pts = {p["idx"]: PointData(p["idx"], p["point"]) for p in store.points(study["id"])}
     for r in store.runs(study["id"]):
-        pts.setdefault(r["point_idx"], PointData(r["point_idx"], r["point"])).runs.append(r)
+        pts.setdefault(r.point_idx, PointData(r.point_idx, r.point)).runs.append(r)
     points = [pts[i] for i in sorted(pts)]
     axes, derived = _axes(study, points)
     return StudyData(study, points, store.facts(study["id"]), axes, derived)

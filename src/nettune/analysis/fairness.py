@@ -5,8 +5,11 @@ rate and 1/n when one stream got everything.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..store.records import RunRecord
+from .serial import JsonRecord
 
 # Below this a reader should be told the streams were uneven.
 UNEVEN = 0.9
@@ -20,12 +23,10 @@ def jain(rates: Sequence[float]) -> float | None:
     return sum(xs) ** 2 / (len(xs) * sq)
 
 
-def stream_rates(run: dict[str, Any]) -> list[float]:
+def stream_rates(run: RunRecord) -> list[float]:
     """Per-stream rates of the main direction (receiver side, else sender side)."""
     out = []
-    for s in run.get("streams") or []:
-        if s.get("direction", "forward") != "forward":
-            continue
+    for s in run.forward_streams:
         v = s.get("receiver_bps") if s.get("receiver_bps") is not None else s.get("sender_bps")
         if v is not None:
             out.append(float(v))
@@ -33,7 +34,7 @@ def stream_rates(run: dict[str, Any]) -> list[float]:
 
 
 @dataclass(frozen=True)
-class Fairness:
+class Fairness(JsonRecord):
     streams: int  # streams per test
     jain_mean: float
     jain_min: float  # the least fair run
@@ -41,11 +42,8 @@ class Fairness:
     fastest_bps: float
     runs: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-def fairness(runs: list[dict[str, Any]]) -> Fairness | None:
+def fairness(runs: list[RunRecord]) -> Fairness | None:
     """Fairness over the counted runs of one point; None if no run had > 1 stream."""
     per_run = [r for r in (stream_rates(run) for run in runs) if len(r) > 1]
     if not per_run:

@@ -11,9 +11,13 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from scipy import stats as sst
+
+if TYPE_CHECKING:  # annotations only: the statistics import neither engines nor the spec
+    from ..engines.result import TestResult
+    from ..spec.models import Repeat
 
 LEVEL = 0.95
 # Iglewicz & Hoaglin: a modified z-score above 3.5 marks a likely outlier.
@@ -171,15 +175,12 @@ def needs_more_runs(values: Sequence[float | None], target_margin: float, min_ru
     return s.margin > target_margin
 
 
-def stopping_value(result: Any) -> float | None:
+def stopping_value(result: TestResult) -> float | None:
     """What the stopping rule watches for one counted run: total throughput, None if failed."""
-    if not getattr(result, "ok", False):
-        return None
-    v = getattr(result, "total_bps", None)
-    return None if v is None else float(v)
+    return result.total_bps if result.ok else None
 
 
-def adaptive_rounds(repeat: Any, values_by_point: Mapping[int, Sequence[float | None]], round_no: int = 0) -> list[int]:
+def adaptive_rounds(repeat: Repeat, values_by_point: Mapping[int, Sequence[float | None]], round_no: int = 0) -> list[int]:
     """Point indices that need one more counted run, in the order to run them.
 
     `repeat` is the study's Repeat (min_runs, max_runs, target_margin, order, seed);
@@ -188,6 +189,6 @@ def adaptive_rounds(repeat: Any, values_by_point: Mapping[int, Sequence[float | 
     shuffled with Random(seed + round_no) so a re-run reproduces the order."""
     need = [i for i in sorted(values_by_point)
             if needs_more_runs(values_by_point[i], repeat.target_margin, repeat.min_runs, repeat.max_runs)]
-    if getattr(repeat, "order", "interleaved") == "shuffled":
+    if repeat.order == "shuffled":
         random.Random(None if repeat.seed is None else repeat.seed + round_no).shuffle(need)
     return need

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from scipy import stats as sst
 
+from .serial import JsonRecord
 from .stats import LEVEL, summarize, welch
 
 SATURATION = 0.10  # gain per doubling below which more of a parameter "buys nothing"
@@ -72,7 +73,7 @@ def per_doubling(x0: float, y0: float, x1: float, y1: float, i0: int, i1: int, l
 
 
 @dataclass
-class Curve:
+class Curve(JsonRecord):
     param: str
     fixed: dict[str, Any]  # the other swept parameters, held at these values
     shape: str
@@ -92,9 +93,6 @@ class Curve:
     gains: list[float] = field(default_factory=list)  # per doubling, between neighbours
     decline_pct: float | None = None  # peak -> top of range
     text: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def curve(param: str, fixed: dict[str, Any], xs: list[Any], values: list[list[float]], unit: str,
@@ -166,7 +164,7 @@ def _knee(c: Curve, xs: list[Any], ys: list[float], log_x: bool, unit: str) -> N
 
 
 @dataclass
-class Effect:
+class Effect(JsonRecord):
     """Did a parameter change the metric at all (across every group of the others)?"""
 
     param: str
@@ -176,9 +174,6 @@ class Effect:
     low: tuple[Any, float]  # (level, mean) of the group with the largest spread
     high: tuple[Any, float]
     text: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def effect(param: str, groups: list[tuple[list[Any], list[list[float]]]], unit: str) -> Effect | None:

@@ -92,18 +92,18 @@ def analyze(
     with open_store(db) as store:
         result = run_analysis(load(store, study), metric, saturation)
     if format == "json":
-        _print_json(result)
+        _print_json(result.to_dict())
         return
     from ..report.build import summary_table
     from ..report.fit import fit_table
 
-    head, rows = summary_table(result, result["params"])
+    head, rows = summary_table(result, result.params)
     # the terminal gets the statistics; CPU columns are in `nettune results` and the report
-    keep = [i for i, h in enumerate(head) if i < len(result["params"]) or h in ("N", result["unit"], "± 95%", "median", "sd", "min to max", "CV %")]
-    title = f"{result['study']} (study #{result['study_id']}): {result['unit']} of counted runs, ± = 95% CI (Student's t)"
+    keep = [i for i, h in enumerate(head) if i < len(result.params) or h in ("N", result.unit, "± 95%", "median", "sd", "min to max", "CV %")]
+    title = f"{result.study} (study #{result.study_id}): {result.unit} of counted runs, ± = 95% CI (Student's t)"
     print_fitted(fit_table([head[i] for i in keep], [[row[i][0] for i in keep] for row in rows], console.width,
                            drop_order=["CV %", "sd", "median", "min to max"], boxed=False, title=title, title_justify="left"))
-    print_items(result["findings"])
+    print_items(result.findings)
 
 
 @app.command()
@@ -134,7 +134,7 @@ def export(
     db: Path = DB_OPT,
 ) -> None:
     """Every run of a study, one row each, the swept parameters as columns."""
-    from ..store.export import export as do_export
+    from ..exporters.runs import export as do_export
 
     with open_store(db) as store:
         s = store.find_study(study)
@@ -161,7 +161,7 @@ def import_(
 
     Every file is read first: each unusable one gets an `error: FILE: reason` line. Exit 0
     when all were imported, 1 when some were, 2 (and nothing written) when none was."""
-    from ..store.importer import check_args, parse_sets, read_files, store_files
+    from ..importers import check_args, parse_sets, read_files, store_files
 
     params = parse_sets(set_)
     check_args(study, params)

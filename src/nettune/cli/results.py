@@ -8,6 +8,8 @@ from typing import Optional
 import typer
 
 from ..errors import NettuneError
+from ..exporters.base import export_table
+from ..exporters.runs import results_table
 from ..report import table as rt
 from .app import DB_OPT, app, console, open_store, print_fitted, user_errors
 
@@ -25,10 +27,8 @@ def results(
     with open_store(db) as store:
         s = store.find_study(study)
         runs = store.runs(s["id"], include_warmup=warmup)
-    if format == "json":
-        print(rt.json_text(runs))
-    elif format == "csv":
-        print(rt.csv_text(runs), end="")
+    if format in ("json", "csv"):
+        print(export_table(results_table(runs, flat=format == "csv"), format, None), end="")
     elif format == "markdown":
         print(rt.markdown(runs), end="")
     else:

@@ -92,6 +92,13 @@ class TestResult(BaseModel):
     @property
     def total_bps(self) -> float | None:
         """Receiver throughput of both directions (just the main one unless bidir)."""
-        if self.receiver_bps is None:
-            return None
-        return self.receiver_bps + (self.reverse_receiver_bps or 0.0)
+        return total_throughput(self.receiver_bps, self.reverse_receiver_bps)
+
+
+def total_throughput(receiver_bps: float | None, reverse_receiver_bps: float | None) -> float | None:
+    """The one definition of a test's total throughput, for live results and stored runs
+    alike: what the receiver got in the main direction plus, in a bidir test, what the
+    other direction's receiver got. None when the main direction has no rate (a failure)."""
+    if receiver_bps is None:
+        return None
+    return float(receiver_bps) + float(reverse_receiver_bps or 0.0)

@@ -15,7 +15,10 @@ from typing import Any
 from ..analysis.analyze import analyze
 from ..analysis.data import PointData, StudyData, get_metric
 from ..analysis.sweep import SATURATION, num
+from ..analysis.verdicts import Analysis, PointRow
 from ..errors import NettuneError
+from ..exporters.base import Table
+from ..exporters.markdown import EXPORTER as MARKDOWN
 from .charts import Chart, all_charts
 from .html import render_html
 
@@ -28,64 +31,65 @@ class Report:
     markdown: Path
     html: Path
     charts: list[Chart] = field(default_factory=list)
-    analysis: dict[str, Any] = field(default_factory=dict)
+    analysis: Analysis | None = None
 
 
-def _cpu(row: dict[str, Any], side: str) -> Cell:
-    v, hw = row.get(f"cpu_{side}"), row.get(f"cpu_{side}_ci")
+def _cpu(row: PointRow, side: str) -> Cell:
+    v, hw = row.cpu(side)
     if v is None:
         return ("", None)
     return (f"{v:.0f}" + (f" ± {hw:.0f}" if hw is not None else ""), v)
 
 
-def summary_table(analysis: dict[str, Any], params: list[str]) -> tuple[list[str], list[list[Cell]]]:
-    unit = analysis["unit"]
+def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], list[list[Cell]]]:
+    unit = analysis.unit
     head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %",
                      "client CPU %", "server CPU %", "host CPU %", "failed", "outlier runs"]
     rows = []
-    for r in analysis["points"]:
-        cells: list[Cell] = [(str(r["point"].get(p, "")), r["point"].get(p)) for p in params]
-        ci = f"{num(r['ci_low'])} to {num(r['ci_high'])}" if r["ci_low"] is not None else ""
-        rng = f"{num(r['min'])} to {num(r['max'])}" if r["n"] else ""
-        cells += [(str(r["n"]), r["n"]), (num(r["mean"]) if r["n"] else "", r["mean"]),
-                  (num(r["half_width"]) if r["half_width"] is not None else "", r["half_width"]), (ci, r["ci_low"]),
-                  (num(r["median"]) if r["n"] else "", r["median"]), (num(r["stdev"]) if r["stdev"] is not None else "", r["stdev"]),
-                  (rng, r["min"]), (f"{r['cv'] * 100:.1f}" if r["cv"] is not None else "", r["cv"]),
-                  _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"), (str(r["failed"] or ""), r["failed"]),
-                  (", ".join(str(x + 1) for x in r["outlier_runs"]), len(r["outlier_runs"]))]
+    for r in analysis.points:
+        cells: list[Cell] = [(str(r.point.get(p, "")), r.point.get(p)) for p in params]
+        ci = f"{num(r.ci_low)} to {num(r.ci_high)}" if r.ci_low is not None else ""
+        rng = f"{num(r.min)} to {num(r.max)}" if r.n else ""
+        cells += [(str(r.n), r.n), (num(r.mean) if r.n else "", r.mean),
+                  (num(r.half_width) if r.half_width is not None else "", r.half_width), (ci, r.ci_low),
+                  (num(r.median) if r.n else "", r.median), (num(r.stdev) if r.stdev is not None else "", r.stdev),
+                  (rng, r.min), (f"{r.cv * 100:.1f}" if r.cv is not None else "", r.cv),
+                  _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"), (str(r.failed or ""), r.failed),
+                  (", ".join(str(x + 1) for x in r.outlier_runs), len(r.outlier_runs))]
         rows.append(cells)
     return head, rows
 
 
-def pick_point(data: StudyData, filters: dict[str, str], analysis: dict[str, Any]) -> PointData | None:
+def pick_point(data: StudyData, filters: dict[str, str], analysis: Analysis) -> PointData | None:
     """The point for the time-series chart: --point, else the best one."""
     if filters:
         pts = data.select(filters)
         if len(pts) > 1:
             raise NettuneError(f"--point matches {len(pts)} points ({'; '.join(p.label() for p in pts[:4])}); add parameters to pick one")
         return pts[0]
-    best = analysis["best"]["point"]
+    best = analysis.best.point
     return next((p for p in data.points if all(p.params.get(k) == v for k, v in best.items())), None)
 
 
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
+def _md_table(columns: list[str], rows: list[list[str]], left: bool = False) -> list[str]:
+    """A pipe table through the markdown exporter: numbers right-aligned, prose left."""
+    table = Table(columns, [dict(zip(columns, row)) for row in rows], left=frozenset(columns) if left else frozenset())
+    return MARKDOWN.text(table).splitlines()
 
 
-def render_markdown(data: StudyData, analysis: dict[str, Any], charts: list[Chart], out: Path) -> str:
+def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
     started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
-    engines = sorted({f"{r['engine']} {r.get('tool_version') or ''}".strip() for r in data.runs})
+    engines = sorted({f"{r.engine} {r.tool_version or ''}".strip() for r in data.runs})
     lines = [f"# {s['name']}", ""]
     if s.get("description"):
         lines += [s["description"], ""]
     lines += [f"Study #{s['id']}, {s['status']}, started {started}; target {s.get('target_kind') or '?'}; "
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
               "with Student-t 95% intervals.", "", "## Results", ""]
-    lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---:" for _ in head) + "|"]
-    lines += ["| " + " | ".join(_md_escape(c[0]) for c in row) + " |" for row in rows]
-    lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis["findings"]] + [""]
+    lines += _md_table(head, [[c[0] for c in row] for row in rows])
+    lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]
     if charts:
         lines += ["## Charts", ""]
         for c in charts:
@@ -94,8 +98,8 @@ def render_markdown(data: StudyData, analysis: dict[str, Any], charts: list[Char
     lines += ["## Host facts", ""]
     if data.facts:
         for host, facts in data.facts.items():
-            lines += [f"### {host}", "", "| fact | value |", "|---|---|"]
-            lines += [f"| {_md_escape(str(k))} | {_md_escape(json.dumps(v) if isinstance(v, (dict, list)) else str(v))} |" for k, v in facts.items()]
+            lines += [f"### {host}", ""]
+            lines += _md_table(["fact", "value"], [[str(k), json.dumps(v) if isinstance(v, (dict, list)) else str(v)] for k, v in facts.items()], left=True)
             lines.append("")
     else:
         lines += ["(none recorded)", ""]

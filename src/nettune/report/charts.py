@@ -114,7 +114,7 @@ def throughput_chart(data: StudyData, out: Path, metric: Metric) -> Chart:
 
 
 def cpu_chart(data: StudyData, out: Path) -> Chart | None:
-    sides = [(col, side) for col, side in SIDES if any(r.get(col) is not None for r in data.runs)]
+    sides = [(col, side) for col, side in SIDES if any(METRICS[col].value(r) is not None for r in data.runs)]
     if not sides:
         return None
     fig, axes = plt.subplots(1, len(sides), figsize=(5 * len(sides), 4), squeeze=False)
@@ -128,15 +128,15 @@ def cpu_chart(data: StudyData, out: Path) -> Chart | None:
 
 
 def intervals_chart(data: StudyData, point: PointData, out: Path) -> Chart | None:
-    runs = [r for r in point.counted if r.get("intervals")]
+    runs = [r for r in point.counted if r.intervals]
     if not runs:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 4))
     for r in runs:
         for direction, style in (("forward", "-"), ("reverse", "--")):
-            iv = [i for i in r["intervals"] if i.get("direction", "forward") == direction]
+            iv = [i for i in r.intervals if i.get("direction", "forward") == direction]
             if iv:
-                label = f"run {r['run'] + 1}" + (" (reverse)" if direction == "reverse" else "")
+                label = f"run {r.run + 1}" + (" (reverse)" if direction == "reverse" else "")
                 ax.plot([i["end"] for i in iv], [i["bps"] / 1e9 for i in iv], style, marker=".", label=label)
     title = f"{data.name}: per-interval Gbit/s at {point.label(data.params)}"
     ax.set_title(title)

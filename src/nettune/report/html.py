@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ..analysis.data import StudyData, jsonable
+from ..analysis.verdicts import Analysis
 from .charts import Chart
 
 CSS = """
@@ -76,7 +77,7 @@ def _script_json(obj: Any) -> str:
     return json.dumps(jsonable(obj), default=str, allow_nan=False).replace("</", "<\\/")
 
 
-def render_html(data: StudyData, analysis: dict[str, Any], head: list[str], rows: list[list[tuple[str, Any]]],
+def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list[list[tuple[str, Any]]],
                 charts: list[Chart], point_label: str | None) -> str:
     s = data.study
     nparams = len(data.params)
@@ -97,7 +98,7 @@ def render_html(data: StudyData, analysis: dict[str, Any], head: list[str], rows
                         for i, (t, v) in enumerate(row))
         out.append(f"<tr>{cells}</tr>")
     out.append("</tbody></table>")
-    out.append('<h2>Verdicts</h2><ul id="findings">' + "".join(f"<li>{_e(f)}</li>" for f in analysis["findings"]) + "</ul>")
+    out.append('<h2>Verdicts</h2><ul id="findings">' + "".join(f"<li>{_e(f)}</li>" for f in analysis.findings) + "</ul>")
     if charts:
         out.append("<h2>Charts</h2>")
         if point_label:
@@ -114,6 +115,6 @@ def render_html(data: StudyData, analysis: dict[str, Any], head: list[str], rows
         out.append("<p>(none recorded)</p>")
     text = s.get("spec_text") or json.dumps(data.spec(), indent=2)
     out.append(f"<h2>Study file</h2><pre>{_e(text)}</pre>")
-    out.append(f'<script type="application/json" id="nettune-data">{_script_json(analysis)}</script>')
+    out.append(f'<script type="application/json" id="nettune-data">{_script_json(analysis.to_dict())}</script>')
     out.append(f"<script>{SORT_JS}</script></body></html>")
     return "\n".join(out)

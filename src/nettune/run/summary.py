@@ -40,6 +40,6 @@ def headline(store: Any, study_id: int) -> list[str]:
     from ..analysis.data import load  # noqa: PLC0415
 
     try:
-        return list(analyze(load(store, str(study_id)))["headline"])
+        return list(analyze(load(store, str(study_id))).headline)
     except NettuneError:
         return []

@@ -15,9 +15,11 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from ..engines.result import TestResult
 from ..errors import NettuneError
+from .records import RunRecord
 
 SCHEMA_VERSION = 2
 
@@ -182,7 +184,7 @@ class Store:
         self.db.executemany("INSERT INTO host_facts (study_id, host, facts_json) VALUES (?,?,?)", [(study_id, h, json.dumps(f)) for h, f in facts.items()])
         self.db.commit()
 
-    def add_runs(self, study_id: int, point_id: int, run: int, warmup: bool, results: list[Any], settings: dict[str, Any] | None = None) -> None:
+    def add_runs(self, study_id: int, point_id: int, run: int, warmup: bool, results: list[TestResult], settings: dict[str, Any] | None = None) -> None:
         """Several tests in one transaction (the pairs of a parallel round): all or none."""
         try:
             for r in results:
@@ -192,16 +194,16 @@ class Store:
             raise
         self.db.commit()
 
-    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: Any, settings: dict[str, Any] | None = None, commit: bool = True) -> int:
+    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: TestResult, settings: dict[str, Any] | None = None, commit: bool = True) -> int:
         r = result
         started = r.client.started if r.client else time.time()
-        values = {m: getattr(r, m) for m in METRICS}
+        metrics = r.model_dump(include=set(METRICS))
         cur = self.db.execute(
             f"INSERT INTO runs (study_id, point_id, run, warmup, ok, error, engine, tool_version, protocol, started, duration, {', '.join(METRICS)},"
             " cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json)"
             f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7))})",
             (study_id, point_id, run, int(warmup), int(r.ok), r.error, r.engine, r.tool_version, r.protocol, started, r.duration,
-             *values.values(), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
+             *(metrics[m] for m in METRICS), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
              json.dumps([s.model_dump(exclude_none=True) for s in r.streams]),
              json.dumps([i.model_dump(exclude_none=True) for i in r.intervals]),
              json.dumps(settings or {}), json.dumps(r.extra)),
@@ -263,23 +265,14 @@ class Store:
         ).fetchall()
         return [dict(r) | {"warmup": bool(r["warmup"]), "ok": bool(r["ok"]), "extra": json.loads(r["extra_json"])} for r in rows]
 
-    def runs(self, study_id: int, include_warmup: bool = True) -> list[dict[str, Any]]:
+    def runs(self, study_id: int, include_warmup: bool = True) -> list[RunRecord]:
         q = (
             "SELECT r.*, p.idx AS point_idx, p.params_json, s.name AS study FROM runs r"
             " JOIN points p ON p.id=r.point_id JOIN studies s ON s.id=r.study_id WHERE r.study_id=?"
         )
         if not include_warmup:
             q += " AND r.warmup=0"
-        rows = self.db.execute(q + " ORDER BY r.id", (study_id,)).fetchall()
-        out = []
-        for row in rows:
-            d = dict(row)
-            d["point"] = json.loads(d.pop("params_json"))
-            for k in [k for k in d if k.endswith("_json")]:
-                d[k[: -len("_json")]] = json.loads(d.pop(k))
-            d["ok"], d["warmup"] = bool(d["ok"]), bool(d["warmup"])
-            out.append(d)
-        return out
+        return [RunRecord.from_row(row) for row in self.db.execute(q + " ORDER BY r.id", (study_id,)).fetchall()]
 
     def points(self, study_id: int) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT id, idx, params_json FROM points WHERE study_id=? ORDER BY idx", (study_id,)).fetchall()
@@ -292,10 +285,6 @@ class Store:
     def raw_outputs(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
         return [dict(r) | {"command": json.loads(r["command_json"])} for r in rows]
-
-    def iter_runs(self, study_ids: list[int]) -> Iterator[dict[str, Any]]:
-        for sid in study_ids:
-            yield from self.runs(sid)
 
 
 def spec_hash(spec_text: str | None, spec_json: str = "") -> str:

@@ -1,8 +1,9 @@
 """`nettune import`: old iperf3 -J logs and iperf2 -y C outputs become runs of a study,
 so results taken by hand get the same statistics, verdicts and charts.
 
-Each file is one run; --set KEY=VAL gives the point it belongs to. Files go through
-the same parsers as live tests (engines.iperf3 / engines.iperf2) and the file itself
+Each file is one run; --set KEY=VAL gives the point it belongs to. The first member of
+the importer family (importers.base) that recognises a file reads it, through the same
+parsers as live tests (engines.iperf3 / engines.iperf2), and the file itself
 is kept verbatim as the run's raw output. Every file is read and checked before the
 database is opened: a file that cannot be read, is not text, or is a cut-off report is
 rejected with its reason on one line and the others are still imported; when no file
@@ -13,27 +14,23 @@ several directories of logs.
 from __future__ import annotations
 
 import json
-import math
 import re
 import stat
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..engines.iperf2 import Iperf2Engine, parse_rows
-from ..engines.iperf3 import Iperf3Engine, load_json
-from ..engines.result import SideOutput, TestResult
+from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..spec.load import read_bytes
 from ..spec.models import Workload
-from .sqlite import Store
+from ..store.sqlite import Store
+from .base import WORKLOAD_HINTS, importers
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-WORKLOAD_HINTS = ("protocol", "parallel", "reverse", "bidir", "duration")
 MAX_BYTES = 64 * 1024 * 1024  # a log bigger than this is not an iperf report
 
 
@@ -126,8 +123,11 @@ def read_file(path: Path, hints: dict[str, Any]) -> TestResult:
     text = _text(path, data)
     if not text.strip():
         raise NettuneError(f"{path}: empty file")
-    head = text.lstrip()[:1]
-    res = _iperf3(path, text, hints) if head == "{" else _iperf2(path, text, hints)
+    members = importers()
+    member = next((m for m in members if m.detect(text)), None)
+    if member is None:
+        raise NettuneError(f"{path}: neither {' nor '.join(m.describes for m in members)} output")
+    res = member.read(path, text, hints)
     if not res.ok:
         raise NettuneError(f"{path}: {res.error}")
     if res.receiver_bps is None:
@@ -156,99 +156,6 @@ def _check_streams(path: Path, res: TestResult, hints: dict[str, Any]) -> None:
         have = sum(1 for st in res.streams if st.direction == direction)
         if have != want:
             raise NettuneError(f"{path}: {have} {direction} stream(s) in the report but --set parallel={want}; is the file cut off, or is --set wrong?")
-
-
-def _side(path: Path, text: str, started: float | None = None, role: str = "client") -> SideOutput:
-    return SideOutput(role=role, host="imported", argv=["nettune-import", str(path)], stdout=text, started=started, exit_code=0)
-
-
-def _workload(path: Path, engine: str, hints: dict[str, Any], **found: Any) -> Workload:
-    data = {"engine": engine} | {k: v for k, v in found.items() if v is not None}
-    data |= {k: hints[k] for k in WORKLOAD_HINTS if k in hints}  # checked by check_args
-    try:
-        return Workload.model_validate(data)
-    except ValidationError as e:  # so a value read from the file itself is implausible
-        err = e.errors(include_url=False)[0]
-        field = str(err["loc"][0]) if err["loc"] else "test"
-        shown = repr(found.get(field))[:40]
-        raise NettuneError(f"{path}: the report's {field} ({shown}) is not usable: {err['msg'].removeprefix('Value error, ')}") from None
-
-
-def _iperf3(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
-    doc, why = load_json(text)
-    if doc is None:
-        raise NettuneError(f"{path}: looks like JSON but is not a readable iperf3 -J log: {why}")
-    start: dict[str, Any] = doc["start"] if isinstance(doc.get("start"), dict) else {}
-    if not start and "end" not in doc:
-        raise NettuneError(f"{path}: JSON without iperf3's start/end sections; is it an iperf3 -J log?")
-    ts: dict[str, Any] = start["test_start"] if isinstance(start.get("test_start"), dict) else {}
-    end: dict[str, Any] = doc["end"] if isinstance(doc.get("end"), dict) else {}
-    server_log = "accepted_connection" in start and "connecting_to" not in start
-    two_way = bool(ts.get("reverse")) or bool(ts.get("bidir")) or "sum_sent_bidir_reverse" in end
-    if server_log and two_way:
-        raise NettuneError(f"{path}: a server-side log of a reverse/bidir test sees the test backwards; import the client's -J log")
-    dur = ts.get("duration")
-    wl = _workload(path, "iperf3", hints, protocol=str(ts.get("protocol", "tcp")).lower() if ts.get("protocol") else None,
-                   parallel=ts.get("num_streams") or None, reverse=bool(ts.get("reverse")) or None,
-                   bidir=True if (ts.get("bidir") or "sum_sent_bidir_reverse" in end) else None,
-                   duration=max(1, round(dur)) if isinstance(dur, (int, float)) and dur and math.isfinite(dur) else None)
-    stamp = start["timestamp"].get("timesecs") if isinstance(start.get("timestamp"), dict) else None
-    started = float(stamp) if isinstance(stamp, (int, float)) else None
-    res = Iperf3Engine().parse(wl, _side(path, text, started), _side(path, "", started, "server"))
-    if server_log and res.ok:
-        if not res.sender_bps:
-            res.sender_bps = None  # the server's log does not know what the client sent
-        res.warnings.append("imported the server's log: sender-side numbers (retransmits, cwnd) are unknown")
-        for part in (*res.streams, *res.intervals):
-            part.direction = "forward"  # read as a client log its streams look reversed; the test was one-way
-    res.client = _side(path, text, started)
-    res.server = None
-    return res
-
-
-def _iperf2(path: Path, text: str, hints: dict[str, Any]) -> TestResult:
-    rows = [ln.split(",") for ln in text.splitlines() if ln.count(",") >= 7]
-    data = [f for f in rows if f[0].strip().lower() != "time"]
-    if not data or not all(re.fullmatch(r"\d{8,}(\.\d+)?", f[0].strip()) for f in data[:3]):
-        raise NettuneError(f"{path}: neither iperf3 JSON (-J) nor iperf2 CSV (-y C) output")
-    header = next((f for f in rows if f[0].strip().lower() == "time"), None)
-    udp = any("jitter" in x.lower() for x in header) if header else len(data[0]) in (14, 17)
-    _check_complete(path, text, udp, hints)
-    wl = _workload(path, "iperf2", hints, protocol="udp" if udp else None)
-    eng = Iperf2Engine()
-    res = eng.parse(wl, _side(path, text), _side(path, "", role="server"))
-    if not res.ok and res.sender_bps is not None:
-        # One side's report only (the usual case for old logs): let the same rows stand
-        # for both sides, and say so, rather than leave the run without a rate.
-        res = eng.parse(wl, _side(path, text), _side(path, text, role="server"))
-        if res.ok:
-            res.warnings.append("one side's iperf2 report only: sender and receiver rates both come from it")
-    res.client, res.server = _side(path, text), None
-    return res
-
-
-def _check_complete(path: Path, text: str, udp: bool, hints: dict[str, Any]) -> None:
-    """A CSV report cut off at any byte: its last line is unfinished, a stream's interval
-    rows have no final row after them, or (with --set duration) the report is too short."""
-    if not text.rstrip(" \t").endswith("\n"):
-        raise NettuneError(f"{path}: cut off: the last line has no newline at its end (if the file is complete, add one)")
-    rows, _ = parse_rows(text, udp)
-    if not rows:
-        return  # the parser says what is wrong
-    end = max(r.end for r in rows)
-    streams: dict[tuple[int, int, int], bool] = {}
-    for r in rows:  # a stream is one socket's rows; its final row runs from 0 to the end
-        key = (r.src_port, r.dst_port, r.tid)
-        streams[key] = streams.get(key, False) or (r.start < 0.05 and r.end >= end - 0.5)
-    unfinished = sum(1 for done in streams.values() if not done)
-    if unfinished:
-        raise NettuneError(f"{path}: cut off: {unfinished} stream(s) have interval rows but no final report")
-    counts = Counter((r.src_port, r.dst_port, r.tid) for r in rows)
-    if len(set(counts.values())) > 1:  # every stream of a whole report has one row per interval, plus its final
-        raise NettuneError(f"{path}: cut off: its streams have {min(counts.values())} to {max(counts.values())} rows, a whole report has as many for each")
-    want = hints.get("duration")
-    if isinstance(want, (int, float)) and not isinstance(want, bool) and end < 0.75 * want:
-        raise NettuneError(f"{path}: the report covers {end:g}s but --set duration={want}; is the file cut off, or is --set wrong?")
 
 
 def read_files(files: list[Path], params: dict[str, Any]) -> list[tuple[Path, TestResult | None, str]]:

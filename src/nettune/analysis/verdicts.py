@@ -1,0 +1,160 @@
+"""What `analyze()` returns: dataclasses whose `to_dict()` is exactly the JSON `nettune
+analyze --format json` prints (fields in the order shown, Gbit/s-scaled values as the
+metric's unit says). The report and the CLI read their attributes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compare import Comparison
+from .fairness import Fairness
+from .serial import JsonRecord
+from .stats import Summary
+from .sweep import Curve, Effect
+
+
+@dataclass
+class PointRow(JsonRecord):
+    """One point's counted runs summarised in the metric's unit, with CPU per side."""
+
+    point: dict[str, Any]
+    label: str
+    failed: int
+    metric: str
+    unit: str
+    n: int
+    mean: float | None
+    median: float | None
+    stdev: float | None
+    min: float | None
+    max: float | None
+    cv: float | None
+    ci_low: float | None
+    ci_high: float | None
+    half_width: float | None
+    outliers: list[int]  # indices into the counted runs
+    margin: float | None
+    outlier_runs: list[int]  # their run numbers (0-based)
+    cpu_client: float | None = None
+    cpu_client_ci: float | None = None
+    cpu_server: float | None = None
+    cpu_server_ci: float | None = None
+    cpu_host: float | None = None
+    cpu_host_ci: float | None = None
+    fairness: Fairness | None = None
+
+    @classmethod
+    def of(cls, point: dict[str, Any], label: str, failed: int, metric: str, unit: str, s: Summary,
+           outlier_runs: list[int]) -> "PointRow":
+        return cls(point, label, failed, metric, unit, s.n, s.mean, s.median, s.stdev, s.min, s.max, s.cv,
+                   s.ci_low, s.ci_high, s.half_width, list(s.outliers), s.margin, outlier_runs)
+
+    def cpu(self, side: str) -> tuple[float | None, float | None]:
+        """(mean, 95% half-width) of the CPU of `side`: client, server or host."""
+        return {"client": (self.cpu_client, self.cpu_client_ci), "server": (self.cpu_server, self.cpu_server_ci),
+                "host": (self.cpu_host, self.cpu_host_ci)}[side]
+
+
+@dataclass
+class Best(JsonRecord):
+    point: dict[str, Any]
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+@dataclass
+class LevelComparison(JsonRecord):
+    """One level of a parameter against its first level (the baseline)."""
+
+    param: str
+    level: Any
+    baseline: Any
+    fixed: dict[str, Any]
+    comparison: Comparison | None  # None: single runs, no test possible
+    text: str
+
+    @property
+    def verdict(self) -> str | None:
+        return None if self.comparison is None else self.comparison.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"param": self.param, "level": self.level, "baseline": self.baseline, "fixed": self.fixed}
+        out |= self.comparison.to_dict() if self.comparison else {"verdict": None, "text": ""}
+        return out | {"text": self.text}
+
+
+@dataclass
+class ParameterResult(JsonRecord):
+    """What one swept parameter did: curves (numeric, >= 3 levels), comparisons, effect."""
+
+    name: str
+    kind: str  # numeric or categorical
+    levels: list[Any]
+    curves: list[Curve] = field(default_factory=list)
+    comparisons: list[LevelComparison] = field(default_factory=list)
+    effect: Effect | None = None
+
+
+@dataclass
+class Efficiency(JsonRecord):
+    """The point with the most Gbit/s per core of one side's CPU."""
+
+    side: str
+    point: dict[str, Any]
+    gbps: float
+    cpu_percent: float
+    gbps_per_core: float
+    host_cores: int | None
+    text: str
+
+
+@dataclass
+class PointFairness(JsonRecord):
+    point: dict[str, Any]
+    label: str
+    streams: int
+    jain_mean: float
+    jain_min: float
+    slowest_bps: float
+    fastest_bps: float
+    runs: int
+
+    @classmethod
+    def of(cls, row: PointRow, f: Fairness) -> "PointFairness":
+        return cls(row.point, row.label, f.streams, f.jain_mean, f.jain_min, f.slowest_bps, f.fastest_bps, f.runs)
+
+
+@dataclass
+class PointOutliers(JsonRecord):
+    point: dict[str, Any]
+    runs: list[int]
+
+
+@dataclass
+class NoisyPoint(JsonRecord):
+    point: dict[str, Any]
+    cv: float
+
+
+@dataclass
+class Analysis(JsonRecord):
+    study: str
+    study_id: int
+    metric: str
+    unit: str
+    higher_is_better: bool
+    saturation_threshold: float
+    params: list[str]  # every varying parameter
+    parameters_swept: list[str]  # the independent ones (the axes)
+    points: list[PointRow]
+    best: Best
+    parameters: list[ParameterResult] = field(default_factory=list)
+    efficiency: list[Efficiency] = field(default_factory=list)
+    fairness: list[PointFairness] = field(default_factory=list)
+    instrument: list[str] = field(default_factory=list)
+    outliers: list[PointOutliers] = field(default_factory=list)
+    noisy: list[NoisyPoint] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    headline: list[str] = field(default_factory=list)

@@ -1,0 +1,25 @@
+"""Markdown: a pipe table. Prose columns (`Table.left`) are left-aligned, numbers right;
+a '|' in a cell is escaped and a line break becomes a space, so a row stays one line."""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Table, TextExporter
+
+
+def escape(v: Any) -> str:
+    return ("" if v is None else str(v)).replace("|", "\\|").replace("\n", " ")
+
+
+class MarkdownExporter(TextExporter):
+    name = "markdown"
+    suffix = ".md"
+
+    def text(self, table: Table) -> str:
+        lines = ["| " + " | ".join(table.columns) + " |",
+                 "|" + "|".join("---" if c in table.left else "---:" for c in table.columns) + "|"]
+        lines += ["| " + " | ".join(escape(v) for v in table.values(row)) + " |" for row in table.rows]
+        return "\n".join(lines) + "\n"
+
+
+EXPORTER = MarkdownExporter()

@@ -1,0 +1,97 @@
+"""The tables of runs the commands export, built from `store.RunRecord`s:
+
+- `results_table`: `nettune results --format json` (the point nested, per-stream results
+  kept) and, `flat=True`, `--format csv` (the point's parameters as the first columns);
+- `export_table`: `nettune export`, one flat row per run with the parameters as columns,
+  the same columns in csv, json and parquet.
+
+The column rule, in every format: a sweep parameter gets its own column named after it,
+unless a run column has that name (`protocol`, `duration`, `run`...): then it is
+`param_<name>`, so no column appears twice.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..errors import NettuneError
+from ..store.records import RunRecord
+from ..store.sqlite import METRICS
+from .base import Table, export_table as write_table
+
+# Fields every `results --format json` record carries (documented in docs/results.md).
+JSON_FIELDS = [
+    "study", "study_id", "point", "run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "duration",
+    "sender_bps", "receiver_bps", "total_bps", "sender_bytes", "receiver_bytes", "retransmits", "max_cwnd",
+    "rtt_mean_us", "rtt_min_us", "rtt_max_us", "jitter_ms", "lost_packets", "packets", "lost_percent",
+    "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits",
+    "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq", "cpu_extra", "tool_cpu", "warnings", "settings", "streams",
+    "pair",
+]
+# The JSON fields a CSV cell can hold (after the parameters; warnings joined with '; ').
+CSV_FIELDS = [f for f in JSON_FIELDS if f not in ("point", "cpu_extra", "tool_cpu", "settings", "streams")]
+
+EXPORT_FORMATS = ("csv", "json", "parquet")
+EXPORT_BASE = ["study", "study_id", "point_idx"]
+EXPORT_RUN = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration"]
+EXPORT_AFTER = ["total_bps", *METRICS, "n_streams", "warnings"]
+
+
+def param_names(runs: list[RunRecord]) -> list[str]:
+    """Every parameter of every point, in first-seen order."""
+    names: dict[str, None] = {}
+    for r in runs:
+        names.update(dict.fromkeys(r.point))
+    return list(names)
+
+
+def param_column(name: str, taken: Iterable[str]) -> str:
+    """A parameter's column: its name, or `param_<name>` if a run column is called that."""
+    return f"param_{name}" if name in taken else name
+
+
+def _record(r: RunRecord) -> dict[str, Any]:
+    return r.to_dict() | {"total_bps": r.total_bps, "pair": r.pair}
+
+
+def results_table(runs: list[RunRecord], flat: bool = False) -> Table:
+    """`nettune results`: nested JSON records, or (flat) the CSV's parameter columns first."""
+    if not flat:
+        return Table(JSON_FIELDS, [_record(r) for r in runs])
+    params = param_names(runs)
+    cols = [param_column(p, CSV_FIELDS) for p in params]
+    rows = [{c: r.point.get(p) for c, p in zip(cols, params)} | {k: v for k, v in _record(r).items() if k in CSV_FIELDS} for r in runs]
+    return Table(cols + CSV_FIELDS, rows)
+
+
+def export_table(runs: list[RunRecord]) -> Table:
+    """`nettune export`: every run (warm-up and failed ones too, with their flags)."""
+    params = param_names(runs)
+    taken = EXPORT_BASE + EXPORT_RUN + EXPORT_AFTER
+    cols = [param_column(p, taken) for p in params]
+    rows = []
+    for r in runs:
+        d = r.to_dict()
+        row: dict[str, Any] = {"study": r.study, "study_id": r.study_id, "point_idx": r.point_idx}
+        row |= {c: r.point.get(p) for c, p in zip(cols, params)}
+        row |= {k: d[k] for k in EXPORT_RUN}
+        row["total_bps"] = r.total_bps
+        row |= {k: d[k] for k in METRICS}
+        row["n_streams"] = len(r.forward_streams) or None
+        row["warnings"] = "; ".join(r.warnings)
+        rows.append(row)
+    return Table(EXPORT_BASE + cols + EXPORT_RUN + EXPORT_AFTER, rows)
+
+
+def frame(runs: list[RunRecord]) -> Any:
+    """The export table as a pandas DataFrame (as written to parquet)."""
+    from .parquet import frame as to_frame
+
+    return to_frame(export_table(runs))
+
+
+def export(runs: list[RunRecord], fmt: str, out: Path | None) -> str | None:
+    """`nettune export`: write the runs as `fmt` to `out`; without `out` return the text."""
+    if fmt not in EXPORT_FORMATS:
+        raise NettuneError(f"--format {fmt!r}: use csv, json or parquet")
+    return write_table(export_table(runs), fmt, out)

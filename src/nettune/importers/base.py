@@ -1,0 +1,63 @@
+"""The importer family: files written by a tool outside nettune that become runs.
+
+A member is one file in this package with an `IMPORTER` object: its `name`, what it
+reads (`describes`, for messages), `detect(text)` (is this text its format?) and
+`read(path, text, hints)` -> the `TestResult` a live test of that tool would have given,
+through the same parser (engines.*). `IMPORTERS` lists them in the order they are asked;
+the first whose `detect` says yes reads the file. Checking the file (size, encoding, a
+failed or cut-off report) before and storing it after is `intake.py`'s job.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from ..engines.result import SideOutput, TestResult
+from ..errors import NettuneError
+from ..spec.models import Workload
+
+# --set keys that also tell the parser what the test was
+WORKLOAD_HINTS = ("protocol", "parallel", "reverse", "bidir", "duration")
+
+Hints = dict[str, Any]  # the --set values (the point's parameters)
+
+
+class Importer(Protocol):
+    name: str
+    describes: str  # "iperf3 JSON (-J)": what a file that no member recognises is not
+
+    def detect(self, text: str) -> bool:
+        """Whether `text` (a whole file, decoded) is in this importer's format."""
+        ...
+
+    def read(self, path: Path, text: str, hints: Hints) -> TestResult:
+        """The run the file records; NettuneError (one line naming `path`) if it cannot be read."""
+        ...
+
+
+def side(path: Path, text: str, started: float | None = None, role: str = "client") -> SideOutput:
+    """The file as one side's raw output: stored verbatim with the run."""
+    return SideOutput(role=role, host="imported", argv=["nettune-import", str(path)], stdout=text, started=started, exit_code=0)
+
+
+def workload(path: Path, engine: str, hints: Hints, **found: Any) -> Workload:
+    """The workload the file ran: what it says (`found`), overridden by the --set hints."""
+    data = {"engine": engine} | {k: v for k, v in found.items() if v is not None}
+    data |= {k: hints[k] for k in WORKLOAD_HINTS if k in hints}  # checked by check_args
+    try:
+        return Workload.model_validate(data)
+    except ValidationError as e:  # so a value read from the file itself is implausible
+        err = e.errors(include_url=False)[0]
+        field = str(err["loc"][0]) if err["loc"] else "test"
+        shown = repr(found.get(field))[:40]
+        raise NettuneError(f"{path}: the report's {field} ({shown}) is not usable: {err['msg'].removeprefix('Value error, ')}") from None
+
+
+def importers() -> list[Importer]:
+    """The members, in the order they are asked (the registry)."""
+    from .iperf2_csv import IMPORTER as IPERF2_CSV
+    from .iperf3_json import IMPORTER as IPERF3_JSON
+
+    return [IPERF3_JSON, IPERF2_CSV]
