@@ -50,6 +50,8 @@ class RemotePlaces:
         reach = reach_of(rec)
         label = rec.get("label", "?")
         who = f"{label} ({reach.get('address')})"
+        if reach.get("sandbox"):  # the test seam's directory tree (targets/sandbox.py): no connection
+            return Place(label, "remote", self._sandbox(who, label, reach))
         if not reach.get("port"):
             raise self._fail(who, "the journal does not say how to reach it (written by an older nettune)")
         key = (reach["address"], reach["port"], reach.get("user"), reach.get("host_key"))
@@ -67,6 +69,14 @@ class RemotePlaces:
     def _fail(self, who: str, why: str) -> KnobError:
         self.unreachable[who] = why
         return KnobError(f"cannot reach {who}: {why}")
+
+    def _sandbox(self, who: str, label: str, reach: dict[str, Any]) -> Any:
+        from ..targets.sandbox import SandboxHost
+
+        try:
+            return SandboxHost.from_reach(label, reach)
+        except OSError as e:
+            raise self._fail(who, str(e)) from None
 
     def _host(self, label: str, reach: dict[str, Any]) -> Any:
         from ..spec.ssh import SshHostSpec
