@@ -244,3 +244,22 @@ def test_sigterm_mid_sweep_restores_and_marks_interrupted(sandbox, tmp_path):
     no_process_of(owner)  # it stopped its own processes
     with Store(db) as store:
         assert store.find_study(NAME)["status"] == "interrupted"
+
+
+def test_the_sandbox_never_changes_this_machine(tmp_path):
+    """Paths under /proc/sys and /sys are the tree's; `ip link set` is emulated on it; a
+    command that could change the machine is refused, even as root."""
+    from nettune.targets.sandbox import SandboxHost, seed_tree
+
+    seed_tree(tmp_path / "a")
+    host = SandboxHost("a", tmp_path / "a")
+    mtu = Path("/sys/class/net/lo/mtu").read_text()
+    assert host.run(["ip", "link", "set", "dev", "lo", "mtu", "9000"]).returncode == 0
+    assert host.read_text("/sys/class/net/lo/mtu").strip() == "9000" and Path("/sys/class/net/lo/mtu").read_text() == mtu
+    for argv in (["ip", "link", "set", "dev", "lo", "down"], ["tc", "qdisc", "del", "dev", "lo", "root"], ["ethtool", "-K", "lo", "gro", "off"], ["sysctl", "-w", "net.core.rmem_max=1"]):
+        r = host.run(argv)
+        assert r.returncode != 0 and "sandbox" in r.stderr
+    assert host.run(["test", "-w", "/proc/sys/net/core/rmem_max"]).returncode == 0
+    with pytest.raises(OSError):
+        host.write_text("/proc/sys/net/core/no_such_sysctl", "1")  # the kernel's files cannot be created
+    assert host.reach() == {"sandbox": str(tmp_path / "a"), "address": "127.0.0.1"}
