@@ -2,9 +2,7 @@
 curve, a peak then a decline, a flat line, a noisy one, knobs that did and did not
 matter, CPU efficiency, stream fairness and the instrument-bottleneck hint."""
 import json
-import random
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
 
@@ -12,48 +10,11 @@ from nettune.analysis.analyze import analyze
 from nettune.analysis.compare import between_studies, within_study
 from nettune.analysis.data import load
 from nettune.analysis.fairness import jain
-from nettune.engines.result import Interval, StreamResult
-from nettune.engines.result import TestResult as Result  # not "Test*": pytest would try to collect it
 from nettune.errors import NettuneError
-from nettune.spec.models import Study
 from nettune.store import Store
 
 from conftest import nettune
-
-Cpu = Callable[[dict, float], tuple[float, float, float]]
-
-
-def build(store: Store, name: str, points: list[tuple[dict[str, Any], float]], *, runs: int = 3, noise: float = 0.01,
-          seed: int = 0, sweep: dict | None = None, engine: str = "iperf3", version: str = "3.16",
-          cpu: Cpu = lambda p, g: (50.0, 60.0, 20.0), stream_skew: float = 0.0, warmup: int = 0, failed: int = 0,
-          facts: dict | None = None) -> int:
-    """Write a synthetic study: `points` are (params, true Gbit/s); each run adds gaussian noise."""
-    if sweep is None:
-        sweep = {k: list(dict.fromkeys(p[k] for p, _ in points)) for k in points[0][0]}
-    study = Study.model_validate({"name": name, "target": {"kind": "local"}, "sweep": sweep})
-    sid = store.begin_study(study, f'name = "{name}"\n# synthetic\n', f"{name}.toml")
-    store.add_facts(sid, facts or {"client": {"cpu_count": 8, "kernel": "Linux 6.1"}})
-    rng = random.Random(seed)
-    for i, (params, gbps) in enumerate(points):
-        pid = store.add_point(sid, i, params)
-        n_streams = int(params.get("parallel", params.get("streams", 1)))
-        for r in range(warmup + runs + failed):
-            bps = gbps * 1e9 * (1 + rng.gauss(0, noise))
-            if r < warmup:
-                bps *= 5  # a warm-up that would distort every mean if it were counted
-            ok = r < warmup + runs
-            weights = [1 + stream_skew * k for k in range(n_streams)]
-            streams = [StreamResult(id=k, receiver_bps=bps * w / sum(weights), sender_bps=bps * w / sum(weights)) for k, w in enumerate(weights)]
-            c, s, h = cpu(params, gbps)
-            res = Result(
-                engine=engine, tool_version=version, ok=ok, error=None if ok else "connection refused",
-                receiver_bps=bps if ok else None, sender_bps=bps if ok else None, duration=5.0,
-                cpu_client=c, cpu_server=s, cpu_host=h, streams=streams if ok else [],
-                intervals=[Interval(start=t, end=t + 1.0, bps=bps * (1 + rng.gauss(0, 0.02))) for t in range(5)] if ok else [],
-            )
-            store.add_run(sid, pid, r, r < warmup, res, {})
-    store.finish_study(sid, "done")
-    return sid
+from study_builders import DG, DP, build, study_a
 
 
 @pytest.fixture
@@ -65,18 +26,6 @@ def store(tmp_path: Path) -> Store:
 
 def curves(result: dict, param: str) -> list[dict]:
     return next(p for p in result["parameters"] if p["name"] == param)["curves"]
-
-
-QUEUES = [1, 2, 4, 8, 16, 32, 40]
-STUDY_A = [10, 19, 35, 55, 72, 75, 77]
-
-
-def study_a(store: Store, name: str = "A") -> int:
-    # queues x streams multiplier, streams derived: host CPU climbs faster than throughput
-    pts = [({"queues": q, "mult": m, "streams": q * m}, g * (1 + 0.01 * m)) for q, g in zip(QUEUES, STUDY_A) for m in (1, 2)]
-    host = {1: 4.0, 2: 6.0, 4: 10.0, 8: 14.0, 16: 30.0, 32: 60.0, 40: 75.0}
-    return build(store, name, pts, sweep={"queues": QUEUES, "mult": [1, 2], "streams": "{queues} * {mult}"},
-                 cpu=lambda p, g: (40.0 + p["queues"], 50.0 + p["queues"], host[p["queues"]]))
 
 
 def test_saturating_curve(store):
@@ -100,10 +49,6 @@ def test_best_throughput_per_cpu(store):
     assert eff["host"]["gbps_per_core"] == pytest.approx(eff["host"]["gbps"] / (eff["host"]["cpu_percent"] / 100 * 8))
     assert "per core" in eff["host"]["text"]
     assert {"client", "server", "host"} <= set(eff)
-
-
-DP = [1, 2, 8, 10, 12, 20]
-DG = [33, 61, 242, 288, 225, 163]
 
 
 @pytest.mark.parametrize("runs", [3, 1])

@@ -17,7 +17,7 @@ from nettune.exporters.runs import export, frame
 from nettune.importers import import_files, parse_sets
 
 from conftest import ROOT, nettune
-from test_analysis import build
+from study_builders import build
 
 FIX = ROOT / "tests" / "fixtures"
 

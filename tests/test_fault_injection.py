@@ -223,24 +223,32 @@ def test_interrupt_cleans_up_by_itself(env, defaults, sig):
     assert "nothing to restore" in nettune("restore", check=True).stdout
 
 
-def test_exception_inside_a_test_restores(env, defaults, monkeypatch):
+class FailingProgress:
+    """A Progress (run_study's own parameter) that raises as the second test starts: the
+    lab is up and the knobs are applied, as inside a test. No module is patched; the
+    no-root version of this test raises inside the client's start instead, through the
+    sandbox seam (tests/test_sandbox.py)."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def start(self, study, total_tests, expected_seconds): ...
+    def test_end(self, slot, result, seconds): ...
+    def message(self, text): ...
+
+    def test_start(self, slot, index):
+        self.calls.append(1)
+        if len(self.calls) == 2:
+            raise RuntimeError("injected failure inside a test")
+
+
+def test_exception_inside_a_test_restores(env, defaults):
     from nettune import Store, load_study, run_study
-    from nettune.run import slots as run_mod  # where run_study's slots call run_test
 
     f = write_study(env)
     before = machine_values()
-    real = run_mod.run_test
-    calls = []
-
-    def boom(*a, **kw):
-        calls.append(1)
-        if len(calls) == 2:
-            raise RuntimeError("injected failure inside a test")
-        return real(*a, **kw)
-
-    monkeypatch.setattr(run_mod, "run_test", boom)
     with Store(env / "r.db") as store, pytest.raises(RuntimeError, match="injected"):
-        run_study(load_study(f), store, f.read_text(), str(f))
+        run_study(load_study(f), store, f.read_text(), str(f), progress=FailingProgress())
     assert machine_values() == before
     assert not my_namespaces()
     assert Journal().open_sessions() == []

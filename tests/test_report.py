@@ -14,7 +14,7 @@ from nettune.report.build import build_report
 from nettune.store import Store
 
 from conftest import nettune
-from test_analysis import DG, DP, study_a, build
+from study_builders import DG, DP, study_a, build
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")

@@ -11,7 +11,7 @@ from nettune.report.table import columns, rich_table
 from nettune.store import Store
 
 from conftest import ROOT, nettune
-from test_analysis import build
+from study_builders import build
 
 
 def render(table, width: int) -> str:

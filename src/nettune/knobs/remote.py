@@ -50,12 +50,12 @@ class RemotePlaces:
         reach = reach_of(rec)
         label = rec.get("label", "?")
         who = f"{label} ({reach.get('address')})"
-        if not reach.get("port"):
-            raise self._fail(who, "the journal does not say how to reach it (written by an older nettune)")
         if who in self.unreachable:
             raise KnobError(f"cannot reach {who}: {self.unreachable[who]}")
         try:
             host = self._reconnect.host(label, reach)
+        except LookupError as e:  # the record does not say how to reach it
+            raise self._fail(who, str(e).strip("'\"")) from None
         except ConnectionError as e:  # refused key, unreachable, sudo broken
             raise self._fail(who, str(e)) from None
         except ValueError as e:  # pydantic's ValidationError: a journal edited by hand

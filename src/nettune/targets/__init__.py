@@ -14,8 +14,10 @@ def _lab(study: Any) -> Target:
 
 def _local(study: Any) -> Target:
     from .local import LocalTarget
+    from .sandbox import SandboxTarget, sandbox_dir
 
-    return LocalTarget(study)
+    root = sandbox_dir()  # a test seam (NETTUNE_SANDBOX, tests only): see sandbox.py
+    return SandboxTarget(study, root) if root is not None else LocalTarget(study)
 
 
 def _ssh(study: Any) -> Target:

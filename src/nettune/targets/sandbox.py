@@ -1,0 +1,196 @@
+"""The sandbox target: a test seam (like hyperfine's MockExecutor), not a user feature.
+
+FOR TESTS ONLY. It is enabled by the environment variable NETTUNE_SANDBOX=DIR, and only
+for studies with `[target] kind = "local"` (targets.make_target picks it then); there is
+no spec kind for it, so no study file can ask for it.
+
+What it fakes: each host's /proc/sys and /sys live in DIR/<host>/ (seeded with the
+values of a typical Linux 6.x machine the first time), so knobs read and write files
+there instead of the kernel's. Commands that would change this machine (`ip`, `tc`,
+`ethtool`, `sysctl`...) are never run: `ip link set dev X mtu|txqueuelen N` is emulated
+on the tree, and a command outside a short read-only list fails as "not emulated".
+What stays real: iperf3/iperf2 run on 127.0.0.1 as the local target runs them
+(`which` finds the installed tools), /proc/stat and /proc/PID for the CPU probe,
+sockets, the knob journal, the store. So run, knob session, `nettune restore` and
+failure paths run end to end without root and without creating a namespace.
+
+The journal records a sandbox host's place as remote with `reach` = {"sandbox": its
+tree, "address": ...}: `nettune restore` after a kill -9 finds the tree again from the
+journal alone (knobs/remote.py), with or without NETTUNE_SANDBOX set.
+
+Faults, read from DIR/faults.json at every client start (so a test can write it before
+`nettune run`): {"raise_in_client": N} makes the Nth client start raise RuntimeError
+(an exception inside a test); {"fail_clients": [N, ...]} starts those clients with an
+option the real tool refuses, so they fail as a failing client does. Counted from 1 per
+run, across hosts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .base import CommandResult, HostBase, TargetBase
+from .facts import linux_facts
+from .local import LocalHost
+from .procs import LocalProc, run_local
+
+ENV = "NETTUNE_SANDBOX"
+MAPPED = ("/proc/sys/", "/sys/")  # the paths that live in the tree
+# run for real: they change nothing on this machine
+REAL_COMMANDS = {"uname", "iperf3", "iperf", "test", "ls", "cat", "mkdir", "chmod", "rm", "nproc", "true", "false"}
+BAD_OPTION = "--nettune-sandbox-injected-failure"
+
+# what a fresh Linux 6.x machine holds (paths relative to a host's tree)
+SEED = {
+    "proc/sys/net/core/rmem_max": "212992",
+    "proc/sys/net/core/wmem_max": "212992",
+    "proc/sys/net/core/netdev_max_backlog": "1000",
+    "proc/sys/net/core/somaxconn": "4096",
+    "proc/sys/net/core/optmem_max": "20480",
+    "proc/sys/net/core/default_qdisc": "fq_codel",
+    "proc/sys/net/ipv4/tcp_rmem": "4096\t131072\t6291456",
+    "proc/sys/net/ipv4/tcp_wmem": "4096\t16384\t4194304",
+    "proc/sys/net/ipv4/tcp_mtu_probing": "0",
+    "proc/sys/net/ipv4/tcp_fin_timeout": "60",
+    "proc/sys/net/ipv4/tcp_congestion_control": "cubic",
+    "proc/sys/net/ipv4/tcp_available_congestion_control": "reno cubic",
+    "proc/sys/net/ipv4/tcp_allowed_congestion_control": "reno cubic",
+    "sys/devices/system/cpu/possible": "0-3",
+    "sys/class/net/lo/ifindex": "1",
+    "sys/class/net/lo/mtu": "65536",
+    "sys/class/net/lo/tx_queue_len": "1000",
+    "sys/class/net/lo/flags": "0x9",
+    "sys/class/net/lo/queues/rx-0/rps_cpus": "0",
+    "sys/class/net/lo/queues/tx-0/xps_cpus": "0",
+}
+
+
+def sandbox_dir() -> Path | None:
+    """The sandbox root when a test enabled it (NETTUNE_SANDBOX), else None."""
+    d = os.environ.get(ENV)
+    return Path(d) if d else None
+
+
+def seed_tree(root: Path) -> None:
+    """Create the files of SEED that are missing under one host's tree (a test may pre-seed)."""
+    for rel, value in SEED.items():
+        p = root / rel
+        if not p.exists():
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(value + "\n")
+
+
+class _Faults:
+    """Client starts counted across the hosts of one run, and the faults asked for."""
+
+    def __init__(self, file: Path | None):
+        self.file, self.clients = file, 0
+
+    def client_argv(self, argv: list[str]) -> list[str]:
+        if "-c" not in argv:
+            return argv  # a server
+        self.clients += 1
+        try:
+            faults = json.loads(self.file.read_text()) if self.file else {}
+        except FileNotFoundError:
+            faults = {}
+        if faults.get("raise_in_client") == self.clients:
+            raise RuntimeError(f"injected failure inside a test (nettune sandbox, client {self.clients})")
+        if self.clients in faults.get("fail_clients", []):
+            return [argv[0], BAD_OPTION, *argv[1:]]
+        return argv
+
+
+class SandboxHost(HostBase):
+    """A host whose /proc/sys and /sys are files under `root`; processes run on loopback."""
+
+    interface = "lo"
+
+    def __init__(self, name: str, root: Path, faults: _Faults | None = None, address: str = "127.0.0.1"):
+        self.name, self.address = name, address
+        self.root = Path(root)
+        self._faults = faults or _Faults(None)
+        self._real = LocalHost(name, address)  # sockets and processes: this machine's own
+
+    @classmethod
+    def from_reach(cls, label: str, reach: dict[str, Any]) -> "SandboxHost":
+        """The host a journal's `reach` names (for `nettune restore` in a new process)."""
+        root = Path(reach["sandbox"])
+        if not root.is_dir():
+            raise FileNotFoundError(f"the sandbox tree {root} no longer exists")
+        return cls(label, root, address=str(reach.get("address") or "127.0.0.1"))
+
+    def path(self, path: str) -> str:
+        """Where `path` lives for this host: in the tree for /proc/sys and /sys, else as is."""
+        return str(self.root / path.lstrip("/")) if path.startswith(MAPPED) else path
+
+    def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> LocalProc:
+        return self._real.spawn(self._faults.client_argv(argv), env)
+
+    def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        tool = os.path.basename(argv[0]) if argv else ""
+        if tool == "ip":
+            return self._ip(argv)
+        if tool not in REAL_COMMANDS:
+            return CommandResult(argv, 1, "", f"{tool}: not emulated by the nettune sandbox (it never changes this machine)")
+        return run_local([self.path(a) for a in argv], timeout)
+
+    def _ip(self, argv: list[str]) -> CommandResult:
+        m = re.fullmatch(r"ip link set dev (\S+) (mtu|txqueuelen) (\d+)", " ".join(argv))
+        if not m:
+            return CommandResult(argv, 1, "", "ip: only `ip link set dev DEV mtu|txqueuelen N` is emulated by the nettune sandbox")
+        dev, what, value = m.groups()
+        f = self.root / "sys/class/net" / dev / ("mtu" if what == "mtu" else "tx_queue_len")
+        if not f.exists():
+            return CommandResult(argv, 1, "", f'Cannot find device "{dev}"')
+        f.write_text(value + "\n")
+        return CommandResult(argv, 0, "", "")
+
+    def read_text(self, path: str) -> str:
+        return Path(self.path(path)).read_text()
+
+    def write_text(self, path: str, text: str) -> None:
+        p = Path(self.path(path))
+        if path.startswith(MAPPED) and not p.exists():  # the kernel's files cannot be created
+            raise FileNotFoundError(2, "No such file or directory", path)
+        p.write_text(text)
+
+    def which(self, tool: str) -> str | None:
+        return self._real.which(tool)
+
+    def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
+        return self._real.listening(port, proto, pid)
+
+    def reach(self) -> dict[str, Any] | None:
+        return {"sandbox": str(self.root), "address": self.address}
+
+
+class SandboxTarget(TargetBase):
+    """Every host of a local study as a SandboxHost with its own tree under `root`."""
+
+    kind = "local"
+
+    def __init__(self, study: Any, root: Path):
+        root = Path(root)
+        faults = _Faults(root / "faults.json")
+        self.hosts = {}
+        for h in study.target.hosts:
+            seed_tree(root / h)
+            self.hosts[h] = SandboxHost(h, root / h, faults)
+
+    def prepare(self, resolved: Any) -> dict[str, Any]:
+        return {}
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for name, host in self.hosts.items():
+            one = linux_facts(host)
+            one["interface"] = {"name": "lo", "mtu": int(host.read_text("/sys/class/net/lo/mtu"))}
+            out[name] = one
+        return out
+
+
+__all__ = ["ENV", "SandboxHost", "SandboxTarget", "sandbox_dir", "seed_tree"]

@@ -1,0 +1,265 @@
+"""Run, knob session, restore after kill -9, and failure paths, WITHOUT root.
+
+The hosts are the sandbox test seam (src/nettune/targets/sandbox.py, enabled by
+NETTUNE_SANDBOX for a `kind = "local"` study): their /proc/sys and /sys are a directory
+tree under tmp_path, while iperf3 really runs on 127.0.0.1, the knob journal is really
+written (NETTUNE_STATE_DIR in tmp_path, never /var/lib/nettune) and `nettune restore`
+really runs as a new process. These tests pass as a normal user (docs/development.md
+says how to check), and as root they change nothing on the machine.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from nettune import Store, parse_study, run_study
+from nettune.knobs.journal import Journal
+from nettune.targets.procs import kill_pid, owner_token, start_time, started_by
+from nettune.targets.sandbox import SEED
+
+from conftest import needs_iperf3, nettune
+
+pytestmark = needs_iperf3
+
+NAME = "nettune-t-sandbox"
+RMEM = "proc/sys/net/core/rmem_max"
+CC = "proc/sys/net/ipv4/tcp_congestion_control"
+TXQ = "sys/class/net/lo/tx_queue_len"
+POINTS = [1000000, 2000000, 3000000]
+
+
+def study_text(runs: int = 1) -> str:
+    return f"""
+name = "{NAME}"
+[target]
+kind = "local"
+[workload]
+duration = 1
+[sweep]
+rmem = {POINTS}
+[repeat]
+runs = {runs}
+[knobs]
+"sysctl:net.core.rmem_max" = "{{rmem}}"
+"cc" = "reno"
+"txqueuelen" = 2000
+"""
+
+
+@pytest.fixture()
+def sandbox(tmp_path, monkeypatch) -> Path:
+    """The tree, the journal and the process records of this test, all under tmp_path."""
+    tree = tmp_path / "tree"
+    env = {"NETTUNE_SANDBOX": str(tree), "NETTUNE_STATE_DIR": str(tmp_path / "state"), "NETTUNE_RUN_DIR": str(tmp_path / "run")}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return tree
+
+
+def value(tree: Path, host: str, rel: str) -> str:
+    return (tree / host / rel).read_text().strip()
+
+
+def seeded(tree: Path) -> dict[str, dict[str, str]]:
+    """Every seeded file of every host, as the tree holds it now."""
+    return {h.name: {rel: value(tree, h.name, rel) for rel in SEED} for h in sorted(tree.iterdir()) if h.is_dir()}
+
+
+def original() -> dict[str, dict[str, str]]:
+    return {h: {rel: v.strip() for rel, v in SEED.items()} for h in ("client", "server")}
+
+
+def no_process_of(owner: str) -> None:
+    assert started_by({owner}) == [], "iperf processes of the run are still alive"
+
+
+def start_run(f: Path, db: Path) -> tuple[subprocess.Popen, str]:
+    """`nettune run` as a user starts it, and its owner token (what its processes carry)."""
+    p = subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(db)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ)
+    return p, f"{p.pid} {start_time(p.pid)}"
+
+
+def wait_until(p: subprocess.Popen, done: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while p.poll() is None and time.monotonic() < deadline and not done():
+        time.sleep(0.02)
+    assert p.poll() is None, p.stderr.read() if p.stderr else ""
+
+
+def second_point(tree: Path) -> Callable[[], bool]:
+    """Mid-sweep: the second point's value is in force."""
+    return lambda: (tree / "server" / RMEM).exists() and value(tree, "server", RMEM) == str(POINTS[1])
+
+
+def kill_9(p: subprocess.Popen, owner: str) -> None:
+    """SIGKILL the run, then stop what it left running: only the processes that carry its
+    owner token (never anyone else's)."""
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    for pid in started_by({owner}):
+        kill_pid(pid)
+
+
+class Watch:
+    """A Progress that reads the tree as each test starts: what the knobs set for it."""
+
+    def __init__(self, tree: Path):
+        self.tree, self.seen = tree, []
+
+    def start(self, study, total_tests, expected_seconds): ...
+    def test_end(self, slot, result, seconds): ...
+    def message(self, text): ...
+
+    def test_start(self, slot, index):
+        self.seen.append((slot.point.params["rmem"], value(self.tree, "server", RMEM), value(self.tree, "client", CC), value(self.tree, "client", TXQ)))
+
+
+def test_study_runs_into_the_store(sandbox, tmp_path):
+    study = parse_study(study_text(runs=2))
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(study, store, study_text(runs=2), "sandbox.toml")
+        runs = store.runs(out.study_id)
+        facts = store.facts(out.study_id)
+        status = store.find_study(NAME)["status"]
+    assert out.status == "done" and status == "done" and out.tests == 6 and out.failed == 0 and not out.warnings
+    assert all(r["ok"] and r["receiver_bps"] > 0 for r in runs)
+    assert sorted(r["point"]["rmem"] for r in runs) == sorted(POINTS * 2)
+    for r in runs:  # what each point set, stored with its run
+        assert r["settings"]["knobs"]["server"] == {"sysctl:net.core.rmem_max": str(r["point"]["rmem"]), "cc": "reno", "txqueuelen": 2000}
+    assert facts["server"]["tcp_congestion_control"] == "reno"  # read from the tree, once the first point is set
+    assert facts["server"]["iperf3_version"] and facts["server"]["interface"] == {"name": "lo", "mtu": 65536}
+    assert seeded(sandbox) == original()
+    no_process_of(owner_token())
+
+
+def test_knob_session_applies_per_point_journals_and_restores(sandbox, tmp_path):
+    watch = Watch(sandbox)
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(parse_study(study_text()), store, progress=watch)
+    assert out.status == "done"
+    # during each test the tree held that point's values
+    assert watch.seen == [(p, str(p), "reno", "2000") for p in POINTS]
+    recs = Journal().records()
+    changes = [r for r in recs if r["op"] == "change"]
+    # per host: rmem once per point, cc and txqueuelen once (kept between points)
+    assert len(changes) == 2 * (len(POINTS) + 2)
+    first = {(r["host"], r["knob"]): r for r in reversed(changes)}
+    assert first[("server", "sysctl:net.core.rmem_max")]["original"] == "212992"
+    assert first[("client", "cc")]["original"] == "cubic" and first[("client", "txqueuelen")]["original"] == 1000
+    assert all(r["place"]["reach"]["sandbox"] == str(sandbox / r["host"]) for r in changes)
+    assert [r["op"] for r in recs][-1] == "end" and Journal().open_sessions() == []
+    assert seeded(sandbox) == original()
+
+
+def test_restore_after_kill_9_mid_sweep(sandbox, tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(study_text(runs=2))
+    db = tmp_path / "r.db"
+    p, owner = start_run(f, db)
+    try:
+        wait_until(p, second_point(sandbox))
+    finally:
+        kill_9(p, owner)
+    assert value(sandbox, "server", RMEM) == str(POINTS[1]) and value(sandbox, "client", CC) == "reno"
+    (session,) = Journal().open_sessions()
+    assert session.pid == p.pid and session.changes
+    r = nettune("restore", check=True)
+    # newest change first: the second point's value, then the first's, back to the original
+    assert "restored: server: sysctl:net.core.rmem_max: 2000000 -> 1000000" in r.stdout
+    assert "restored: server: sysctl:net.core.rmem_max: 1000000 -> 212992" in r.stdout
+    assert "restored: client: cc: reno -> cubic" in r.stdout
+    assert seeded(sandbox) == original()
+    assert Journal().open_sessions() == []
+    assert "nothing to restore" in nettune("restore", check=True).stdout
+    with Store(db) as store:
+        assert store.find_study(NAME)["status"] == "running"  # killed: nobody could mark it
+
+
+def test_restore_finds_the_tree_without_the_environment(sandbox, tmp_path):
+    """The journal alone says where the tree is: a restore with NETTUNE_SANDBOX unset
+    (as a user would run it) still puts the values back there, not on this machine."""
+    f = tmp_path / "s.toml"
+    f.write_text(study_text(runs=3))
+    p, owner = start_run(f, tmp_path / "r.db")
+    try:
+        wait_until(p, lambda: any(r["op"] == "actual" for r in Journal().records()))
+    finally:
+        kill_9(p, owner)
+    assert Journal().open_sessions()
+    env = {k: v for k, v in os.environ.items() if k != "NETTUNE_SANDBOX"}
+    r = subprocess.run([sys.executable, "-m", "nettune.cli", "restore"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "restored:" in r.stdout and "this machine" not in r.stdout
+    assert seeded(sandbox) == original()
+    assert Journal().open_sessions() == []
+
+
+def test_failing_client_is_recorded_and_the_study_goes_on(sandbox, tmp_path):
+    sandbox.mkdir()
+    (sandbox / "faults.json").write_text(json.dumps({"fail_clients": [2]}))
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(parse_study(study_text()), store)
+        runs = store.runs(out.study_id)
+    assert out.status == "done" and out.tests == 3 and out.failed == 1
+    (bad,) = [r for r in runs if not r["ok"]]
+    assert bad["point"]["rmem"] == POINTS[1] and bad["error"]
+    assert all(r["ok"] for r in runs if r is not bad)
+    assert seeded(sandbox) == original()
+    assert Journal().open_sessions() == []
+    no_process_of(owner_token())
+
+
+def test_exception_inside_a_test_restores_and_marks_the_study_failed(sandbox, tmp_path):
+    sandbox.mkdir()
+    (sandbox / "faults.json").write_text(json.dumps({"raise_in_client": 2}))
+    with Store(tmp_path / "r.db") as store, pytest.raises(RuntimeError, match="injected"):
+        run_study(parse_study(study_text()), store)
+    with Store(tmp_path / "r.db") as store:
+        st = store.find_study(NAME)
+        assert st["status"] == "failed"
+        assert len(store.runs(st["id"])) == 1  # the first test was stored before the failure
+    assert seeded(sandbox) == original()
+    assert Journal().open_sessions() == []
+    no_process_of(owner_token())
+
+
+def test_sigterm_mid_sweep_restores_and_marks_interrupted(sandbox, tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(study_text(runs=2))
+    db = tmp_path / "r.db"
+    p, owner = start_run(f, db)
+    wait_until(p, second_point(sandbox))
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)
+    assert p.returncode != 0
+    assert seeded(sandbox) == original()
+    assert Journal().open_sessions() == []
+    no_process_of(owner)  # it stopped its own processes
+    with Store(db) as store:
+        assert store.find_study(NAME)["status"] == "interrupted"
+
+
+def test_the_sandbox_never_changes_this_machine(tmp_path):
+    """Paths under /proc/sys and /sys are the tree's; `ip link set` is emulated on it; a
+    command that could change the machine is refused, even as root."""
+    from nettune.targets.sandbox import SandboxHost, seed_tree
+
+    seed_tree(tmp_path / "a")
+    host = SandboxHost("a", tmp_path / "a")
+    mtu = Path("/sys/class/net/lo/mtu").read_text()
+    assert host.run(["ip", "link", "set", "dev", "lo", "mtu", "9000"]).returncode == 0
+    assert host.read_text("/sys/class/net/lo/mtu").strip() == "9000" and Path("/sys/class/net/lo/mtu").read_text() == mtu
+    for argv in (["ip", "link", "set", "dev", "lo", "down"], ["tc", "qdisc", "del", "dev", "lo", "root"], ["ethtool", "-K", "lo", "gro", "off"], ["sysctl", "-w", "net.core.rmem_max=1"]):
+        r = host.run(argv)
+        assert r.returncode != 0 and "sandbox" in r.stderr
+    assert host.run(["test", "-w", "/proc/sys/net/core/rmem_max"]).returncode == 0
+    with pytest.raises(OSError):
+        host.write_text("/proc/sys/net/core/no_such_sysctl", "1")  # the kernel's files cannot be created
+    assert host.reach() == {"sandbox": str(tmp_path / "a"), "address": "127.0.0.1"}
