@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from nettune.targets.base import CommandResult
 

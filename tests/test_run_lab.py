@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, lab_leftovers, needs_iperf2, needs_iperf3, needs_root, nettune
+from conftest import EXAMPLES, lab_leftovers, needs_iperf2, needs_iperf3, needs_root, nettune
 
 pytestmark = [needs_root, needs_iperf3]
 

@@ -460,7 +460,7 @@ def test_credentials_removed_on_interrupt(tmp_path: Path, sig: int) -> None:
             p.kill()
             p.communicate()
     if sig == signal.SIGKILL:
-        from nettune.run.access import DIR_PREFIX
+        from nettune.run.credentials import DIR_PREFIX
         from nettune.targets.labnet import LabNet
         from nettune.targets.procs import remove_stale_dirs, stop_recorded
 

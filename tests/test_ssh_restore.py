@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from nettune.knobs.journal import Journal
 from nettune.targets import sshlab

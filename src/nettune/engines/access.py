@@ -1,7 +1,7 @@
 """Who may use a test server: the address it binds to and the credentials it requires.
 
 An `Access` is what one test's command lines need; engines turn it into options
-(engines.iperf3 / engines.iperf2), run.access makes one per test from the study's
+(engines.iperf3 / engines.iperf2), run.credentials makes one per test from the study's
 credentials. What the tools do with them, measured on this machine (iperf3 3.12 with
 OpenSSL, iperf 2.1.8):
 

@@ -41,7 +41,7 @@ def run_test(
     sampled the same way, stored as cpu_extra[key] (busy % of all their cores), e.g.
     {"hypervisor:pve": host}. A lost connection to a remote host (a ConnectionError from
     a Host, or a Proc whose `lost` is set) gives a failed result with the reason.
-    `access` (run.access) binds the server and gives it credentials; without it the
+    `access` (run.credentials) binds the server and gives it credentials; without it the
     server is still bound to `server.address` unless `wl.bind` is false. Its secrets
     are replaced by <secret> in every command line and output kept in the result."""
     if access is None:

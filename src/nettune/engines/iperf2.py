@@ -24,7 +24,7 @@ from typing import Any
 from ..spec.models import Workload
 from .access import Access
 from .base import EngineBase, client_budget
-from .iperf2_csv import Row, parse_rows, parse_version
+from .iperf2_reader import Row, parse_rows, parse_version
 from .result import Interval, SideOutput, StreamResult, TestResult
 from .streams import rtt_cwnd, tail, total, weighted_mean
 

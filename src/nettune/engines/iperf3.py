@@ -12,7 +12,7 @@ from typing import Any
 from ..spec.models import Workload
 from .access import Access
 from .base import EngineBase
-from .iperf3_json import json_objects, load_json, parse_version, version_tuple
+from .iperf3_reader import json_objects, load_json, parse_version, version_tuple
 from .result import Interval, SideOutput, StreamResult, TestResult
 from .streams import rtt_cwnd, tail, total, weighted_mean
 

@@ -21,7 +21,7 @@ from ..errors import NettuneError
 from ..targets.footprint import footprint
 from .journal import Journal, OpenSession
 from .remote import host_label, reach_of
-from .restore import Outcome, Select, forget, pending, restore_pending
+from .restore import RestoreOutcome, Select, forget, pending, restore_pending
 
 
 def _remote(rec: dict[str, Any]) -> tuple[str, int | None] | None:
@@ -150,7 +150,7 @@ def settle_labs(namespaces: set[str], subnets: list[Any], journal: Journal | Non
 class RestoreReport:
     """What `nettune restore [HOST] [--forget]` did, for the CLI to print."""
 
-    outcome: Outcome
+    outcome: RestoreOutcome
     alive: list[OpenSession]  # sessions left alone: their run is still going
     given_up: list[tuple[str, str]] | None  # (host, command) lines forgotten with --forget; None: nothing forgotten
     journal: Path

@@ -47,14 +47,14 @@ def critical() -> Iterator[None]:
 
 
 @dataclass
-class Outcome:
+class RestoreOutcome:
     lines: list[tuple[str, str]] = field(default_factory=list)  # (result, text)
     warnings: list[str] = field(default_factory=list)
     failed: int = 0
     failed_seqs: list[int] = field(default_factory=list)
     unreachable: dict[str, str] = field(default_factory=dict)  # remote host -> why
 
-    def add(self, other: "Outcome") -> None:
+    def add(self, other: "RestoreOutcome") -> None:
         self.lines += other.lines
         self.warnings += other.warnings
         self.failed += other.failed
@@ -64,8 +64,8 @@ class Outcome:
 
 def restore_changes(
     journal: Journal, session: str, changes: list[dict[str, Any]], place_of: Callable[[dict[str, Any]], tuple[Place | None, str]]
-) -> Outcome:
-    out = Outcome()
+) -> RestoreOutcome:
+    out = RestoreOutcome()
     left: set[tuple[str, str]] = set()
     first: dict[tuple[str, str], Any] = {}  # the value before nettune's first change of a setting
     for rec in changes:
@@ -154,13 +154,13 @@ def pending(journal: Journal | None = None) -> tuple[list[OpenSession], list[Ope
     return dead, alive
 
 
-def restore_pending(journal: Journal | None = None, only: Select | None = None) -> tuple[Outcome, list[OpenSession]]:
+def restore_pending(journal: Journal | None = None, only: Select | None = None) -> tuple[RestoreOutcome, list[OpenSession]]:
     """Restore every session whose runner died (kill -9, power loss), or only the changes
     `only` selects; remote hosts are reconnected, one connection each. Returns the
     outcome and the sessions left alone because their runner is still running."""
     journal = journal or Journal()
     dead, alive = pending(journal)
-    out = Outcome()
+    out = RestoreOutcome()
     with RemotePlaces() as remote:
         for s in dead:
             changes = [c for c in s.changes if only is None or only(c)]

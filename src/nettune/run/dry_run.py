@@ -8,7 +8,7 @@ The tool version those builders get is the one the run would get where it can be
 without creating anything: lab and local hosts run this machine's binaries, so it is
 the installed tool's; an ssh host's is only known once connected, so its commands are
 shown without the options that depend on the version, and a note says so. The CLI
-(cli/plan.py) only prints a DryRun."""
+(cli/dry_run_output.py) only prints a DryRun."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace

@@ -1,5 +1,5 @@
 """The built-in lab by hand (`nettune lab up`, `nettune lab down`), as functions that
-return what they did; cli/lab.py prints it. Up: a study's lab at its first point, with
+return what they did; cli/lab_commands.py prints it. Up: a study's lab at its first point, with
 sshds if asked. Down: settings changed on the lab hosts put back first (while the hosts
 are still there), then the labs, their sshds and the test credentials of killed runs."""
 from __future__ import annotations

@@ -58,7 +58,7 @@ def run_pairs(
     `on_round`, when given, takes a parallel round's results at once instead (so they can
     be stored together: a round measured together is kept whole or not at all).
     Pairs labelled in `skip` ("a->b", already stored by a run that was killed) are not run.
-    `access` (run.access.StudyAccess) gives each test's server its binding and credentials.
+    `access` (run.credentials.StudyAccess) gives each test's server its binding and credentials.
     """
     if extra_machines is None:
         extra_machines = target.extra_machines

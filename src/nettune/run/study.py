@@ -19,7 +19,7 @@ from ..errors import NettuneError, ToolMissing
 from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.procs import owner_token
-from .access import StudyAccess
+from .credentials import StudyAccess
 from .slots import pair_rounds, run_slot, workload_hosts
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from ..spec.models import Study

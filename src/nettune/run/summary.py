@@ -1,6 +1,6 @@
 """What `nettune run` says when a study ends, as data: the stored runs (for the table),
 the counts, the best point and what limited it (the analysis' headline), and the
-commands to look further. The CLI (cli/run.py) only prints a RunSummary."""
+commands to look further. The CLI (cli/run_commands.py) only prints a RunSummary."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from .knobs_section import KnobsSpec
 
-from .ssh import SshHostSpec, SshTargetSpec  # noqa: F401 - the ssh target spec lives in its own file
+from .ssh_hosts import SshHostSpec, SshTargetSpec  # noqa: F401 - the ssh target spec lives in its own file
 
 
 def _not_bool(value: Any) -> Any:

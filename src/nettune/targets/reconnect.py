@@ -38,7 +38,7 @@ class Reconnector:
         return host
 
     def _ssh_host(self, label: str, reach: dict[str, Any]) -> Any:
-        from ..spec.ssh import SshHostSpec
+        from ..spec.ssh_hosts import SshHostSpec
         from .ssh import SshHost
         from .sshproc import EventLoopThread
 

@@ -20,7 +20,7 @@ from ..run.summary import RunSummary
 from ..spec.load import read_study_text
 from ..spec.models import Study, json_schema
 from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
-from .plan import print_plan
+from .dry_run_output import print_plan
 
 
 class RichProgress:
