@@ -325,7 +325,7 @@ def _reboot_lab_host(layout: LabLayout, host: str) -> None:
 
 def test_restarted_host_is_waited_for_then_used(lab):
     """The next command after a host restart waits until the host answers again."""
-    from nettune.engines.driver import run_test
+    from nettune.run.driver import run_test
 
     study = parse_study(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 1\n', reconnect=30))
     layout = lab["layout"]
@@ -364,7 +364,7 @@ def test_proxmox_queue_knob_restart_then_the_guest_is_used(lab):
     the knob waits for `qm status` running, the guest's ssh waits for its sshd."""
     from hypervisor_fakes import FakePve
 
-    from nettune.engines.driver import run_test
+    from nettune.run.driver import run_test
     from nettune.knobs.base import Loc
     from nettune.knobs.proxmox_queues import ProxmoxQueues
 

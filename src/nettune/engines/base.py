@@ -1,7 +1,7 @@
 """The engine protocol: how to start each side of a tool and read what it printed.
 
 An engine knows command lines and output formats only. Starting processes, waiting for
-the server's port, timeouts, retries and probes live in engines.driver, shared by every
+the server's port, timeouts, retries and probes live in run.driver, shared by every
 engine; arithmetic on streams (totals, weighted means) lives in engines.streams.
 
 Everything the driver and the run layer call is declared in `Engine`, and EngineBase

@@ -1,6 +1,6 @@
 """The probe protocol: something measured during every test, next to the tool's numbers.
 
-The driver (engines.driver) opens a window just before the client starts and closes it
+The driver (run.driver) opens a window just before the client starts and closes it
 right after the client ended; each probe samples at both ends and then writes what it
 measured into the TestResult, once both processes are done (exact CPU times of a remote
 process are known only then). A probe never raises for a host it cannot read: it writes

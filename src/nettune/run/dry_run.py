@@ -92,7 +92,7 @@ def dry_run(study: Study, text: str, file: str) -> DryRun:
 
 
 def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVersion) -> PlannedTest:
-    """A point's commands as the run builds them (engine.warnings first, as engines.driver does)."""
+    """A point's commands as the run builds them (engine.warnings first, as run.driver does)."""
     wl, notes = engine.warnings(rp.workload)
     knobs = rp.extra.get("knobs")
     notes += [f"knobs: {knob_summary(knobs)}"] if knobs else []

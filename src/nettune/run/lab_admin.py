@@ -71,7 +71,7 @@ def lab_down(name: str | None, force: bool) -> dict[str, list[str]]:
     runs killed with -9. Returns {what: names}, e.g. {"namespaces": [...], "kept ...": [...]}."""
     from ..targets import labnet, sshlab  # noqa: PLC0415
     from ..targets.procs import remove_stale_dirs  # noqa: PLC0415
-    from .access import DIR_PREFIX  # noqa: PLC0415
+    from .credentials import DIR_PREFIX  # noqa: PLC0415
 
     if name is not None:
         removed = labnet.down_one(name, force)

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Collection
 
 from ..engines.result import TestResult
-from ..engines.driver import run_test, run_test_failed
+from .driver import run_test, run_test_failed
 from ..plan.pairs import Pair, plan_rounds
 
 

@@ -19,7 +19,7 @@ Short commands (run, read_text, listening...) go to one helper `sh` per connecti
 session under a wrapper that reports the remote PID and the tool's exact CPU (sshproc.py).
 
 A dropped connection (sshd killed, network cut, keepalive timeout) ends every process of
-that host with `lost` set to the reason; engines.driver.run_test turns that, or a
+that host with `lost` set to the reason; run.driver.run_test turns that, or a
 ConnectionError from spawn/run, into a failed result. The next call reconnects, and
 first kills (by PID, if still the same program) the processes the lost connection left.
 """

@@ -12,9 +12,9 @@ import time
 from ..probes.registry import process_probes, window_probes
 from ..spec.models import Workload
 from ..targets.base import Host, Proc
-from .access import Access, redact
-from .base import Engine, client_budget
-from .result import SideOutput, TestResult
+from ..engines.access import Access, redact
+from ..engines.base import Engine, client_budget
+from ..engines.result import SideOutput, TestResult
 
 SERVER_START_TIMEOUT = 10.0
 BUSY_RETRIES = 5
