@@ -71,3 +71,13 @@ def test_every_package_has_a_place_in_the_pipeline():
     assert packages - {"__init__", "data"} <= set(PIPELINE), packages - set(PIPELINE)
     for file, pkg in LATE_IMPORTS:
         assert (SRC / file).is_file() and pkg in PIPELINE
+
+
+def test_one_file_name_one_job():
+    # two modules with the same file name doing different jobs are misread in tracebacks and
+    # reviews; a family's protocol (base.py) and registry (registry.py) are the same job in each
+    shared = {"__init__.py", "__main__.py", "base.py", "registry.py"}
+    seen: dict[str, list[str]] = {}
+    for path in SRC.rglob("*.py"):
+        seen.setdefault(path.name, []).append(path.relative_to(SRC).as_posix())
+    assert {n: p for n, p in seen.items() if len(p) > 1 and n not in shared} == {}
