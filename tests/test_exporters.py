@@ -14,7 +14,7 @@ from nettune.exporters.base import MEMBERS, Table, export_table, get_exporter
 from nettune.store import Store
 
 from conftest import ROOT, nettune
-from test_analysis import build
+from study_builders import build
 
 
 @pytest.fixture

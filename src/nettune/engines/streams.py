@@ -38,7 +38,8 @@ def total(values: Iterable[float | int | None]) -> float | int | None:
 
 def rtt_cwnd(streams: list[StreamResult]) -> dict[str, Any]:
     """max_cwnd and rtt_mean/min/max_us of one direction's streams; the mean RTT is
-    weighted by the bytes each stream sent. Streams without an RTT sample are left out."""
+    weighted by the bytes each stream sent. Streams without an RTT sample are left out
+    (iperf3 reports 0 for "no sample"; iperf2's parser sets an RTT only from samples > 0)."""
     cw = [s.max_cwnd for s in streams if s.max_cwnd]
     rtt = [s for s in streams if s.rtt_mean_us]
     return {

@@ -21,7 +21,7 @@ study file's key check reads through the registry.
 (run, read_text, write_text, os, netns, interface, reach) and never imports a target
 class; hosts of this machine without a target (the machine itself, a namespace named
 in the journal, scratch namespaces) come from targets/machine.py and Target.scratch.
-Scope and place are decided by the session (places.py).
+Scope and place are decided by the knobs layer (items.py, places.py), not by the kind.
 """
 from __future__ import annotations
 
@@ -154,6 +154,12 @@ class Persisted:
     udev: list[str] = field(default_factory=list)  # udev rule assignments for loc.device
     nm: list[str] = field(default_factory=list)  # nmcli connection settings for loc.device
     notes: list[str] = field(default_factory=list)  # what has no persistent form, and why
+
+    @classmethod
+    def script_only(cls, loc: Loc, shell: list[str]) -> "Persisted":
+        """A setting no config file holds (IRQ affinity, a qdisc): only apply.sh's commands,
+        and a note saying how to run them at boot."""
+        return cls(shell=shell, notes=[f"{loc.key}: no sysctl.d/tuned/udev form; apply.sh has the command (run it at boot, e.g. from a systemd unit)"])
 
 
 # -- helpers shared by kinds ---------------------------------------------------------

@@ -181,8 +181,7 @@ class Qdisc(Kind):
         return str(value)
 
     def persisted(self, loc: Loc, value: Any) -> Persisted:
-        return Persisted(shell=self.commands(loc, value), notes=[
-            f"{loc.key}: no sysctl.d/tuned/udev form; apply.sh has the command (run it at boot, e.g. from a systemd unit)"])
+        return Persisted.script_only(loc, self.commands(loc, value))
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(

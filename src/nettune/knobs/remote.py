@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..targets.reconnect import Reconnector
+from ..targets.reconnect import NoWayToReach, Reconnector
 from .base import KnobError
 from .places import Place
 
@@ -54,8 +54,8 @@ class RemotePlaces:
             raise KnobError(f"cannot reach {who}: {self.unreachable[who]}")
         try:
             host = self._reconnect.host(label, reach)
-        except LookupError as e:  # the record does not say how to reach it
-            raise self._fail(who, str(e).strip("'\"")) from None
+        except NoWayToReach as e:
+            raise self._fail(who, str(e)) from None
         except ConnectionError as e:  # refused key, unreachable, sudo broken
             raise self._fail(who, str(e)) from None
         except ValueError as e:  # pydantic's ValidationError: a journal edited by hand

@@ -12,13 +12,17 @@ from typing import Any
 from .base import Host
 
 
+class NoWayToReach(Exception):
+    """The journal's record of a host does not say how to reach it (an older nettune wrote it)."""
+
+
 class Reconnector:
     def __init__(self) -> None:
         self._loop: Any = None
         self._hosts: dict[tuple[Any, ...], Any] = {}
 
     def host(self, label: str, reach: dict[str, Any]) -> Host:
-        """The host `reach` describes, connected. LookupError: the record does not say how
+        """The host `reach` describes, connected. NoWayToReach: the record does not say how
         to reach it; ValueError: the record is unusable (a journal edited by hand);
         ConnectionError: refused key, unreachable, sudo broken."""
         if reach.get("sandbox"):  # the test seam's directory tree (targets/sandbox.py): no connection
@@ -29,7 +33,7 @@ class Reconnector:
             except OSError as e:
                 raise ConnectionError(str(e)) from None
         if not reach.get("port"):
-            raise LookupError("the journal does not say how to reach it (written by an older nettune)")
+            raise NoWayToReach("the journal does not say how to reach it (written by an older nettune)")
         key = (reach["address"], reach["port"], reach.get("user"), reach.get("host_key"))
         host = self._hosts.get(key)
         if host is None:
