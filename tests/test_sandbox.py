@@ -263,3 +263,125 @@ def test_the_sandbox_never_changes_this_machine(tmp_path):
     with pytest.raises(OSError):
         host.write_text("/proc/sys/net/core/no_such_sysctl", "1")  # the kernel's files cannot be created
     assert host.reach() == {"sandbox": str(tmp_path / "a"), "address": "127.0.0.1"}
+
+
+IRQ = "proc/irq/38/smp_affinity_list"  # seeded in the tree (SEED)
+
+
+def real_file(path: str) -> str | None:
+    """This machine's own file, or None where it does not exist here."""
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def test_credentials_prefix_is_the_runs():
+    from nettune.run.credentials import DIR_PREFIX
+    from nettune.targets.sandbox import CREDENTIALS_PREFIX
+
+    assert CREDENTIALS_PREFIX == DIR_PREFIX  # targets may not import run: kept equal here
+
+
+def test_irq_affinity_knob_sets_the_tree_not_this_machine(sandbox, tmp_path):
+    """A host-wide knob on a kernel path other than /proc/sys and /sys (its place is the
+    sandbox host): set in the tree during the test, restored after; the real
+    /proc/irq/38 is never written, even as root."""
+    real = "/" + IRQ
+    before = real_file(real)
+    text = study_text().replace('[sweep]\nrmem = [1000000, 2000000, 3000000]\n', "").replace(
+        '"sysctl:net.core.rmem_max" = "{rmem}"\n', '"irq_affinity:38" = "0"\n')
+    seen: list[tuple[str, str | None]] = []
+
+    class WatchIrq(Watch):
+        def test_start(self, slot, index):
+            seen.append((value(self.tree, "server", IRQ), real_file(real)))
+
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(parse_study(text), store, progress=WatchIrq(sandbox))
+    assert out.status == "done" and out.failed == 0, out.warnings
+    assert seen == [("0", before)]  # the tree held the value; this machine's file did not change
+    assert value(sandbox, "server", IRQ) == "0-3" and real_file(real) == before  # restored
+    assert seeded(sandbox) == original()
+
+
+def test_irq_affinity_kind_on_a_sandbox_host(tmp_path):
+    from nettune.knobs.base import KnobError, Loc
+    from nettune.knobs.registry import KINDS
+    from nettune.targets.sandbox import SandboxHost, seed_tree
+
+    seed_tree(tmp_path / "a")
+    host, kind = SandboxHost("a", tmp_path / "a"), KINDS["irq_affinity"]
+    real = real_file("/proc/irq/39/smp_affinity_list")
+    loc = Loc("irq_affinity:38,39", "irq_affinity", "38,39")
+    kind.apply(host, loc, "1")
+    assert kind.read(host, loc) == {"38": "1", "39": "1"}
+    assert (tmp_path / "a" / "proc/irq/39/smp_affinity_list").read_text() == "1"
+    assert real_file("/proc/irq/39/smp_affinity_list") == real
+    with pytest.raises(KnobError, match="no IRQ 40"):  # not in the tree: not looked up on this machine
+        kind.read(host, Loc("irq_affinity:40", "irq_affinity", "40"))
+    assert not (tmp_path / "a" / "proc/irq/40").exists()
+
+
+def test_writes_outside_the_tree_are_refused(tmp_path):
+    from nettune.targets.sandbox import SandboxHost, seed_tree
+
+    seed_tree(tmp_path / "a")
+    host = SandboxHost("a", tmp_path / "a")
+    outside = tmp_path / "outside.txt"  # a real file of this machine, not the tree's
+    for path in (str(outside), "/etc/nettune-t-sandbox", "/proc/sys/../../" + str(outside).lstrip("/"),
+                 "/tmp/nettune-auth.x/../" + outside.name, "/proc/sysrq-trigger"):
+        with pytest.raises(OSError, match="refused by the nettune sandbox"):
+            host.write_text(path, "1")
+    assert not outside.exists() and not Path("/etc/nettune-t-sandbox").exists()
+    (tmp_path / "a" / "escape").symlink_to(outside)  # a symlink out of the tree is outside it
+    with pytest.raises(OSError, match="refused"):
+        host.write_text(str(tmp_path / "a" / "escape"), "1")
+    assert not outside.exists()
+    with pytest.raises(FileNotFoundError):  # mapped: the tree's, and the kernel's files cannot be created
+        host.write_text("/proc/irq/default_smp_affinity", "1")
+    mtu = real_file("/sys/class/net/lo/mtu")
+    r = host.run(["ip", "link", "set", "dev", "../../../../../../../../sys/class/net/lo", "mtu", "1280"])
+    assert r.returncode != 0 and real_file("/sys/class/net/lo/mtu") == mtu
+    r = host.run(["iperf3", "--logfile", str(outside), "--version"])
+    assert r.returncode != 0 and "sandbox" in r.stderr and not outside.exists()
+    with pytest.raises(OSError, match="sandbox"):
+        host.spawn(["iperf3", "-s", "-I", str(outside)])
+    assert not outside.exists()
+
+
+def test_file_commands_only_in_the_tree_and_the_credentials_dirs(tmp_path):
+    import secrets
+    import tempfile
+
+    from nettune.run.credentials import DIR_PREFIX
+    from nettune.targets.sandbox import SandboxHost, seed_tree
+
+    seed_tree(tmp_path / "a")
+    host = SandboxHost("a", tmp_path / "a")
+    real = Path(tempfile.mkdtemp(prefix="nettune-t-sandbox-", dir="/tmp"))
+    try:
+        (real / "f").write_text("keep")
+        for argv in (["rm", "-rf", str(real)], ["rm", "-f", "--", str(real / "f")], ["chmod", "000", str(real)],
+                     ["mkdir", "-p", str(real / "new")], ["rm", "-rf", "--no-preserve-root", str(tmp_path / "a" / "x")],
+                     ["rm", "-rf", DIR_PREFIX + "x/../" + real.name], ["mkdir", "/tmp/nettune-t-sandbox-new"]):
+            r = host.run(argv)
+            assert r.returncode != 0 and "sandbox" in r.stderr, argv
+        assert (real / "f").read_text() == "keep" and oct(real.stat().st_mode & 0o777) != "0o0"
+        assert not (real / "new").exists() and not Path("/tmp/nettune-t-sandbox-new").exists()
+    finally:
+        (real / "f").unlink()
+        real.rmdir()
+    # what a run does: its credentials directory, then files in the tree
+    d = DIR_PREFIX + secrets.token_hex(6)
+    try:
+        assert host.run(["mkdir", "-m", "700", "--", d]).returncode == 0
+        host.write_text(f"{d}/users.csv", "u")
+        assert host.run(["chmod", "600", f"{d}/users.csv"]).returncode == 0
+        assert host.run(["rm", "-rf", "--", d]).returncode == 0 and not Path(d).exists()
+    finally:
+        if Path(d).exists():
+            (Path(d) / "users.csv").unlink(missing_ok=True)
+            Path(d).rmdir()
+    assert host.run(["mkdir", "-p", "/sys/nettune-t"]).returncode == 0 and (tmp_path / "a/sys/nettune-t").is_dir()
+    assert host.run(["rm", "-rf", "/sys/nettune-t"]).returncode == 0 and not (tmp_path / "a/sys/nettune-t").exists()
