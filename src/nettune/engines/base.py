@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..spec.models import Workload
-from .access import Access
+from .access import Access, Iperf3Credentials
 from .result import SideOutput, TestResult
 
 
@@ -28,6 +28,10 @@ class Engine(Protocol):
     binary: str  # executable name on the hosts
     install_hint: str  # e.g. "apt-get install iperf3 (or: nettune setup)"
     server_exits: bool  # True if the server exits by itself after one test (iperf3 -1)
+    # How its servers keep other clients out (run/credentials.py makes and installs them):
+    # "password": a user, password and RSA key in files (credential_files, password_access);
+    # "permit_key": a key on both command lines (permit_key_usable says when); "": none.
+    auth: str
 
     def version(self, version_output: str) -> str:
         """Parse the tool's version from `binary --version`/`-v` output (may be on stderr)."""
@@ -68,6 +72,31 @@ class Engine(Protocol):
         or None if it can."""
         ...
 
+    def auth_probe_argv(self) -> list[str]:
+        """The command whose output tells whether a host's build can require credentials
+        (run before the target is prepared); [] when the tool never can."""
+        ...
+
+    def auth_available(self, probe_output: str) -> bool:
+        """From auth_probe_argv's output (stdout + stderr): can this build require them?"""
+        ...
+
+    def auth_missing(self, hosts: list[str], required: bool) -> str:
+        """Why the tool on `hosts` cannot require credentials; required: said to refuse
+        auth = true, else a note that their tests run without credentials."""
+        ...
+
+    def credential_files(self, side: str) -> tuple[str, ...]:
+        """Files of the study's "password" credentials the "server" or "client" side needs
+        (each host gets them in a private directory)."""
+        ...
+
+    def password_access(self, bind: str | None, creds: Iperf3Credentials, server_dir: str, client_dir: str,
+                        server_version: str, client_version: str) -> Access:
+        """One test's Access with the "password" credentials, their files in these
+        directories, for these tool versions on the server and client hosts."""
+        ...
+
     def parse(self, wl: Workload, client: SideOutput, server: SideOutput) -> TestResult:
         """Build the result from both sides' outputs. Never raises on bad output:
         returns ok=False with the reason in `error`."""
@@ -81,12 +110,13 @@ class Engine(Protocol):
 
 class EngineBase:
     """Defaults of the Engine protocol: a tool whose server is never busy, never taken
-    by another connection, and that has no permit key."""
+    by another connection, and that cannot require credentials."""
 
     name: str
     binary: str
     install_hint: str
     server_exits = True
+    auth = ""
 
     def client_env(self, access: Access | None) -> dict[str, str]:
         return {}
@@ -107,6 +137,22 @@ class EngineBase:
 
     def permit_key_usable(self, wl: Workload) -> str | None:
         return f"{self.name} has no permit key"
+
+    def auth_probe_argv(self) -> list[str]:
+        return []
+
+    def auth_available(self, probe_output: str) -> bool:
+        return False
+
+    def auth_missing(self, hosts: list[str], required: bool) -> str:
+        return f"{self.name} on {', '.join(hosts)} cannot require credentials"
+
+    def credential_files(self, side: str) -> tuple[str, ...]:
+        return ()
+
+    def password_access(self, bind: str | None, creds: Iperf3Credentials, server_dir: str, client_dir: str,
+                        server_version: str, client_version: str) -> Access:
+        return Access(bind=bind)  # auth != "password": never asked
 
     def warnings(self, wl: Workload) -> tuple[Workload, list[str]]:
         return wl, []

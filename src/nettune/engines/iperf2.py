@@ -50,12 +50,22 @@ class Iperf2Engine(EngineBase):
     binary = "iperf"
     install_hint = "apt-get install iperf (or: nettune setup)"
     server_exits = False
+    auth = "permit_key"  # --permit-key on both sides (engines/access.py)
 
     def version(self, version_output: str) -> str:
         return parse_version(version_output)
 
     def version_argv(self) -> list[str]:
         return [self.binary, "-v"]  # prints on stderr
+
+    def auth_probe_argv(self) -> list[str]:
+        return [self.binary, "--help"]  # lists --permit-key from 2.1 on
+
+    def auth_available(self, probe_output: str) -> bool:
+        return "--permit-key" in probe_output
+
+    def auth_missing(self, hosts: list[str], required: bool) -> str:
+        return f"iperf on {', '.join(hosts)} has no --permit-key (older than 2.1)"
 
     def server_lifetime(self, wl: Workload) -> int:
         return int(client_budget(wl)) + 1 + SERVER_LIFETIME_SLACK

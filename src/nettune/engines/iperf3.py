@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.models import Workload
-from .access import Access
+from .access import Access, Iperf3Credentials, iperf3_has_auth
 from .base import EngineBase
 from .iperf3_reader import json_objects, load_json, parse_version, version_tuple
 from .result import Interval, SideOutput, StreamResult, TestResult
@@ -48,12 +48,36 @@ class Iperf3Engine(EngineBase):
     binary = "iperf3"
     install_hint = "apt-get install iperf3 (or: nettune setup)"
     server_exits = True
+    auth = "password"  # user, password and RSA key (engines/access.py)
 
     def version(self, version_output: str) -> str:
         return parse_version(version_output)
 
     def version_argv(self) -> list[str]:
         return [self.binary, "--version"]
+
+    def auth_probe_argv(self) -> list[str]:
+        return self.version_argv()  # lists "authentication" among its optional features
+
+    def auth_available(self, probe_output: str) -> bool:
+        return iperf3_has_auth(probe_output)
+
+    def auth_missing(self, hosts: list[str], required: bool) -> str:
+        if required:
+            return (f"iperf3 on {', '.join(hosts)} has no authentication (`iperf3 --version` does not list it among its "
+                    "optional features: built without OpenSSL, or too old)")
+        return f"iperf3 on {', '.join(hosts)} has no authentication: tests with it run without credentials"
+
+    def credential_files(self, side: str) -> tuple[str, ...]:
+        return ("private.pem", "users.csv") if side == "server" else ("public.pem",)
+
+    def password_access(self, bind: str | None, creds: Iperf3Credentials, server_dir: str, client_dir: str,
+                        server_version: str, client_version: str) -> Access:
+        # the 3.17+ side of a pair whose other side is older pads with PKCS#1 v1.5 (access.py)
+        new_s, new_c = version_tuple(server_version) >= OAEP_SINCE, version_tuple(client_version) >= OAEP_SINCE
+        return Access(bind=bind, user=creds.user, password=creds.password, private_key=f"{server_dir}/private.pem",
+                      users_file=f"{server_dir}/users.csv", public_key=f"{client_dir}/public.pem",
+                      server_pkcs1=new_s and not new_c, client_pkcs1=new_c and not new_s)
 
     def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         argv = [self.binary, "-s", "-1", "-J", "-p", str(port)]

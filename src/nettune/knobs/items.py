@@ -55,8 +55,9 @@ class SpecLocator:
 
 
 def lab_queues(rp: Any) -> int | None:
-    """The queue count a lab point gives each host's veth (the channels knob's upper bound)."""
-    return rp.target.queues if rp.target.kind == "lab" else None
+    """The queue count a point's target gives each host's interface (the channels knob's
+    upper bound): the lab's veths; None where the target does not set it."""
+    return rp.target.queues
 
 
 def point_items(rp: Any, hosts: dict[str, Host], scopes: dict[Any, str] | None, where: SpecLocator) -> list[Item]:
@@ -89,7 +90,7 @@ def point_items(rp: Any, hosts: dict[str, Host], scopes: dict[Any, str] | None, 
             scope = "ns"
             if scopes is not None:
                 # hosts alike in these respects get the same answer from kind.scope
-                ck = (bool(host.netns), host.reach() is None, host.os, kk.kind, kk.arg, json.dumps(loc.spec, sort_keys=True))
+                ck = (bool(host.netns), host.on_this_machine, host.os, kk.kind, kk.arg, json.dumps(loc.spec, sort_keys=True))
                 if ck not in scopes:
                     scopes[ck] = kind.scope(host, loc)
                 scope = scopes[ck]

@@ -14,7 +14,7 @@ from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device
 
 
 def mtu_bounds(ex: Host, dev: str) -> tuple[int | None, int | None]:
-    if ex.reach() is None:  # a host of this machine (Host.reach): ask the kernel over netlink
+    if ex.on_this_machine:  # this machine (or a namespace of it): ask the kernel over netlink
         from pyroute2 import IPRoute, NetNS
 
         with (NetNS(ex.netns) if ex.netns else IPRoute()) as ipr:

@@ -91,9 +91,9 @@ def place_for(host: Host, scope: str) -> Place:
         if scope == "machine":
             return machine()
         return Place(host.name, "netns", host, host.netns, netns_ino(host.netns))
-    if host.reach() is None:  # a host of this machine (Host.reach): its settings are the machine's
+    if host.on_this_machine:  # this machine outside a namespace: its settings are the machine's
         return Place("machine", "machine", host)
-    return Place(host.name, "remote", host)
+    return Place(host.name, "remote", host)  # reached again through host.reach()
 
 
 def place_from_record(rec: dict[str, Any], remote: Any = None) -> tuple[Place | None, str]:

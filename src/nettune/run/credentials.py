@@ -1,16 +1,18 @@
 """One study's test-server access: `[workload] auth` and `bind` made into an Access per test.
 
-Before the study (check): which hosts' tools can require credentials (`iperf3 --version`
-lists "authentication"; `iperf --help` lists --permit-key); auth = true on a host or a
-workload that cannot is refused here, before anything is created. Then, once per study:
-an RSA key pair, user and password for iperf3, a permit key for iperf2. The first time a
-host serves (or runs a client), its files go to a private directory on it (mktemp -d,
-mode 0700; files 0600) through the Host protocol, so SSH hosts get theirs over SSH;
-`close` removes every directory, on success, error, Ctrl-C and SIGTERM alike (run_study's
-finally). After kill -9 a /tmp/nettune-auth.* directory stays behind: on lab and local
-targets (this machine) each one is recorded with its owner and removed by the next run or
-`nettune lab down`; on SSH hosts it stays (it holds only that study's one-time credentials,
-useless once its servers are gone).
+Before the study (check): which hosts' tools can require credentials (each engine says
+how to ask: `iperf3 --version` lists "authentication"; `iperf --help` lists
+--permit-key); auth = true on a host or a workload that cannot is refused here, before
+anything is created. Then, once per study, what the engine's `auth` scheme needs: an RSA
+key pair, user and password ("password", iperf3), or a permit key ("permit_key",
+iperf2). The first time a host serves (or runs a client), its files go to a private
+directory on it (mktemp -d, mode 0700; files 0600) through the Host protocol, so SSH
+hosts get theirs over SSH; `close` removes every directory, on success, error, Ctrl-C
+and SIGTERM alike (run_study's finally). After kill -9 a /tmp/nettune-auth.* directory
+stays behind: on targets whose hosts are this machine (the spec's on_this_machine: lab,
+local) each one is recorded with its owner and removed by the next run or `nettune lab
+down`; on SSH hosts it stays (it holds only that study's one-time credentials, useless
+once its servers are gone).
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engines import get_engine
-from ..engines.access import Access, Iperf3Credentials, iperf3_has_auth, new_iperf3_credentials, new_permit_key
-from ..engines.iperf3 import OAEP_SINCE, version_tuple
+from ..engines.access import Access, Iperf3Credentials, new_iperf3_credentials, new_permit_key
+from ..engines.base import Engine
 from ..errors import SpecError
 from ..targets.procs import forget_dir, record_dir, remove_stale_dirs
 from .slots import workload_hosts
@@ -46,7 +48,7 @@ class StudyAccess:
         self._dirs: dict[str, str] = {}  # host -> its private directory
         self._installed: set[tuple[str, str]] = set()  # (host, file name)
         self._lock = threading.Lock()
-        self.local = target.kind in ("lab", "local")  # hosts' files are this machine's
+        self.local = study.target.on_this_machine  # hosts' files are this machine's
 
     # -- before the study ------------------------------------------------------------
     def check(self) -> list[str]:
@@ -59,21 +61,21 @@ class StudyAccess:
         for wl in self.workloads:
             engine = get_engine(wl.engine)
             for name in workload_hosts(wl, self.target):
-                self._probe(wl.engine, name)
-            if wl.engine == "iperf3":
-                lacking = sorted(h for (e, h), t in self.tools.items() if e == "iperf3" and not t.can_auth)
+                self._probe(engine, name)
+            probed = [h for (e, h) in self.tools if e == engine.name]
+            lacking = sorted(h for (e, h), t in self.tools.items() if e == engine.name and not t.can_auth)
+            if engine.auth == "password":  # per pair: hosts that can use the credentials, the others not
                 if lacking and self.auth is True:
-                    raise SpecError(self.file, "workload.auth", f"true, but iperf3 on {', '.join(lacking)} has no authentication (`iperf3 --version` does not list it among its optional features: built without OpenSSL, or too old); use auth = \"auto\" or false")
-                msg = f"iperf3 on {', '.join(lacking)} has no authentication: tests with it run without credentials"
+                    raise SpecError(self.file, "workload.auth", f"true, but {engine.auth_missing(lacking, True)}; use auth = \"auto\" or false")
+                msg = engine.auth_missing(lacking, False)
                 if lacking and msg not in notes:
                     notes.append(msg)
-                if self.creds is None and len(lacking) < len([k for k in self.tools if k[0] == "iperf3"]):
+                if self.creds is None and len(lacking) < len(probed):
                     self.creds = new_iperf3_credentials()
-            else:
+            else:  # one key for the whole workload, or none
                 why = engine.permit_key_usable(wl)
-                lacking = sorted(h for (e, h), t in self.tools.items() if e == "iperf2" and not t.can_auth)
                 if lacking:
-                    why = why or f"iperf on {', '.join(lacking)} has no --permit-key (older than 2.1)"
+                    why = why or engine.auth_missing(lacking, self.auth is True)
                 if why and self.auth is True:
                     raise SpecError(self.file, "workload.auth", f"true, but {why}; use auth = \"auto\" or false")
                 if why and why not in notes:
@@ -82,36 +84,31 @@ class StudyAccess:
                     self.permit_key = new_permit_key()
         return notes
 
-    def _probe(self, engine: str, name: str) -> None:
-        if (engine, name) in self.tools:
+    def _probe(self, engine: Engine, name: str) -> None:
+        if (engine.name, name) in self.tools:
             return
-        host = self.target.hosts[name]
-        run = host.probe_run  # a lab host's namespace does not exist yet
-        if engine == "iperf3":
-            r = run(["iperf3", "--version"], timeout=10)
-            out = r.stdout + r.stderr
-            self.tools[(engine, name)] = _Tool(get_engine(engine).version(out), iperf3_has_auth(out))
-        else:
-            r = run(["iperf", "--help"], timeout=10)
-            self.tools[(engine, name)] = _Tool("", "--permit-key" in r.stdout + r.stderr)
+        argv = engine.auth_probe_argv()
+        if not argv:  # a tool that never requires credentials
+            self.tools[(engine.name, name)] = _Tool("", False)
+            return
+        r = self.target.hosts[name].probe_run(argv, timeout=10)  # a lab host's namespace does not exist yet
+        out = r.stdout + r.stderr
+        self.tools[(engine.name, name)] = _Tool(engine.version(out), engine.auth_available(out))
 
     # -- per test --------------------------------------------------------------------
     def for_test(self, wl: Any, server: Any, client: Any) -> Access:
         bind = server.address if wl.bind else None
         if self.auth is False:
             return Access(bind=bind)
-        if wl.engine == "iperf3":
-            s, c = self.tools.get(("iperf3", server.name)), self.tools.get(("iperf3", client.name))
+        engine = get_engine(wl.engine)
+        s, c = self.tools.get((engine.name, server.name)), self.tools.get((engine.name, client.name))
+        if engine.auth == "password":
             if self.creds is None or s is None or c is None or not (s.can_auth and c.can_auth):
                 return Access(bind=bind)
-            sdir, cdir = self._install(server, ("private.pem", "users.csv")), self._install(client, ("public.pem",))
-            new_s, new_c = version_tuple(s.version) >= OAEP_SINCE, version_tuple(c.version) >= OAEP_SINCE
-            return Access(bind=bind, user=self.creds.user, password=self.creds.password,
-                          private_key=f"{sdir}/private.pem", users_file=f"{sdir}/users.csv", public_key=f"{cdir}/public.pem",
-                          server_pkcs1=new_s and not new_c, client_pkcs1=new_c and not new_s)
-        usable = get_engine("iperf2").permit_key_usable(wl) is None  # type: ignore[attr-defined]
-        tools = [self.tools.get(("iperf2", h.name)) for h in (server, client)]
-        if self.permit_key and usable and all(t and t.can_auth for t in tools):
+            sdir, cdir = self._install(server, engine.credential_files("server")), self._install(client, engine.credential_files("client"))
+            return engine.password_access(bind, self.creds, sdir, cdir, s.version, c.version)
+        usable = engine.permit_key_usable(wl) is None
+        if self.permit_key and usable and all(t and t.can_auth for t in (s, c)):
             return Access(bind=bind, permit_key=self.permit_key)
         return Access(bind=bind)
 

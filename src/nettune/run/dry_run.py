@@ -2,12 +2,14 @@
 would start, computed with the run's own code and without creating anything.
 
 The same code as the run: points from plan.points, test counts and pair rounds from
-run.study / run.slots, the expected time from run.eta, lab addresses from the lab's
-layout (targets.labnet.study_layout), command lines from the engine's argv builders.
-The tool version those builders get is the one the run would get where it can be read
-without creating anything: lab and local hosts run this machine's binaries, so it is
-the installed tool's; an ssh host's is only known once connected, so its commands are
-shown without the options that depend on the version, and a note says so. The CLI
+run.study / run.slots, the expected time from run.eta, server addresses as the target
+gives them (targets.footprint.server_address: the lab's layout, an ssh host's address,
+loopback), command lines from the engine's argv builders. The tool version those
+builders get is the one the run would get where it can be read without creating
+anything: hosts on this machine (the target spec's on_this_machine: lab, local) run
+this machine's binaries, so it is the installed tool's; a remote host's is only known
+once connected, so its commands are shown without the options that depend on the
+version, and a note says so. The CLI
 (cli/dry_run_output.py) only prints a DryRun."""
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from ..engines.base import Engine
 from ..knobs.keys import summary as knob_summary
 from ..plan.points import ResolvedPoint, expand_and_check
 from ..spec.models import Study, Workload
+from ..targets.footprint import server_address
 from .eta import MAX_HOURS, describe, plan_seconds
 from .slots import pair_rounds
 
@@ -104,7 +107,7 @@ def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVers
         shown = " | ".join(", ".join(f"{a}->{b}" for a, b in rnd) for rnd in rounds)
         mode = "pairs of a round at once" if wl.parallel_pairs else "one pair at a time"
         notes.insert(0, f"{sum(map(len, rounds))} pairs in {len(rounds)} rounds ({mode}): {shown}; commands shown for {server}->{client}")
-    address = host_address(study, server)
+    address = server_address(study, server)
     access, note = planned_access(engine, wl, address)
     notes += [note] if note else []
     port = wl.port or DEFAULT_PORT
@@ -117,25 +120,11 @@ def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVers
     )
 
 
-def host_address(study: Study, host: str) -> str:
-    """The address a host's server has in the run: the lab's layout, the ssh host's
-    address, the local host's loopback address."""
-    if study.target.kind == "lab":
-        from ..targets.labnet import study_layout  # noqa: PLC0415 - pyroute2, only for the lab
-
-        return study_layout(study).address(host)
-    if study.target.kind == "ssh":
-        return study.target.hosts[host].address
-    from ..targets.local import LocalHost  # noqa: PLC0415
-
-    return LocalHost(host).address
-
-
 def tool_version(study: Study, engine: Engine) -> ToolVersion:
     """The version the run would find (run.study.preflight asks the client host the same
     way): this machine's installed tool for the lab and loopback, whose hosts run this
-    machine's binaries; unknown for ssh hosts until connected (a dry run connects to none)."""
-    if study.target.kind not in ("lab", "local"):
+    machine's binaries; unknown for remote hosts until connected (a dry run connects to none)."""
+    if not study.target.on_this_machine:
         return ToolVersion("", f"{engine.name} version unknown until connected: commands shown without the options "
                                "that depend on it (each host's own version decides them at run time)")
     from ..targets.local import LocalHost  # noqa: PLC0415
@@ -162,8 +151,8 @@ def planned_access(engine: Engine, wl: Workload, bind: str) -> tuple[Access, str
     bound = bind if wl.bind else None
     if wl.auth is False:
         return Access(bind=bound), "auth = false: servers accept any client"
-    if engine.name == "iperf2":
-        why = engine.permit_key_usable(wl)  # type: ignore[attr-defined]
-        return (Access(bind=bound), why) if why else (replace(placeholder(bound), user=None, public_key=None), "")
-    note = "" if wl.auth is True else "auth auto: credentials used if every host's iperf3 has authentication"
-    return replace(placeholder(bound), permit_key=None), note
+    if engine.auth == "password":
+        note = "" if wl.auth is True else f"auth auto: credentials used if every host's {engine.name} has authentication"
+        return replace(placeholder(bound), permit_key=None), note
+    why = engine.permit_key_usable(wl)
+    return (Access(bind=bound), why) if why else (replace(placeholder(bound), user=None, public_key=None), "")

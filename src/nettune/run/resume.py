@@ -24,6 +24,7 @@ from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..plan.points import Slot
 from ..store.sqlite import Store, spec_hash
+from ..targets.machine import scratch_namespace
 from ..targets.procs import owner_alive, start_time, stop_recorded
 
 UNFINISHED = ("running", "interrupted", "failed")
@@ -128,7 +129,7 @@ def clear_dead_run(study: Any, owners: set[str]) -> list[str]:
         removed = labnet.clear_dead_lab(study.name)
         for owner in owners:
             pid = _pid(owner)
-            probe = f"nettune-probe-{pid}"  # a run killed while checking its knobs
+            probe = scratch_namespace(pid)  # a run killed while checking its knobs
             if pid.isdigit() and start_time(int(pid)) is None and probe in labnet.netns.listnetns():
                 labnet.remove_namespace(probe)
                 removed.append(probe)

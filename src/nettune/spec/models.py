@@ -82,6 +82,11 @@ class LabTargetSpec(Strict):
         """Hosts that may be a workload's server or client: all of a lab's."""
         return list(self.hosts)
 
+    @property
+    def on_this_machine(self) -> bool:
+        """The hosts are namespaces of this machine (its binaries, its files)."""
+        return True
+
 
 class LocalTargetSpec(Strict):
     """Loopback on this machine: no namespaces, no root needed."""
@@ -94,7 +99,20 @@ class LocalTargetSpec(Strict):
         """Hosts that may be a workload's server or client: all of them."""
         return list(self.hosts)
 
+    @property
+    def on_this_machine(self) -> bool:
+        """The hosts are this machine (its binaries, its files)."""
+        return True
 
+    @property
+    def queues(self) -> int | None:
+        """Queues per host interface the target sets (the lab's [target] queues): none here."""
+        return None
+
+
+# Every target spec declares what the layers that see only the study file ask of it:
+# kind, hosts, test_hosts, on_this_machine (its hosts run this machine's binaries and
+# keep their files here) and queues (per host interface, None when the target sets none).
 TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec], Field(discriminator="kind")]
 
 

@@ -118,6 +118,16 @@ class SshTargetSpec(_Strict):
     def hypervisors(self) -> list[str]:
         return [n for n, h in self.hosts.items() if h.role == "hypervisor"]
 
+    @property
+    def on_this_machine(self) -> bool:
+        """Other machines: their binaries and files are known only once connected."""
+        return False
+
+    @property
+    def queues(self) -> int | None:
+        """Queues per host interface the target sets: none (knobs change a NIC's own)."""
+        return None
+
 
 def load_inventory(path: Path) -> dict[str, dict[str, Any]]:
     """[hosts.NAME] tables of an inventory file, each checked, paths made absolute."""

@@ -59,6 +59,10 @@ class Host(Protocol):
     os: str  # "linux" or "freebsd"
     netns: str | None  # the network namespace nettune created for it (lab), else None
     interface: str | None  # its test NIC (default device of interface knobs), if known
+    # True: this machine itself (or one of its namespaces), so a setting outside a namespace
+    # is this machine's and the knob journal records it as "machine"; False: elsewhere, and
+    # reach() must say how to find it again (nettune restore writes originals back there)
+    on_this_machine: bool
 
     def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> Proc:
         """Start argv. `env`: variables added to its environment (secrets such as
@@ -92,7 +96,7 @@ class Host(Protocol):
 
     def reach(self) -> dict[str, Any] | None:
         """How to reach this host again without the study file (the knob journal keeps
-        it); None for hosts of this machine."""
+        it); None for hosts on this machine (on_this_machine)."""
         ...
 
 
@@ -151,13 +155,16 @@ class ProcBase:
 
 
 class HostBase:
-    """Defaults of the Host protocol: a host of this machine, outside any namespace."""
+    """Defaults of the Host protocol: a Linux host elsewhere (not on this machine), outside
+    any namespace. Remote is the safe default: a member that is this machine says so
+    (on_this_machine = True); one that is not must implement reach()."""
 
     name: str
     address: str
     os = "linux"
     netns: str | None = None
     interface: str | None = None
+    on_this_machine = False
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         raise NotImplementedError
@@ -172,7 +179,13 @@ class HostBase:
             return int(s.getsockname()[1])
 
     def reach(self) -> dict[str, Any] | None:
-        return None
+        if self.on_this_machine:
+            return None
+        # never a silent None: the journal would take the host for this machine, and
+        # `nettune restore` would write its original values onto this machine
+        raise NotImplementedError(
+            f"{type(self).__name__} is not on this machine (on_this_machine = False): the member must implement "
+            "reach(), how the knob journal reaches this host again, or set on_this_machine = True")
 
 
 class TargetBase:

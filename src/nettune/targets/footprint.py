@@ -1,13 +1,18 @@
-"""Where a study's target keeps its hosts' settings, known from the study file alone.
+"""What a study's target is, known from the study file alone (nothing connects or is created).
 
-The knob journal's gate (knobs/gate.py) must tell, before anything connects or is
-created, whether a change a killed run left pending lives on a host this study uses:
-this machine (local and lab studies), the lab's own namespaces, a lab host reached over
-SSH at an address of the lab's subnet, or a remote host at an address and port.
+footprint(): where the target keeps its hosts' settings. The knob journal's gate
+(knobs/gate.py) must tell, before anything connects or is created, whether a change a
+killed run left pending lives on a host this study uses: this machine (local and lab
+studies), the lab's own namespaces, a lab host reached over SSH at an address of the
+lab's subnet, or a remote host at an address and port.
+
+server_address(): the address a host's server gets in a run, for `nettune run --dry-run`.
+
+A new target kind adds its answers here (the only place outside its own files that
+knows target kinds; the rest asks the spec: on_this_machine, queues, test_hosts).
 """
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +30,23 @@ def footprint(study: Any) -> Footprint:
     if spec.kind == "local":
         return Footprint(machine=True)
     if spec.kind == "lab":
-        from .labnet import LabLayout, default_subnet
+        from .labnet import study_layout  # noqa: PLC0415 - pyroute2, only for the lab
 
-        layout = LabLayout(study.name, list(spec.hosts), ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name))
+        layout = study_layout(study)
         return Footprint(machine=True, namespaces={layout.ns(h) for h in layout.hosts}, subnets=[layout.subnet])
     return Footprint(remotes={(h.address.lower(), h.port) for h in spec.hosts.values()})
+
+
+def server_address(study: Any, host: str) -> str:
+    """The address `host`'s server has in a run of `study`: the lab's layout, the ssh
+    host's address, the local host's loopback address."""
+    spec = study.target
+    if spec.kind == "lab":
+        from .labnet import study_layout  # noqa: PLC0415 - pyroute2, only for the lab
+
+        return study_layout(study).address(host)
+    if spec.kind == "ssh":
+        return str(spec.hosts[host].address)
+    from .local import LocalHost  # noqa: PLC0415
+
+    return LocalHost(host).address

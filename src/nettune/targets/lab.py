@@ -15,6 +15,7 @@ _NS_PATHS = ("/proc/sys/net/", "/sys/class/net/", "/proc/net/")
 
 
 class LabHost(HostBase):
+    on_this_machine = True  # a namespace of this machine: its host-wide settings are the machine's
 
     def __init__(self, name: str, netns: str, address: str, interface: str):
         self.name = name

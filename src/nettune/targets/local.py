@@ -11,6 +11,7 @@ from .procs import LocalProc, port_listening, run_local, with_env
 
 
 class LocalHost(HostBase):
+    on_this_machine = True  # this machine itself
 
     def __init__(self, name: str, address: str = "127.0.0.1"):
         self.name = name

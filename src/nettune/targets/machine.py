@@ -18,6 +18,12 @@ from .base import Host, Scratch
 from .procs import run_local
 
 SPARE_DEV = "ntscratch0"  # the scratch namespace's spare veth, to try settings on (qdiscs)
+SCRATCH_PREFIX = "nettune-probe-"
+
+
+def scratch_namespace(pid: int | str) -> str:
+    """The scratch namespace the process `pid` makes (its per-host ones add "-HOST")."""
+    return f"{SCRATCH_PREFIX}{pid}"
 
 
 def machine_host(name: str = "machine") -> Host:
@@ -42,7 +48,7 @@ def scratch_namespaces(interfaces: dict[str, str], queues: int = 1, each: bool =
     if os.geteuid() != 0:
         yield None
         return
-    base = f"nettune-probe-{os.getpid()}"
+    base = scratch_namespace(os.getpid())
     groups = [(f"{base}-{n}", {n: dev}) for n, dev in interfaces.items()] if each else [(base, interfaces)]
     with ExitStack() as stack:
         hosts: dict[str, Host] = {}
