@@ -72,8 +72,8 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
 
     for attempt in range(BUSY_RETRIES):
         srv = server.spawn(engine.server_argv(wl, port, tool_version, access))
-        srv_side = SideOutput(role="server", host=server.name, argv=_hidden(srv.argv, hide), started=time.time())
-        try:
+        try:  # from the moment it exists: a Ctrl-C anywhere below still stops it
+            srv_side = SideOutput(role="server", host=server.name, argv=_hidden(srv.argv, hide), started=time.time())
             if not _wait_listening(server, srv, port, proto):
                 srv.stop()
                 _finish(srv, srv_side, hide)
@@ -92,17 +92,18 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                 p.start()
             cargv, env = engine.client_argv(wl, server.address, port, tool_version, access), engine.client_env(access)
             cli = client.spawn(cargv, env=env) if env else client.spawn(cargv)
-            cli_side = SideOutput(role="client", host=client.name, argv=_hidden(cli.argv, hide), started=time.time())
-            probes = process_probes(client, cli, server, srv)
-            for p in probes:
-                p.start()
-            probes += window
             try:
-                cli.wait(budget)
-            except TimeoutError:
-                cli_side.timed_out = True
+                cli_side = SideOutput(role="client", host=client.name, argv=_hidden(cli.argv, hide), started=time.time())
+                probes = process_probes(client, cli, server, srv)
+                for p in probes:
+                    p.start()
+                probes += window
+                try:
+                    cli.wait(budget)
+                except TimeoutError:
+                    cli_side.timed_out = True
             finally:
-                cli.stop()  # no-op once exited; on Ctrl-C or a hang it ends the client
+                cli.stop()  # no-op once exited; on Ctrl-C, an error or a hang it ends the client
             for p in probes:
                 p.stop()
             _finish(cli, cli_side, hide)
