@@ -16,7 +16,7 @@ import pytest
 
 from nettune.knobs.base import Ctx, KnobError, Loc
 from nettune.knobs.registry import KINDS
-from nettune.probes.cpu import machine_percent
+from nettune.probes.machine_cpu import machine_percent
 from nettune.probes.freebsd_cpu import cp_time_as_proc_stat, read_cp_time
 from nettune.targets.base import CommandResult, Host, HostBase
 from nettune.targets.freebsd import freebsd_facts

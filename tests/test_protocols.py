@@ -1,7 +1,8 @@
 """Protocols are complete: no code asks an object what it can do at run time.
 
 Every feature a caller uses is declared in its family's protocol with a default in the
-family's base class (targets/base.py, engines/base.py, probes/base.py), so a
+family's base class (targets/base.py, engines/base.py, knobs/base.py, probes/base.py,
+importers/base.py, exporters/base.py), so a
 getattr(obj, "feature", ...) or hasattr(obj, "feature") in the packages below means a
 feature missing from a protocol. All of src/nettune is checked; the few files that need
 reflection for another reason are listed with that reason.
@@ -82,6 +83,28 @@ def test_family_members_inherit_their_defaults():
     assert all(issubclass(h, HostBase) for h in (LabHost, LocalHost, SshHost))
     assert all(issubclass(p, ProcBase) for p in (LocalProc, SshProc))
     assert all(issubclass(t, TargetBase) for t in (LabTarget, LocalTarget, SshTarget))
+
+
+def test_knob_probe_importer_and_exporter_members_inherit_their_defaults():
+    import importlib
+
+    from nettune.exporters.base import MEMBERS as EXPORTERS, ExporterBase, get_exporter
+    from nettune.importers.base import MEMBERS as IMPORTERS, ImporterBase, importers
+    from nettune.knobs.base import Kind
+    from nettune.knobs.registry import KINDS
+    from nettune.probes.base import ProbeBase
+    from nettune.probes.registry import MACHINE_CPU
+    from nettune.probes.process_cpu import ProcessCpu
+    from nettune.probes.self_cpu import SelfCpu
+
+    assert KINDS and all(isinstance(k, Kind) for k in KINDS.values())
+    assert all(issubclass(p, ProbeBase) for p in (*MACHINE_CPU.values(), ProcessCpu, SelfCpu))
+    assert [m.name for m in importers()] == list(IMPORTERS) and all(isinstance(m, ImporterBase) for m in importers())
+    assert all(isinstance(get_exporter(n), ExporterBase) and get_exporter(n).name == n for n in EXPORTERS)
+    # every probe file is a registered member (or the machine members' shared base)
+    probes = Path(importlib.import_module("nettune.probes").__file__).parent
+    members = {c.__module__.rsplit(".", 1)[1] for c in (*MACHINE_CPU.values(), ProcessCpu, SelfCpu)}
+    assert {f.stem for f in probes.glob("*.py")} - members == {"__init__", "base", "registry", "machine_cpu"}
 
 
 def test_every_declared_os_has_a_machine_cpu_probe():

@@ -5,7 +5,7 @@ from nettune.errors import SpecError
 from nettune.plan.pairs import check_rounds, expand_pairs, greedy_rounds, mesh_rounds, plan_rounds
 from nettune import load_study, parse_study
 from nettune.probes.freebsd_cpu import cp_time_as_proc_stat
-from nettune.probes.cpu import machine_percent, parse_proc_stat
+from nettune.probes.machine_cpu import machine_percent, parse_proc_stat
 
 SSH = """
 name = "t"

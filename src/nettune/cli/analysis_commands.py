@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import NettuneError
+from ..exporters.base import MEMBERS, one_of
 from .app import DB_OPT, app, console, err_console, open_store, print_error, print_fitted, print_items, user_errors
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
@@ -129,8 +130,8 @@ def report(
 @user_errors
 def export(
     study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
-    format: str = typer.Option("csv", "--format", "-f", help="csv, json or parquet."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: standard output; parquet needs a file)."),
+    format: str = typer.Option("csv", "--format", "-f", help=f"{one_of(MEMBERS)}."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: standard output; a binary format, e.g. parquet, needs a file)."),
     db: Path = DB_OPT,
 ) -> None:
     """Every run of a study, one row each, the swept parameters as columns."""

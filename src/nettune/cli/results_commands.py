@@ -8,29 +8,47 @@ from typing import Optional
 import typer
 
 from ..errors import NettuneError
-from ..exporters.base import export_table
+from ..exporters.base import MEMBERS, Table, export_table, get_exporter, one_of
 from ..exporters.runs import results_table
 from ..report import table as rt
-from .app import DB_OPT, app, console, open_store, print_fitted, user_errors
+from ..store.records import RunRecord
+from .app import DB_OPT, app, console, err_console, open_store, print_fitted, user_errors
+
+# The terminal table, then every exporter of the registry.
+RESULTS_FORMATS = ("table", *MEMBERS)
+
+
+def _runs_table(runs: list[RunRecord], fmt: str) -> Table:
+    """The table of runs exporter `fmt` is given, by the shape it declares."""
+    shape = get_exporter(fmt).shape
+    if shape == "readable":
+        head, rows = rt.columns(runs)
+        return Table(head, [dict(zip(head, row)) for row in rows], left=frozenset({"status"}))
+    return results_table(runs, flat=shape == "flat")
 
 @app.command()
 @user_errors
 def results(
     study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
-    format: str = typer.Option("table", "--format", "-f", help="table, markdown, csv or json."),
+    format: str = typer.Option("table", "--format", "-f", help=f"{one_of(RESULTS_FORMATS)}."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file for a --format other than table (default: standard output; a binary format needs a file)."),
     db: Path = DB_OPT,
     warmup: bool = typer.Option(True, "--warmup/--no-warmup", help="Include warm-up runs."),
 ) -> None:
     """Show every test of a study: parameters, throughput, CPU per side, status."""
-    if format not in ("table", "markdown", "csv", "json"):
-        raise NettuneError(f"--format {format!r}: use table, markdown, csv or json")
+    if format not in RESULTS_FORMATS:
+        raise NettuneError(f"--format {format!r}: use {one_of(RESULTS_FORMATS)}")
+    if format == "table" and out is not None:
+        raise NettuneError(f"--out: the table is for the terminal; give --format {one_of(MEMBERS)} to write a file")
     with open_store(db) as store:
         s = store.find_study(study)
         runs = store.runs(s["id"], include_warmup=warmup)
-    if format in ("json", "csv"):
-        print(export_table(results_table(runs, flat=format == "csv"), format, None), end="")
-    elif format == "markdown":
-        print(rt.markdown(runs), end="")
+    if format != "table":
+        text = export_table(_runs_table(runs, format), format, out)
+        if text is not None:
+            print(text, end="")
+        else:
+            err_console.print(f"wrote {len(runs)} runs to {out}", highlight=False)
     else:
         print_fitted(rt.rich_table(f"{s['name']} (study #{s['id']}, {s['status']})", runs, console.width))
 

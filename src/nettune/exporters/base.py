@@ -1,11 +1,13 @@
 """The exporter family: every file or text nettune writes from a table of runs or points
 (`nettune results --format`, `nettune export`, the tables of `nettune report`).
 
-A member is one file in this package with an `EXPORTER` object: its `name` (what
-`--format` takes), the file `suffix`, whether it writes bytes (`binary`: then it needs a
-file), and one `write(table, out)` method. Add a format by adding a file and its line in
-`MEMBERS`. Members are imported when first asked for, so `nettune results` does not load
-pandas for a CSV.
+A member is one file in this package with an `EXPORTER` object, subclassing
+`ExporterBase` (text formats: `TextExporter`): its `name` (what `--format` takes), the file
+`suffix`, whether it writes bytes (`binary`: then it needs a file), which table of runs
+`nettune results` gives it (`shape`), and one `write(table, out)` method. Add a format by
+adding a file and its line in `MEMBERS`: `results --format`, `export --format` and their
+messages take their choices from `MEMBERS`. Members are imported when first asked for, so
+`nettune results` does not load pandas for a CSV.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import importlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Iterable, Literal, Protocol
 
 from ..errors import NettuneError
 
@@ -34,22 +36,37 @@ class Table:
         return [row.get(c) for c in self.columns]
 
 
+# The table of runs `nettune results` gives a format: "flat" (one plain value per cell, the
+# point's parameters as the first columns), "nested" (the point and per-stream results kept
+# as dicts and lists), or "readable" (the terminal table's columns, formatted for people).
+Shape = Literal["flat", "nested", "readable"]
+
+
 class Exporter(Protocol):
     name: str  # what --format takes
     suffix: str  # file suffix, with the dot
     binary: bool  # writes bytes: needs a file (--out)
+    shape: Shape  # the table of runs `nettune results` gives it
 
     def write(self, table: Table, out: IO[str] | Path) -> None:
         """Write `table` to a text stream, or to the file `out` (created or replaced)."""
         ...
 
 
-class TextExporter:
-    """Base of the text formats: render the table once, write it to a stream or a file."""
+class ExporterBase:
+    """Defaults for every exporter: a text format given flat values."""
 
     name = ""
     suffix = ""
     binary = False
+    shape: Shape = "flat"
+
+    def write(self, table: Table, out: IO[str] | Path) -> None:
+        raise NotImplementedError
+
+
+class TextExporter(ExporterBase):
+    """Base of the text formats: render the table once, write it to a stream or a file."""
 
     def text(self, table: Table) -> str:
         raise NotImplementedError
@@ -62,8 +79,14 @@ class TextExporter:
             out.write(text)
 
 
-# name -> module of this package holding EXPORTER (the registry)
-MEMBERS = {"csv": ".csv", "json": ".json", "markdown": ".markdown", "parquet": ".parquet"}
+# name -> module of this package holding EXPORTER (the registry), in the order messages list them
+MEMBERS = {"markdown": ".markdown", "csv": ".csv", "json": ".json", "parquet": ".parquet"}
+
+
+def one_of(names: Iterable[str]) -> str:
+    """"a, b or c": the choices of a --format, for its help and its error message."""
+    *first, last = names
+    return f"{', '.join(first)} or {last}" if first else last
 
 
 def get_exporter(name: str) -> Exporter:

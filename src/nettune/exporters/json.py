@@ -18,6 +18,7 @@ def _value(v: Any) -> Any:
 class JsonExporter(TextExporter):
     name = "json"
     suffix = ".json"
+    shape = "nested"
 
     def text(self, table: Table) -> str:
         records = [{c: _value(v) for c, v in zip(table.columns, table.values(row))} for row in table.rows]

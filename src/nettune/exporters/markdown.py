@@ -14,6 +14,7 @@ def escape(v: Any) -> str:
 class MarkdownExporter(TextExporter):
     name = "markdown"
     suffix = ".md"
+    shape = "readable"  # a document for people: `results` gives it the terminal table
 
     def text(self, table: Table) -> str:
         lines = ["| " + " | ".join(table.columns) + " |",

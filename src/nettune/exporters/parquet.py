@@ -11,7 +11,7 @@ from typing import IO
 import pandas as pd
 
 from ..errors import NettuneError
-from .base import Table
+from .base import ExporterBase, Table
 
 
 def frame(table: Table) -> pd.DataFrame:
@@ -23,7 +23,7 @@ def frame(table: Table) -> pd.DataFrame:
     return df
 
 
-class ParquetExporter:
+class ParquetExporter(ExporterBase):
     name = "parquet"
     suffix = ".parquet"
     binary = True

@@ -3,7 +3,7 @@
 - `results_table`: `nettune results --format json` (the point nested, per-stream results
   kept) and, `flat=True`, `--format csv` (the point's parameters as the first columns);
 - `export_table`: `nettune export`, one flat row per run with the parameters as columns,
-  the same columns in csv, json and parquet.
+  the same columns in every format.
 
 The column rule, in every format: a sweep parameter gets its own column named after it,
 unless a run column has that name (`protocol`, `duration`, `run`...): then it is
@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from ..errors import NettuneError
 from ..store.records import RunRecord
 from ..store.sqlite import METRICS
-from .base import Table, export_table as write_table
+from .base import MEMBERS, Table, export_table as write_table, one_of
 
 # Fields every `results --format json` record carries (documented in docs/results.md).
 JSON_FIELDS = [
@@ -31,7 +31,6 @@ JSON_FIELDS = [
 # The JSON fields a CSV cell can hold (after the parameters; warnings joined with '; ').
 CSV_FIELDS = [f for f in JSON_FIELDS if f not in ("point", "cpu_extra", "tool_cpu", "settings", "streams")]
 
-EXPORT_FORMATS = ("csv", "json", "parquet")
 EXPORT_BASE = ["study", "study_id", "point_idx"]
 EXPORT_RUN = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration"]
 EXPORT_AFTER = ["total_bps", *METRICS, "n_streams", "warnings"]
@@ -92,6 +91,6 @@ def frame(runs: list[RunRecord]) -> Any:
 
 def export(runs: list[RunRecord], fmt: str, out: Path | None) -> str | None:
     """`nettune export`: write the runs as `fmt` to `out`; without `out` return the text."""
-    if fmt not in EXPORT_FORMATS:
-        raise NettuneError(f"--format {fmt!r}: use csv, json or parquet")
+    if fmt not in MEMBERS:
+        raise NettuneError(f"--format {fmt!r}: use {one_of(MEMBERS)}")
     return write_table(export_table(runs), fmt, out)

@@ -1,14 +1,16 @@
 """The importer family: files written by a tool outside nettune that become runs.
 
-A member is one file in this package with an `IMPORTER` object: its `name`, what it
-reads (`describes`, for messages), `detect(text)` (is this text its format?) and
-`read(path, text, hints)` -> the `TestResult` a live test of that tool would have given,
-through the same parser (engines.*). `IMPORTERS` lists them in the order they are asked;
-the first whose `detect` says yes reads the file. Checking the file (size, encoding, a
+A member is one file in this package with an `IMPORTER` object subclassing `ImporterBase`:
+its `name`, what it reads (`describes`, for messages), `detect(text)` (is this text its
+format?) and `read(path, text, hints)` -> the `TestResult` a live test of that tool would
+have given, through the same parser (engines.*). `MEMBERS` (the registry) lists them in the
+order they are asked; the first whose `detect` says yes reads the file. Members are
+imported when first asked for, as exporters are. Checking the file (size, encoding, a
 failed or cut-off report) before and storing it after is `intake.py`'s job.
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +39,25 @@ class Importer(Protocol):
         ...
 
 
+class ImporterBase:
+    """Defaults for every importer: recognises nothing, so a member that is registered but
+    not finished is never asked to read."""
+
+    name = ""
+    describes = ""
+
+    def detect(self, text: str) -> bool:
+        return False
+
+    def read(self, path: Path, text: str, hints: Hints) -> TestResult:
+        raise NotImplementedError
+
+
+# name -> module of this package holding IMPORTER (the registry), in the order they are asked:
+# iperf3's JSON first, as it is recognised by its first character
+MEMBERS = {"iperf3-json": ".iperf3_json", "iperf2-csv": ".iperf2_csv"}
+
+
 def side(path: Path, text: str, started: float | None = None, role: str = "client") -> SideOutput:
     """The file as one side's raw output: stored verbatim with the run."""
     return SideOutput(role=role, host="imported", argv=["nettune-import", str(path)], stdout=text, started=started, exit_code=0)
@@ -56,8 +77,6 @@ def workload(path: Path, engine: str, hints: Hints, **found: Any) -> Workload:
 
 
 def importers() -> list[Importer]:
-    """The members, in the order they are asked (the registry)."""
-    from .iperf2_csv import IMPORTER as IPERF2_CSV
-    from .iperf3_json import IMPORTER as IPERF3_JSON
-
-    return [IPERF3_JSON, IPERF2_CSV]
+    """The members of `MEMBERS`, in the order they are asked."""
+    members: list[Importer] = [importlib.import_module(module, __package__).IMPORTER for module in MEMBERS.values()]
+    return members

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..engines.iperf2 import Iperf2Engine, parse_rows
 from ..engines.result import TestResult
 from ..errors import NettuneError
-from .base import Hints, side, workload
+from .base import Hints, ImporterBase, side, workload
 
 TIMESTAMP = re.compile(r"\d{8,}(\.\d+)?")  # the first field of every iperf2 CSV data row
 
@@ -22,7 +22,7 @@ def _data(rows: list[list[str]]) -> list[list[str]]:
     return [f for f in rows if f[0].strip().lower() != "time"]
 
 
-class Iperf2CsvImporter:
+class Iperf2CsvImporter(ImporterBase):
     name = "iperf2-csv"
     describes = "iperf2 CSV (-y C)"
 

@@ -8,10 +8,10 @@ from typing import Any
 from ..engines.iperf3 import Iperf3Engine, load_json
 from ..engines.result import TestResult
 from ..errors import NettuneError
-from .base import Hints, side, workload
+from .base import Hints, ImporterBase, side, workload
 
 
-class Iperf3JsonImporter:
+class Iperf3JsonImporter(ImporterBase):
     name = "iperf3-json"
     describes = "iperf3 JSON (-J)"
 

@@ -6,10 +6,11 @@ measured into the TestResult, once both processes are done (exact CPU times of a
 process are known only then). A probe never raises for a host it cannot read: it writes
 nothing (an empty column), since a 0 would read as an idle machine.
 
-Members: probes.cpu (process CPU per side, Linux machine CPU from /proc/stat, nettune's
-own CPU), probes.freebsd_cpu (machine CPU from kern.cp_time); probes.registry picks them
-for a test. A new probe (power, CPU frequency...) is one new file here and one line in
-the registry.
+Members, one file each, all subclassing ProbeBase: process_cpu (process CPU per side),
+linux_cpu (machine CPU from /proc/stat), freebsd_cpu (machine CPU from kern.cp_time), both
+on machine_cpu's shared MachineCpu, and self_cpu (nettune's own CPU); probes.registry picks
+them for a test. A new probe (power, CPU frequency...) is one new file here and one line
+in the registry.
 """
 from __future__ import annotations
 
@@ -30,3 +31,18 @@ class Probe(Protocol):
     def write(self, res: TestResult) -> None:
         """Put what was measured into `res` (nothing when it could not be measured)."""
         ...
+
+
+class ProbeBase:
+    """Defaults for every probe: a probe samples nothing and writes nothing unless it
+    overrides a step, so a probe that needs only the end of the window (or only writes)
+    overrides just that."""
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def write(self, res: TestResult) -> None:
+        return None

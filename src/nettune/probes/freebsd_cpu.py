@@ -2,7 +2,7 @@
 
 `sysctl -n kern.cp_time kern.cp_times` gives five tick counters (user nice sys intr
 idle), for the machine and then per CPU; they map onto /proc/stat's user nice system
-idle and irq fields, so one parser (probes.cpu.parse_proc_stat) reads both systems and
+idle and irq fields, so one parser (probes.machine_cpu.parse_proc_stat) reads both systems and
 the percentages are computed the same way. FreeBSD has no softirq counter: intr goes to
 irq, softirq stays 0. Not verified on a real FreeBSD host here: the format is from
 sysctl(8)/kern_clock.c.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from ..targets.base import Host
-from .cpu import MachineCpu, MachineTimes, parse_proc_stat
+from .machine_cpu import MachineCpu, MachineTimes, parse_proc_stat
 
 
 def cp_time_as_proc_stat(cp_time: str, cp_times: str = "") -> str:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from ..targets.base import Host, Proc
 from .base import Probe
-from .cpu import MachineCpu, ProcessCpu, ProcStatCpu, SelfCpu
 from .freebsd_cpu import CpTimeCpu
+from .linux_cpu import ProcStatCpu
+from .machine_cpu import MachineCpu
+from .process_cpu import ProcessCpu
+from .self_cpu import SelfCpu
 
 MACHINE_CPU: dict[str, type[MachineCpu]] = {"linux": ProcStatCpu, "freebsd": CpTimeCpu}
 

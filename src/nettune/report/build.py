@@ -17,8 +17,7 @@ from ..analysis.data import PointData, StudyData, get_metric
 from ..analysis.sweep import SATURATION, num
 from ..analysis.verdicts import Analysis, PointRow
 from ..errors import NettuneError
-from ..exporters.base import Table
-from ..exporters.markdown import EXPORTER as MARKDOWN
+from ..exporters.base import Table, export_table
 from .charts import Chart, all_charts
 from .html import render_html
 
@@ -72,9 +71,9 @@ def pick_point(data: StudyData, filters: dict[str, str], analysis: Analysis) -> 
 
 
 def _md_table(columns: list[str], rows: list[list[str]], left: bool = False) -> list[str]:
-    """A pipe table through the markdown exporter: numbers right-aligned, prose left."""
+    """A pipe table through the registry's markdown exporter: numbers right-aligned, prose left."""
     table = Table(columns, [dict(zip(columns, row)) for row in rows], left=frozenset(columns) if left else frozenset())
-    return MARKDOWN.text(table).splitlines()
+    return (export_table(table, "markdown", None) or "").splitlines()
 
 
 def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
