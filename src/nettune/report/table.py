@@ -1,9 +1,7 @@
-"""The results table (`nettune results`, table and markdown): one row per test, study A's
-columns first. JSON and CSV are in exporters.runs."""
+"""The results table (`nettune results`): one row per test, study A's columns first; the
+same columns are the readable table the markdown exporter writes (exporters.runs)."""
 from __future__ import annotations
 
-from ..exporters.base import Table
-from ..exporters.markdown import EXPORTER as MARKDOWN
 from ..exporters.runs import param_column, param_names
 from ..store.records import RunRecord
 from .fit import Fitted, fit_table
@@ -66,8 +64,3 @@ def rich_table(title: str, runs: list[RunRecord], width: int) -> Fitted:
     styles = [None if row[-1].startswith("ok") else "red" for row in rows]
     return fit_table(head, rows, width, drop_order=DROP_ORDER, prose=["status"], styles=styles, title=title, title_justify="left")
 
-
-def markdown(runs: list[RunRecord]) -> str:
-    head, rows = columns(runs)
-    table = Table(head, [dict(zip(head, row)) for row in rows], left=frozenset({"status"}))
-    return MARKDOWN.text(table)
