@@ -117,6 +117,12 @@ class Kind:
         """Is `current` what applying `new` produces? (used when no read-back was journaled)"""
         return self.same(current, new)
 
+    def between(self, current: Any, original: Any, new: Any) -> bool:
+        """Is `current` part original, part nettune's value: a write of several parts (one
+        per queue, per IRQ) that a kill -9 interrupted, while applying or restoring? Such a
+        value is still nettune's to put back. Default: the kind's value has no parts."""
+        return False
+
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return []
 
@@ -254,6 +260,18 @@ def cpu_list_text(cpus: set[int]) -> str:
     if run:
         parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
     return ",".join(parts)
+
+
+def mixed_uniform(current: Any, a: Any, b: Any, scalar: type | tuple[type, ...]) -> bool:
+    """For normalised per-part values (see same_uniform): every part of `current` equals
+    that part of `a` or of `b` (a scalar stands for the same value in every part)."""
+    if isinstance(current, scalar) or not current:
+        return False
+
+    def part(v: Any, k: Any) -> Any:
+        return v if isinstance(v, scalar) else v.get(k)
+
+    return all(x == part(a, k) or x == part(b, k) for k, x in current.items())
 
 
 def same_uniform(a: Any, b: Any, scalar: type | tuple[type, ...]) -> bool:

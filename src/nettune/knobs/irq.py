@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..targets.base import Host
-from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, cpu_list, cpu_list_text, device_exists, read_file, same_uniform, write_file
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, cpu_list, cpu_list_text, device_exists, mixed_uniform, read_file, same_uniform, write_file
 
 _FIND = (
     'd=$(readlink -f "/sys/class/net/$1/device") || exit 3; [ -n "$d" ] || exit 3; '
@@ -86,10 +86,10 @@ class IrqAffinity(Kind):
             write_file(ex, f"/proc/irq/{n}/smp_affinity_list", str(cpus), loc.key)
 
     def same(self, a: Any, b: Any) -> bool:
-        def norm(v: Any) -> Any:
-            return {k: cpu_list(x) for k, x in v.items()} if isinstance(v, dict) else cpu_list(str(v))
+        return same_uniform(_cpus(a), _cpus(b), set)
 
-        return same_uniform(norm(a), norm(b), set)
+    def between(self, current: Any, original: Any, new: Any) -> bool:
+        return mixed_uniform(_cpus(current), _cpus(original), _cpus(new), set)
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         if isinstance(value, dict):
@@ -107,3 +107,8 @@ class IrqAffinity(Kind):
             "irq_affinity", '"irq_affinity" = "0-3"  ("irq_affinity:38,39")', "machine", "CPUs that take a NIC's interrupts",
             "all CPUs", "NIC-local cores (+20-30% [fasterdata])", "no", "irqbalance overwrites it", "cpuset -l CPUS -x IRQ",
         )]
+
+
+def _cpus(v: Any) -> Any:
+    """A value as CPU sets: one per IRQ (a dict), or one for every IRQ."""
+    return {k: cpu_list(x) for k, x in v.items()} if isinstance(v, dict) else cpu_list(str(v))

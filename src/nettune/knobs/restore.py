@@ -106,6 +106,7 @@ def restore_changes(
                 out.lines.append(("unchanged", f"{who}: already {kind.show(original)}"))
                 continue
             ours = kind.same(cur, rec["actual"]) if "actual" in rec else kind.looks_like(cur, rec["new"])
+            ours = ours or kind.between(cur, original, rec.get("actual", rec["new"]))  # a kill mid-write
             if not ours:
                 left.add(slot)
                 msg = (f"{who} is now {kind.show(cur)}, not the {kind.show(rec.get('actual', rec['new']))} nettune set: "

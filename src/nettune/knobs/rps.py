@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..targets.base import Host
-from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, read_file, run_ok, same_uniform, write_file
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, read_file, mixed_uniform, run_ok, same_uniform, write_file
 
 
 def mask_hex(loc: Loc, raw: Any) -> str:
@@ -81,6 +81,9 @@ class Rps(Kind):
 
     def same(self, a: Any, b: Any) -> bool:
         return same_uniform(_norm(a), _norm(b), str)
+
+    def between(self, current: Any, original: Any, new: Any) -> bool:
+        return mixed_uniform(_norm(current), _norm(original), _norm(new), str)
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         dev = loc.device or "$IFACE"
