@@ -46,7 +46,23 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class LabTargetSpec(Strict):
+class ThisMachine:
+    """What the target specs whose hosts are this machine (lab namespaces, loopback) have in
+    common: every host runs tests, and their binaries and files are this machine's."""
+
+    hosts: list[str]
+
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client: all of them."""
+        return list(self.hosts)
+
+    @property
+    def on_this_machine(self) -> bool:
+        return True
+
+
+class LabTargetSpec(Strict, ThisMachine):
     """Built-in lab: one network namespace per host on a Linux bridge (needs root)."""
 
     kind: Literal["lab"]
@@ -77,32 +93,12 @@ class LabTargetSpec(Strict):
                 raise ValueError(f"host name {h!r}: use letters, digits, '-' or '_' (at most 32)")
         return self
 
-    @property
-    def test_hosts(self) -> list[str]:
-        """Hosts that may be a workload's server or client: all of a lab's."""
-        return list(self.hosts)
 
-    @property
-    def on_this_machine(self) -> bool:
-        """The hosts are namespaces of this machine (its binaries, its files)."""
-        return True
-
-
-class LocalTargetSpec(Strict):
+class LocalTargetSpec(Strict, ThisMachine):
     """Loopback on this machine: no namespaces, no root needed."""
 
     kind: Literal["local"]
     hosts: list[str] = Field(default=["server", "client"], min_length=1, max_length=MAX_LAB_HOSTS)
-
-    @property
-    def test_hosts(self) -> list[str]:
-        """Hosts that may be a workload's server or client: all of them."""
-        return list(self.hosts)
-
-    @property
-    def on_this_machine(self) -> bool:
-        """The hosts are this machine (its binaries, its files)."""
-        return True
 
     @property
     def queues(self) -> int | None:
