@@ -10,7 +10,7 @@ import typer
 
 from ..errors import NettuneError
 from ..exporters.base import MEMBERS, one_of
-from .app import DB_OPT, app, console, err_console, open_store, print_error, print_fitted, print_items, user_errors
+from .app import DB_OPT, app, console, open_store, print_error, print_export, print_fitted, print_items, user_errors
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
 METRIC_OPT = typer.Option("total", "--metric", "-m", help="total (Gbit/s, both directions), receiver, sender, cpu_client, cpu_server, cpu_host, retransmits, lost_percent, jitter_ms, duration...")
@@ -142,11 +142,7 @@ def export(
         runs = store.runs(s["id"])
     if not runs:
         raise NettuneError(f"study {s['name']!r} (#{s['id']}) has no runs to export")
-    text = do_export(runs, format, out)
-    if text is not None:
-        print(text, end="")
-    else:
-        err_console.print(f"wrote {len(runs)} runs to {out}", highlight=False)
+    print_export(do_export(runs, format, out), out, len(runs))
 
 
 @app.command("import")

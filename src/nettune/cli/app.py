@@ -84,3 +84,11 @@ def open_store(db: Path, must_exist: bool = True) -> Store:
     if must_exist and not db.exists():
         raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
     return Store(db)
+
+
+def print_export(text: str | None, out: Path | None, runs: int) -> None:
+    """An exporter's output: the text on stdout, or a line on stderr saying where it went."""
+    if text is not None:
+        print(text, end="")
+    else:
+        err_console.print(f"wrote {runs} runs to {out}", highlight=False)

@@ -9,10 +9,9 @@ import typer
 
 from ..errors import NettuneError
 from ..exporters.base import MEMBERS, Table, export_table, get_exporter, one_of
-from ..exporters.runs import results_table
 from ..report import table as rt
 from ..store.records import RunRecord
-from .app import DB_OPT, app, console, err_console, open_store, print_fitted, user_errors
+from .app import DB_OPT, app, console, open_store, print_export, print_fitted, user_errors
 
 # The terminal table, then every exporter of the registry.
 RESULTS_FORMATS = ("table", *MEMBERS)
@@ -20,6 +19,8 @@ RESULTS_FORMATS = ("table", *MEMBERS)
 
 def _runs_table(runs: list[RunRecord], fmt: str) -> Table:
     """The table of runs exporter `fmt` is given, by the shape it declares."""
+    from ..exporters.runs import results_table
+
     shape = get_exporter(fmt).shape
     if shape == "readable":
         head, rows = rt.columns(runs)
@@ -44,11 +45,7 @@ def results(
         s = store.find_study(study)
         runs = store.runs(s["id"], include_warmup=warmup)
     if format != "table":
-        text = export_table(_runs_table(runs, format), format, out)
-        if text is not None:
-            print(text, end="")
-        else:
-            err_console.print(f"wrote {len(runs)} runs to {out}", highlight=False)
+        print_export(export_table(_runs_table(runs, format), format, out), out, len(runs))
     else:
         print_fitted(rt.rich_table(f"{s['name']} (study #{s['id']}, {s['status']})", runs, console.width))
 

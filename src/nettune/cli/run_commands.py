@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -16,11 +16,12 @@ from ..plan.points import MAX_POINTS, Slot, expand_and_check
 from ..plan.study_file import parse_study
 from ..report import table as rt
 from ..run.eta import MAX_HOURS, check_length, human_seconds
-from ..run.summary import RunSummary
 from ..spec.load import read_study_text
 from ..spec.models import Study, json_schema
 from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
-from .dry_run_output import print_plan
+
+if TYPE_CHECKING:  # the summary and the dry run are loaded only by the command that prints them
+    from ..run.summary import RunSummary
 
 
 class RichProgress:
@@ -96,6 +97,8 @@ def run(
     if dry_run and resume:
         raise NettuneError("--dry-run and --resume: give one (--dry-run alone prints the whole plan; `nettune results` shows what a study holds)")
     if dry_run:
+        from .dry_run_output import print_plan
+
         print_plan(study, text, str(file))
         return
     check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)

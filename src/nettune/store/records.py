@@ -82,11 +82,6 @@ class RunRecord:
         return [s for s in self.streams if s.get("direction", "forward") == "forward"]
 
     @property
-    def bidir(self) -> bool:
-        """Whether the test measured both directions at once."""
-        return self.reverse_receiver_bps is not None
-
-    @property
     def pair(self) -> str | None:
         """'server->client' in a study with [workload] pairs, else None."""
         pair = self.extra.get("pair")
