@@ -21,6 +21,9 @@ def up(
     file: Path = typer.Argument(..., help="Study file whose [target] kind = \"lab\"."),
     ssh: bool = typer.Option(False, "--ssh", help="Also start an sshd in each host (generated keys) so ssh studies can use the lab."),
     inventory: Path = typer.Option(None, "--inventory", help="With --ssh: write the hosts' inventory (TOML) here, for [target] kind = \"ssh\" inventory = PATH."),
+    bastion: bool = typer.Option(False, "--bastion", help="With --ssh: put the hosts behind a jump-host namespace named bastion (their sshd takes logins only from it)."),
+    ssh_config: Path = typer.Option(None, "--ssh-config", help="With --ssh: also write an OpenSSH client config (Host per lab host) here, for [target] ssh_config = PATH."),
+    ansible: Path = typer.Option(None, "--ansible", help="With --ssh: also write an Ansible YAML inventory here (hosts in a group named after the study)."),
 ) -> None:
     """Create a study's lab (first point's MTU and queues) and leave it up."""
     from ..run.lab_admin import lab_up, start_sshds
@@ -33,11 +36,16 @@ def up(
         t.add_row(r.host, r.namespace, r.interface, r.address, r.mtu, r.queues)
     console.print(t)
     console.print(f"bridge {lab.bridge}; run a command in a host: ip netns exec {lab.first_namespace} COMMAND")
-    if ssh or inventory:
-        for h, s in start_sshds(lab, inventory).items():
-            console.print(f"sshd on {h}: root@{s['address']} port {s['port']} (pid {s['pid']}), key {s['key']}")
+    if ssh or inventory or bastion or ssh_config or ansible:
+        for h, s in start_sshds(lab, inventory, bastion, ssh_config, ansible).items():
+            via = f" via {s['jump'][0]['name']}" if s.get("jump") else ""
+            console.print(f"sshd on {h}: root@{s['address']} port {s['port']}{via} (pid {s['pid']}), key {s['key']}")
         if inventory:
             console.print(f'inventory written to {inventory}: use \\[target] kind = "ssh", inventory = "{inventory.resolve()}"')
+        if ssh_config:
+            console.print(f'OpenSSH client config written to {ssh_config}: `ssh -F {ssh_config} HOST`, or \\[target] kind = "ssh", ssh_config = "{ssh_config.resolve()}" with hosts named only')
+        if ansible:
+            console.print(f'Ansible inventory written to {ansible}: \\[target] kind = "ssh", inventory = "{ansible.resolve()}", group = "{lab.name}"')
 
 
 @lab_app.command("down")

@@ -49,12 +49,21 @@ def lab_up(file: Path) -> LabUp:
                  layout.ns(study.target.hosts[0]), layout)
 
 
-def start_sshds(lab: LabUp, inventory: Path | None = None) -> dict[str, dict[str, Any]]:
-    """An sshd in each host of a lab that is up (and its inventory written to `inventory`).
-    Returns {host: {address, port, user, key, known_hosts, pid}}."""
-    from ..targets import sshlab  # noqa: PLC0415
+def start_sshds(lab: LabUp, inventory: Path | None = None, bastion: bool = False, ssh_config: Path | None = None,
+                ansible: Path | None = None) -> dict[str, dict[str, Any]]:
+    """An sshd in each host of a lab that is up (and its inventory written to `inventory`);
+    bastion: behind a jump host namespace; ssh_config / ansible: also write an OpenSSH client
+    config and an Ansible inventory (group = the study's name) for the same hosts.
+    Returns {host: {address, port, user, key, known_hosts, pid[, jump, role]}}."""
+    from ..targets import sshlab, sshlab_files  # noqa: PLC0415
 
-    return sshlab.up(lab.layout, inventory)
+    hosts = sshlab.up(lab.layout, inventory, bastion=bastion)
+    note = f"lab {lab.name} (nettune lab up --ssh); valid until nettune lab down"
+    if ssh_config is not None:
+        sshlab_files.write_ssh_config(ssh_config, hosts, note)
+    if ansible is not None:
+        sshlab_files.write_ansible(ansible, hosts, lab.name, note)
+    return hosts
 
 
 def settle_before_down(name: str | None, force: bool) -> tuple[Any, list[tuple[str, str]]]:

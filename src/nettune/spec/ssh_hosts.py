@@ -24,6 +24,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from .ansible_inventory import is_ansible, load_ansible
+from .ssh_config import SshConfigError, resolve, resolve_jump
+
 HOST_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 DNS_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$")
 USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
@@ -33,10 +36,39 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+def _check_address(v: str) -> str:
+    try:
+        return str(ipaddress.ip_address(v))
+    except ValueError:
+        pass
+    if not DNS_NAME.match(v) or len(v) > 253:
+        raise ValueError(f"{v!r} is neither an IP address nor a host name")
+    return v
+
+
+class SshHopSpec(_Strict):
+    """A jump host (OpenSSH ProxyJump) on the way to a host: connected first, host key checked."""
+
+    name: str = Field(description="The hop as written (an ssh_config alias or an address).")
+    address: str
+    user: str | None = None
+    port: int = Field(default=22, ge=1, le=65535)
+    key: str | None = None
+    agent: bool | None = None
+    known_hosts: str | None = None
+    trust_on_first_use: bool | None = None
+    connect_timeout: float | None = Field(default=None, gt=0, le=300)
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        return _check_address(v)
+
+
 class SshHostSpec(_Strict):
     """One machine: where to connect, as whom, and what it is for."""
 
-    address: str = Field(description="IP address or DNS name; also what peers use to reach this host's server.")
+    address: str | None = Field(default=None, description="IP address or DNS name; also what peers use to reach this host's server. Absent: looked up in ssh_config like `ssh NAME`.")
     user: str | None = Field(default=None, description="Login user (default: your local user name).")
     port: int = Field(default=22, ge=1, le=65535)
     key: str | None = Field(default=None, description="Private key file; default: ssh-agent, then ~/.ssh/id_*.")
@@ -44,17 +76,23 @@ class SshHostSpec(_Strict):
     role: Literal["test", "hypervisor"] = Field(default="test", description='"hypervisor": CPU sampled during every test, never runs traffic.')
     known_hosts: str | None = Field(default=None, description="known_hosts file to check the host key against (default ~/.ssh/known_hosts).")
     interface: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:@-]{1,15}$", description="The test NIC (default device of interface knobs such as mtu, channels).")
+    jump: list[SshHopSpec] = Field(default_factory=list, description='Jump host(s), OpenSSH ProxyJump syntax: "bastion" or "user@gw:2222,bastion"; each hop is looked up in ssh_config.')
+    agent: bool | None = Field(default=None, description="Offer ssh-agent keys too (default: only when no key is given).")
+    trust_on_first_use: bool | None = Field(default=None, description="Per host (ssh_config StrictHostKeyChecking accept-new); default: the target's.")
+    connect_timeout: float | None = Field(default=None, gt=0, le=300, description="Seconds (ssh_config ConnectTimeout); default: the target's.")
+    resolved_from: str | None = Field(default=None, description="Set by nettune: the ssh_config file this host was looked up in.")
+    ignored: list[str] = Field(default_factory=list, description="Set by nettune: inventory variables that change how Ansible connects and that nettune does not honour (warned).")
+
+    @field_validator("jump", mode="before")
+    @classmethod
+    def _jump(cls, v: Any) -> Any:
+        # a jump written as text in an inventory checked alone: address hops (the target resolves ssh_config)
+        return resolve_jump(v, None) if isinstance(v, str) else v
 
     @field_validator("address")
     @classmethod
-    def _address(cls, v: str) -> str:
-        try:
-            return str(ipaddress.ip_address(v))
-        except ValueError:
-            pass
-        if not DNS_NAME.match(v) or len(v) > 253:
-            raise ValueError(f"{v!r} is neither an IP address nor a host name")
-        return v
+    def _address(cls, v: str | None) -> str | None:
+        return None if v is None else _check_address(v)
 
     @field_validator("user")
     @classmethod
@@ -76,7 +114,9 @@ class SshTargetSpec(_Strict):
 
     kind: Literal["ssh"]
     hosts: dict[str, SshHostSpec] = Field(default_factory=dict, description="[target.hosts.NAME] tables; merged over the inventory's.")
-    inventory: str | None = Field(default=None, description="TOML file with [hosts.NAME] tables (same fields), shared by many studies.")
+    inventory: str | None = Field(default=None, description="TOML file with [hosts.NAME] tables (same fields), or an Ansible inventory (INI or YAML), shared by many studies.")
+    group: str | None = Field(default=None, description="With an Ansible inventory: only the hosts of this group (its children included).")
+    ssh_config: str | None = Field(default=None, description="OpenSSH client config to look hosts up in (like `ssh -F`; default ~/.ssh/config).")
     trust_on_first_use: bool = Field(default=False, description="Accept and record the key of a host never seen before (never a changed key).")
     connect_timeout: float = Field(default=10.0, gt=0, le=300, description="Seconds to wait for each connection.")
     reconnect_timeout: float = Field(default=180.0, ge=0, le=3600, description="After a lost connection (a VM restarted by a knob, a network blip), keep trying this long before the test fails.")
@@ -84,19 +124,40 @@ class SshTargetSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _merge_inventory(cls, data: Any, info: ValidationInfo) -> Any:
-        if not isinstance(data, dict) or not data.get("inventory"):
+        if not isinstance(data, dict):
             return data
         base = Path((info.context or {}).get("base_dir") or ".")
-        path = Path(str(data["inventory"])).expanduser()
-        path = (path if path.is_absolute() else base / path).resolve()
-        inv = load_inventory(path)
+        data = dict(data)
+        cfg = None
+        if data.get("ssh_config"):
+            cfg = _absolute(base, str(data["ssh_config"]))
+            if not cfg.is_file():
+                raise ValueError(f"ssh_config {cfg} does not exist; fix the path (it is read like `ssh -F PATH`)")
+            data["ssh_config"] = str(cfg)
         own = data.get("hosts") or {}
         if not isinstance(own, dict):
             return data  # let field validation report the type error
-        merged = {name: dict(fields) for name, fields in inv.items()}
+        merged: dict[str, dict[str, Any]] = {}
+        if data.get("inventory"):
+            path = _absolute(base, str(data["inventory"]))
+            data["inventory"] = str(path)
+            if is_ansible(path):
+                merged = load_ansible(path, data.get("group"))
+            elif data.get("group"):
+                raise ValueError(f"group {data['group']!r}: groups come from an Ansible inventory (INI or YAML), not a TOML one")
+            else:
+                merged = {name: dict(fields) for name, fields in load_inventory(path).items()}
+        elif data.get("group"):
+            raise ValueError("group is set but there is no inventory; add inventory = \"hosts.ini\" (an Ansible inventory)")
         for name, fields in own.items():
             merged[name] = merged.get(name, {}) | (dict(fields) if isinstance(fields, dict) else {})
-        return {**data, "inventory": str(path), "hosts": merged}
+        for name, fields in merged.items():
+            if not fields.get("address") or isinstance(fields.get("jump"), str):
+                try:
+                    merged[name] = resolve(name, cfg, fields)
+                except SshConfigError as e:
+                    raise ValueError(f"hosts.{name}: {e}") from None
+        return {**data, "hosts": merged}
 
     @model_validator(mode="after")
     def _check(self) -> "SshTargetSpec":
@@ -127,6 +188,11 @@ class SshTargetSpec(_Strict):
     def queues(self) -> int | None:
         """Queues per host interface the target sets: none (knobs change a NIC's own)."""
         return None
+
+
+def _absolute(base: Path, value: str) -> Path:
+    path = Path(value).expanduser()
+    return (path if path.is_absolute() else base / path).resolve()
 
 
 def load_inventory(path: Path) -> dict[str, dict[str, Any]]:

@@ -175,6 +175,21 @@ class LabNet:
             _ensure_addr(ns, idx, lay.address(host), lay.subnet.prefixlen)
             _wait_oper_up(ns, idx)
 
+    def add_host(self, host: str, mtu: int = 1500) -> "LabLayout":
+        """One more namespace on the bridge (the lab's SSH bastion), recorded with the lab so
+        `nettune lab down` removes it; returns the layout that includes it."""
+        require_root()
+        lay = self.layout
+        if host not in lay.hosts:
+            lay = self.layout = LabLayout(lay.study, lay.hosts + [host], lay.subnet)
+        self._save_state()
+        if lay.ns(host) not in netns.listnetns():
+            netns.create(lay.ns(host))
+        with deadline(f"setting up {lay.ns(host)}"), NetNS(lay.ns(host)) as ns:
+            ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
+        self.recreate_veth(host, mtu, 1)
+        return lay
+
     def set_mtu(self, mtu: int) -> None:
         """The hosts' MTU; the switch side already passes any frame size."""
         lay = self.layout

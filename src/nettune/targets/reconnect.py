@@ -1,7 +1,8 @@
 """Reaching remote hosts again from what the knob journal recorded, without the study file.
 
 Host.reach() gives what a journal record keeps of a remote host (address, port, user,
-absolute key path, known_hosts file, sudo, connect timeout, the host key seen);
+absolute key path, known_hosts file, sudo, connect timeout, the host key seen, and the jump
+hosts on the way, each with the key it showed);
 Reconnector turns such a record back into a connected host, accepting only that
 recorded key, one connection per host for as long as it is open.
 """
@@ -42,16 +43,19 @@ class Reconnector:
         return host
 
     def _ssh_host(self, label: str, reach: dict[str, Any]) -> Any:
-        from ..spec.ssh_hosts import SshHostSpec
+        from ..spec.ssh_hosts import SshHopSpec, SshHostSpec
         from .ssh import SshHost
         from .sshproc import EventLoopThread
 
+        jump = [dict(h) for h in reach.get("jump") or []]
+        keys = [h.pop("host_key", None) for h in jump]  # each hop must show the key it showed then
         spec = SshHostSpec(address=reach["address"], port=reach["port"], user=reach.get("user"), key=reach.get("key"),
-                           sudo=bool(reach.get("sudo")), known_hosts=reach.get("known_hosts"))
+                           sudo=bool(reach.get("sudo")), known_hosts=reach.get("known_hosts"), agent=reach.get("agent"),
+                           jump=[SshHopSpec.model_validate(h) for h in jump])
         if self._loop is None:
             self._loop = EventLoopThread()
         return SshHost(label, spec, self._loop, tofu=False, connect_timeout=float(reach.get("connect_timeout") or 10.0),
-                       host_key=reach.get("host_key"))
+                       host_key=reach.get("host_key"), jump_keys=keys)
 
     def close(self) -> None:
         for h in self._hosts.values():

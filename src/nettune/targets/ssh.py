@@ -43,11 +43,10 @@ from .freebsd import freebsd_facts
 from .procs import port_listening
 from .sshproc import ENV_PREAMBLE, WRAPPER, EventLoopThread, SshProc
 from .sshshell import RemoteShell, ShellGone
-from .sshtrust import (client_keys, host_trust, mismatch_message, openssh_line, pattern, presented_key, record_first_use,
-                       sudo_problem, tofu_file)
+from .sshconnect import hop_where, ssh_connect
+from .sshtrust import openssh_line, record_first_use, sudo_problem, tofu_file
 
 log = logging.getLogger("nettune.ssh")
-KEEPALIVE = 5.0  # seconds; 3 missed keepalives = connection lost
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -61,7 +60,7 @@ class SshError(NettuneError, ConnectionError):
 
 class SshHost(HostBase):
     def __init__(self, name: str, spec: Any, loop: EventLoopThread, tofu: bool = False, connect_timeout: float = 10.0,
-                 reconnect_timeout: float = 0.0, host_key: str | None = None):
+                 reconnect_timeout: float = 0.0, host_key: str | None = None, jump_keys: list[str | None] | None = None):
         self.name, self.spec = name, spec
         self.address: str = spec.address
         self.role: str = spec.role
@@ -75,6 +74,11 @@ class SshHost(HostBase):
         self._trust_file: str | None = None
         self._loop, self._tofu, self._timeout = loop, tofu, connect_timeout
         self._reconnect_timeout = reconnect_timeout
+        if spec.connect_timeout:
+            self._timeout = spec.connect_timeout  # ssh_config ConnectTimeout / inventory ansible_timeout
+        self._jump_keys = list(jump_keys or [])  # nettune restore: the key each hop showed
+        self._hops: list[Any] = []  # open connections to the jump hosts, first hop first
+        self._hop_keys: dict[int, Any] = {}
         self._down = False  # the last reconnect window ran out: try once, fail fast
         self._conn: Any = None
         self._shell: RemoteShell | None = None
@@ -96,7 +100,8 @@ class SshHost(HostBase):
     @property
     def where(self) -> str:
         s = self.spec
-        return f"{self.name} ({s.user + '@' if s.user else ''}{self.address}:{s.port})"
+        via = f" via {', '.join(h.name for h in s.jump)}" if s.jump else ""
+        return f"{self.name} ({s.user + '@' if s.user else ''}{self.address}:{s.port}{via})"
 
     async def _connection(self) -> Any:
         if self._lock is None:
@@ -142,28 +147,31 @@ class SshHost(HostBase):
             return conn
 
     async def _connect(self) -> Any:
-        s, where = self.spec, self.where
-        trust = host_trust(where, self.address, s.port, s.known_hosts, str(tofu_file()), self._tofu, self._expected_key)
-        opts: dict[str, Any] = {"port": s.port, "connect_timeout": self._timeout, "keepalive_interval": KEEPALIVE, "keepalive_count_max": 3}
-        if s.user:
-            opts["username"] = s.user
-        if s.key:
-            opts["client_keys"] = client_keys(where, s.key)
-            opts["agent_path"] = None  # only the key given: no "too many authentication failures"
-        try:
-            conn = await asyncssh.connect(self.address, known_hosts=trust.known_hosts, **opts)
-        except asyncssh.HostKeyNotVerifiable:
-            presented = await presented_key(self.address, s.port, self._timeout)
-            raise SshError(mismatch_message(where, trust, presented, pattern(self.address, s.port))) from None
-        except asyncssh.PermissionDenied:
-            raise SshError(f"{where}: login refused; check user and key ({s.key or 'ssh-agent / ~/.ssh/id_*'})") from None
-        except (OSError, asyncssh.Error, asyncio.TimeoutError) as e:
-            raise SshError(f"{where}: cannot connect: {str(e) or type(e).__name__}", retry=True) from None
-        if trust.record:
-            self._record_first_use(conn.get_server_host_key())
-        self._server_key, self._trust_file = conn.get_server_host_key(), trust.pinned_file or None
+        s = self.spec
+        await self._close_hops()
+        tunnel = None
+        for i, hop in enumerate(s.jump):  # each hop checked like a host, the next reached through it
+            tofu = self._tofu if hop.trust_on_first_use is None else hop.trust_on_first_use
+            expected = self._jump_keys[i] if i < len(self._jump_keys) else None
+            opened = await ssh_connect(hop_where(hop, self.name), hop, tofu, hop.connect_timeout or self._timeout, expected, tunnel)
+            if opened.record:
+                self._record_first_use(opened.conn.get_server_host_key(), hop.address, hop.port)
+            self._hops.append(opened.conn)
+            self._hop_keys[i] = opened.conn.get_server_host_key()
+            tunnel = opened.conn
+        tofu = self._tofu if s.trust_on_first_use is None else s.trust_on_first_use
+        opened = await ssh_connect(self.where, s, tofu, self._timeout, self._expected_key, tunnel)
+        conn = opened.conn
+        if opened.record:
+            self._record_first_use(conn.get_server_host_key(), self.address, s.port)
+        self._server_key, self._trust_file = conn.get_server_host_key(), opened.trust_file
         self._login = conn.get_extra_info("username")
         return conn
+
+    async def _close_hops(self) -> None:
+        hops, self._hops = self._hops, []
+        for c in reversed(hops):
+            c.close()
 
     async def _check_sudo(self, conn: Any) -> None:
         """sudo = true: `sudo -n true` must work, else say why (never "tool not installed")."""
@@ -184,11 +192,17 @@ class SshHost(HostBase):
             "sudo": s.sudo, "connect_timeout": self._timeout,
             "host_key": openssh_line(key) if key is not None else None,
             "host_key_fingerprint": key.get_fingerprint() if key is not None else None,
+            "agent": s.agent,
+            "jump": [{"name": h.name, "address": h.address, "port": h.port, "user": h.user, "agent": h.agent,
+                      "key": os.path.abspath(os.path.expanduser(h.key)) if h.key else None, "known_hosts": h.known_hosts,
+                      "host_key": openssh_line(self._hop_keys[i]) if i in self._hop_keys else None}
+                     for i, h in enumerate(s.jump)],
         }
 
-    def _record_first_use(self, key: Any) -> None:
-        self.host_key_note = record_first_use(self.address, self.spec.port, key)
-        log.warning("%s (%s): host key %s", self.name, self.address, self.host_key_note)
+    def _record_first_use(self, key: Any, address: str, port: int) -> None:
+        note = record_first_use(address, port, key)
+        self.host_key_note = note if address == self.address else f"jump host {address}: {note}"
+        log.warning("%s (%s): host key %s", self.name, address, note)
 
     async def _start_shell(self, conn: Any) -> None:
         self._shell = await RemoteShell.start(conn, "sudo -n sh" if self.spec.sudo else "sh", self._timeout)
@@ -313,10 +327,12 @@ class SshHost(HostBase):
         for proc in list(self._live.values()):
             proc.stop()
         conn, self._conn = self._conn, None
-        if conn is not None:
+        if conn is not None or self._hops:
             async def shut() -> None:
-                conn.close()
-                await conn.wait_closed()
+                if conn is not None:
+                    conn.close()
+                    await conn.wait_closed()
+                await self._close_hops()
 
             try:
                 self._loop.call(shut(), 10)
@@ -363,7 +379,8 @@ class SshTarget(TargetBase):
 
     @property
     def warnings(self) -> list[str]:
-        return [f"{n}: host key {h.host_key_note}" for n, h in self.hosts.items() if h.host_key_note]
+        keys = [f"{n}: host key {h.host_key_note}" for n, h in self.hosts.items() if h.host_key_note]
+        return keys + [f"{n}: inventory setting not honoured: {x}" for n, h in self.hosts.items() for x in h.spec.ignored]
 
     def prepare(self, resolved: Any) -> dict[str, Any]:
         return {"hosts": {n: {"address": h.address, "role": h.role, "connections": h.connects} for n, h in self.hosts.items()}}

@@ -127,10 +127,10 @@ def mismatch_message(where: str, trust: Trust, presented: Any, host: str) -> str
             f"remove its old key (ssh-keygen -R '{host}' -f {trust.checked}) and check the new one")
 
 
-async def presented_key(address: str, port: int, timeout: float) -> Any:
+async def presented_key(address: str, port: int, timeout: float, tunnel: Any = None) -> Any:
     """The host key the server offers (for a mismatch message); None if it cannot be had."""
     try:
-        return await asyncio.wait_for(asyncssh.get_server_host_key(address, port), timeout)
+        return await asyncio.wait_for(asyncssh.get_server_host_key(address, port, **({'tunnel': tunnel} if tunnel is not None else {})), timeout)
     except (OSError, asyncssh.Error, asyncio.TimeoutError):
         return None
 

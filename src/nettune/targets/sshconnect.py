@@ -1,0 +1,62 @@
+"""One SSH connection, direct or through jump hosts (ProxyJump), with nettune's trust rules.
+
+Every hop is a connection of its own: its host key is checked exactly like a host's
+(sshtrust.host_trust: pinned known_hosts, then trust on first use when allowed, a changed
+key always refused; `nettune restore` insists on the key recorded for that hop), and the
+next hop, then the host, are reached through it (asyncssh `tunnel=`). So a bastion with a
+wrong key is refused before anything crosses it, and a lost bastion drops the host's
+connection, which SshHost handles like any lost connection.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import asyncssh
+
+from .sshtrust import client_keys, host_trust, mismatch_message, pattern, presented_key, tofu_file
+
+KEEPALIVE = 5.0  # seconds; 3 missed keepalives = connection lost
+
+
+@dataclass
+class Opened:
+    conn: Any
+    record: bool  # trusted on first use: the caller records the key
+    trust_file: str | None
+
+
+async def ssh_connect(where: str, spec: Any, tofu: bool, timeout: float, expected_key: str | None = None,
+                      tunnel: Any = None) -> Opened:
+    """Connect to spec (address, port, user, key, agent, known_hosts); SshError (one line) if not."""
+    from .ssh import SshError
+
+    trust = host_trust(where, spec.address, spec.port, spec.known_hosts, str(tofu_file()), tofu, expected_key)
+    # config=None: asyncssh would otherwise apply ~/.ssh/config on its own, with its own host key
+    # rules; nettune resolved the config already (spec.ssh_config) and checks keys itself.
+    opts: dict[str, Any] = {"config": None, "port": spec.port, "connect_timeout": timeout, "keepalive_interval": KEEPALIVE, "keepalive_count_max": 3}
+    if tunnel is not None:
+        opts["tunnel"] = tunnel
+    if spec.user:
+        opts["username"] = spec.user
+    if spec.key:
+        opts["client_keys"] = client_keys(where, spec.key)
+        if not spec.agent:
+            opts["agent_path"] = None  # only the key given: no "too many authentication failures"
+    try:
+        conn = await asyncssh.connect(spec.address, known_hosts=trust.known_hosts, **opts)
+    except asyncssh.HostKeyNotVerifiable:
+        presented = await presented_key(spec.address, spec.port, timeout, tunnel)
+        raise SshError(mismatch_message(where, trust, presented, pattern(spec.address, spec.port))) from None
+    except asyncssh.PermissionDenied:
+        raise SshError(f"{where}: login refused; check user and key ({spec.key or 'ssh-agent / ~/.ssh/id_*'})") from None
+    except asyncssh.ChannelOpenError as e:  # the jump host would not forward to this one
+        raise SshError(f"{where}: the jump host could not reach it: {e.reason}", retry=True) from None
+    except (OSError, asyncssh.Error, asyncio.TimeoutError) as e:
+        raise SshError(f"{where}: cannot connect: {str(e) or type(e).__name__}", retry=True) from None
+    return Opened(conn, trust.record, trust.pinned_file or None)
+
+
+def hop_where(hop: Any, host_name: str) -> str:
+    return f"jump host {hop.name} ({hop.user + '@' if hop.user else ''}{hop.address}:{hop.port}) on the way to {host_name}"
