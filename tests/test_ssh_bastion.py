@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from nettune.targets.ssh import SshError, SshHost, SshTarget
 from nettune.targets.sshproc import EventLoopThread
 
 from conftest import needs_iperf3, needs_root, nettune
-from sshlab_util import lab_text, netns_read, private_state  # noqa: F401 - private_state is an autouse fixture
+from sshlab_util import cut_sessions_when_client_runs, lab_text, netns_read, private_state  # noqa: F401 - private_state is an autouse fixture
 
 pytestmark = [needs_root, needs_iperf3]
 NAME, HOSTS, SUBNET = "t-bastion", ["server", "client"], "198.19.217.0/24"
@@ -161,3 +162,24 @@ def test_hosts_command_shows_the_jump_chain_and_a_host_that_is_down(lab, tmp_pat
     assert r.returncode == 1
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("client: ")]
     assert len(lines) == 1 and "the jump host could not reach it: Connection refused" in lines[0] and "via bastion" in lines[0]
+
+
+def test_a_lost_bastion_fails_that_test_and_the_study_goes_on(lab, tmp_path):
+    f = quick(f'ssh_config = "{lab["ssh_config"]}"\n[target.hosts.server]\n[target.hosts.client]', tmp_path, "t-bastion-cut")
+    f.write_text(f.read_text().replace("duration = 1", "duration = 2").replace("runs = 1", "runs = 3"))
+    study = load_study(f)
+    stop, cut = threading.Event(), []
+    # the bastion's sessions (every tunnel through it) are killed mid-test
+    th = threading.Thread(target=cut_sessions_when_client_runs, args=(lab["layout"], "client", "bastion", stop, cut))
+    th.start()
+    try:
+        with Store(tmp_path / "r.db") as store:
+            out = run_study(study, store, f.read_text(), str(f))
+            runs = store.runs(out.study_id)
+    finally:
+        stop.set()
+        th.join()
+    assert cut, "no bastion session was cut"
+    assert out.status == "done" and [r["ok"] for r in runs] == [False, True, True]
+    assert "connection lost during the test" in runs[0]["error"], runs[0]["error"]
+    assert not [p for p in pids_in_namespace(lab["layout"].ns("client")) if Path(f"/proc/{p}/comm").read_text().strip() == "iperf3"]
