@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from .ansible_inventory import is_ansible, load_ansible
 from .ssh_config import SshConfigError, resolve, resolve_jump
 
-HOST_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # dots: inventory and ssh_config names (pve1.example.com)
 DNS_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$")
 USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 
@@ -165,7 +165,7 @@ class SshTargetSpec(_Strict):
             raise ValueError("no hosts: add [target.hosts.NAME] tables or an inventory file")
         for h in self.hosts:
             if not HOST_NAME.match(h):
-                raise ValueError(f"host name {h!r}: use letters, digits, '-' or '_' (at most 32)")
+                raise ValueError(f"host name {h!r}: use letters, digits, '.', '-' or '_' (at most 64)")
         if not self.test_hosts:
             raise ValueError('every host has role = "hypervisor"; at least one must run tests')
         return self
