@@ -22,6 +22,7 @@ TOOLS = {
     "ps": ("procps", "procps-ng"),
     "pgrep": ("procps", "procps-ng"),
     "sudo": ("sudo", "sudo"),  # hosts with sudo = true (the SSH rehearsal on the lab uses it)
+    "ping": ("iputils-ping", "iputils"),  # `nettune doctor`: path MTU (don't-fragment pings) and RTT between hosts
 }
 
 

@@ -24,10 +24,12 @@ from .restore import critical, restore_changes
 
 
 class KnobSession:
-    def __init__(self, study: Study, target: Target, study_id: int | None):
+    def __init__(self, study: Study, target: Target | None, study_id: int | None, kept: bool = False):
+        """kept: the changes stay in force after this process (`nettune doctor --fix`);
+        nothing restores them but `nettune restore`."""
         self.study, self.target = study, target
         self.journal = Journal()
-        self.sid = self.journal.begin(study.name, study_id)
+        self.sid = self.journal.begin(study.name, study_id, kept=kept)
         self.seq = 0
         self.active: list[dict[str, Any]] = []  # journaled changes in force, oldest first
         self.messages: list[str] = []
@@ -71,6 +73,18 @@ class KnobSession:
         if stale:
             self._restore(stale)
         for it in items:
+            values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
+        return values
+
+    def set_items(self, items: list[Item]) -> dict[str, dict[str, Any]]:
+        """Validate and set these items (doctor fixes), each journaled before it is made."""
+        values: dict[str, dict[str, Any]] = {}
+        for it in items:
+            ctx = Ctx(self._cpus(it.place), None, host=it.host)
+            try:
+                it.kind.validate(it.place.ex, it.loc, it.value, ctx)
+            except KnobError as e:
+                raise NettuneError(f"knob {it.loc.key} on {it.host}: {e}") from None
             values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
         return values
 

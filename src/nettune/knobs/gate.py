@@ -109,22 +109,30 @@ def journal_gate(has_knobs: bool, restore_first: bool = False, journal: Journal 
         return []  # cannot read root's journal (not root): a study without knobs changes nothing
     touches: Select = study_touches(study) if study is not None else (lambda rec: True)
     notes: list[str] = []
+    kept = [s for s in dead if s.kept and s.changes]
+    if kept:  # doctor fixes: in force on purpose; the study measures with them
+        hosts = sorted({host_label(c) for s in kept for c in s.changes})
+        notes.append(f"note: `nettune doctor --fix` changes are in force on {', '.join(hosts)} ({sum(len(s.changes) for s in kept)} setting(s)); "
+                     "`nettune restore` puts them back")
+    dead = [s for s in dead if not s.kept]
+    kept_ids = {s.id for s in kept}
+    ours: Select = lambda rec: touches(rec) and rec.get("session") not in kept_ids  # noqa: E731
     mine = [s for s in dead if any(touches(c) for c in s.changes)]
     if mine:
-        hosts = ", ".join(pending_hosts(journal, touches))
+        hosts = ", ".join(pending_hosts(journal, ours))
         if not restore_first:
             raise NettuneError(
                 f"an earlier run was interrupted and left settings changed on {hosts}, which this study uses "
                 f"({mine[0].describe()}; journal {journal.path}); run `nettune restore` to put them back, or pass --restore-first"
             )
-        out, _ = restore_pending(journal, touches)
+        out, _ = restore_pending(journal, ours)
         notes += [f"restore-first: {result}: {text}" for result, text in out.lines]
         if out.failed:
             raise NettuneError(f"--restore-first: {out.failed} setting(s) could not be restored ({out.warnings[0]}); fix that and run `nettune restore`")
     for s in dead:
         if not s.changes:
             journal.end(s.id)  # died before changing anything
-    others = pending_hosts(journal)
+    others = sorted({host_label(c) for s in pending(journal)[0] if not s.kept for c in s.changes})
     if others:
         notes.append(f"note: an interrupted run left settings changed on {', '.join(others)}; this study does not use "
                      "them, so it runs (`nettune restore` puts them back, `nettune restore --forget HOST` gives them up)")

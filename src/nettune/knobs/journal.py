@@ -57,6 +57,7 @@ class OpenSession:
     pid_start: str | None = None
     started: float = 0.0
     changes: list[dict[str, Any]] = field(default_factory=list)
+    kept: bool = False  # `nettune doctor --fix`: meant to stay in force; restored only by `nettune restore`
 
     @property
     def alive(self) -> bool:
@@ -97,11 +98,14 @@ class Journal:
         if new:
             _fsync_dir(self.path.parent)
 
-    def begin(self, study: str, study_id: int | None) -> str:
+    def begin(self, study: str, study_id: int | None, kept: bool = False) -> str:
+        """kept: changes meant to outlive this process (doctor fixes); they never block a
+        study, and `nettune restore` puts them back like any other."""
         self._rotate()
         sid = uuid.uuid4().hex[:12]
         pid = os.getpid()
-        self.append({"op": "begin", "session": sid, "study": study, "study_id": study_id, "pid": pid, "pid_start": _start_time(pid), "time": time.time()})
+        rec = {"op": "begin", "session": sid, "study": study, "study_id": study_id, "pid": pid, "pid_start": _start_time(pid), "time": time.time()}
+        self.append(rec | ({"kept": True} if kept else {}))
         return sid
 
     def change(self, session: str, seq: int, study: str, host: str, loc: dict[str, Any], place: dict[str, Any], original: Any, new: Any, ident: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -155,7 +159,8 @@ class Journal:
             sid = rec.get("session", "")
             op = rec["op"]
             if op == "begin":
-                sessions[sid] = OpenSession(sid, rec.get("study", "?"), rec.get("study_id"), rec.get("pid"), rec.get("pid_start"), rec.get("time", 0.0))
+                sessions[sid] = OpenSession(sid, rec.get("study", "?"), rec.get("study_id"), rec.get("pid"), rec.get("pid_start"), rec.get("time", 0.0),
+                                            kept=bool(rec.get("kept")))
             elif op == "end":
                 sessions.pop(sid, None)
                 for k in [k for k in changes if k[0] == sid]:

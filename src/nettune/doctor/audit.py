@@ -1,0 +1,147 @@
+"""Run the checks on a set of hosts and gather what they found (nothing is changed here).
+
+Hosts come from this machine (no study), a study's target (local, lab namespaces, ssh
+hosts) or named hosts of an inventory. Checks about the machine itself (CPU, power,
+virtualization) run once per machine, so lab namespaces sharing this machine are not
+audited twice for it. A check that fails is an error of the report (exit code 2), never
+a traceback; the other checks still run.
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from .base import Finding, HostView
+from .path_mtu import peers_of
+from .registry import CHECKS, STUDY_CHECKS
+
+log = logging.getLogger("nettune.doctor")
+SHAPE_VERSION = 1
+
+
+@dataclass
+class DoctorReport:
+    hosts: list[str]
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """0: nothing above info; 1: warnings or problems; 2: a check could not run."""
+        if self.errors:
+            return 2
+        return 1 if any(f.rank > 0 for f in self.findings) else 0
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(f.severity == s for f in self.findings) for s in ("info", "warn", "problem")}
+
+    def as_json(self) -> dict[str, Any]:
+        """The documented shape (docs/doctor.md): version, hosts, summary, findings, errors."""
+        return {"version": SHAPE_VERSION, "hosts": self.hosts, "summary": self.counts(),
+                "findings": [f.as_dict() for f in self.findings], "errors": self.errors}
+
+
+def audit(views: list[HostView], addresses: dict[str, Any] | None = None, only: set[str] | None = None) -> DoctorReport:
+    """Every check on every host (those in `only`, if given). `addresses`: where the hosts
+    reach each other (for the path checks across them)."""
+    rep = DoctorReport([v.name for v in views])
+    peers = peers_of(views, addresses or {})
+    for sc in STUDY_CHECKS:  # first: they measure the RTT the buffer check uses
+        if only is None or sc.id in only:
+            try:
+                rep.findings += sc.run_all(views, peers)
+            except Exception as e:  # noqa: BLE001 - one broken check must not hide the others
+                rep.errors.append(f"{sc.id}: {type(e).__name__}: {e}")
+    done_machines: set[tuple[str, str]] = set()
+    for v in views:
+        for c in CHECKS:
+            if (only is not None and c.id not in only) or v.os not in c.oses:
+                continue
+            if c.per_machine:
+                if (v.machine, c.id) in done_machines:
+                    continue
+                done_machines.add((v.machine, c.id))
+            try:
+                found = c.run(v)
+            except Exception as e:  # noqa: BLE001
+                log.debug("check %s on %s", c.id, v.name, exc_info=True)
+                rep.errors.append(f"{c.id} on {v.name}: {type(e).__name__}: {e}")
+                continue
+            if c.per_machine and v.machine != v.name:
+                for f in found:
+                    f.host = v.machine
+            rep.findings += found
+    return rep
+
+
+def this_machine() -> list[HostView]:
+    from ..targets.local import LocalHost
+
+    return [HostView("this machine", LocalHost("this machine"))]
+
+
+@contextmanager
+def study_views(study: Any, streams: int | None = None) -> Iterator[tuple[list[HostView], dict[str, Any], Any]]:
+    """The hosts of a study's target as views, with their addresses; a lab is brought up
+    for the audit (its first point) and removed after. Yields (views, addresses, target)."""
+    from ..plan.points import expand, resolve
+    from ..targets import make_target
+
+    target = make_target(study)
+    try:
+        first = expand(study)[0]
+        target.prepare(resolve(study, first))
+        machine = "this machine" if study.target.on_this_machine else None
+        views = [HostView(n, h, machine=machine or n) for n, h in target.hosts.items()]
+        for v in views:
+            v.max_streams = streams
+        yield views, {n: h.address for n, h in target.hosts.items() if n in target.test_hosts}, target
+    finally:
+        target.close()
+
+
+@contextmanager
+def gather(names: list[str], inventory: str | None = None, study: Any = None) -> Iterator[tuple[list[HostView], dict[str, Any]]]:
+    """The hosts `nettune doctor` was asked about: a study's, named hosts (from an inventory,
+    else looked up in ssh_config like `ssh NAME`), or this machine. Yields (views, addresses)."""
+    if study is not None:
+        from ..plan.points import expand, resolve
+
+        streams = max((int(resolve(study, p).workload.parallel or 1) for p in expand(study)), default=1)
+        with study_views(study, streams) as (views, addresses, _):
+            yield views, addresses
+        return
+    if not names:
+        yield this_machine(), {}
+        return
+    from ..spec.ssh_hosts import SshTargetSpec
+    from ..targets.ssh import SshError, SshHost
+    from ..targets.sshproc import EventLoopThread
+
+    raw: dict[str, Any] = {"kind": "ssh", "hosts": {n: {} for n in names}}
+    if inventory:
+        raw["inventory"] = inventory
+    from pydantic import ValidationError
+
+    from ..errors import NettuneError
+
+    try:
+        spec = SshTargetSpec.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        raise NettuneError(f"doctor {' '.join(names)}: {first['msg'].removeprefix('Value error, ')}") from None
+    loop = EventLoopThread()
+    hosts = [SshHost(n, spec.hosts[n], loop, spec.trust_on_first_use, spec.connect_timeout) for n in names]
+    try:
+        for h in hosts:
+            try:
+                h.connect()
+            except SshError as e:
+                raise NettuneError(str(e)) from None
+        yield [HostView(h.name, h) for h in hosts], {h.name: h.address for h in hosts}
+    finally:
+        for h in hosts:
+            h.close()
+        loop.stop()

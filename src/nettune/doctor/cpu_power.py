@@ -1,0 +1,196 @@
+"""CPU frequency, power and speculation: what decides how fast a core runs during a test.
+
+Sources of truth: kernel Documentation/admin-guide/pm/{cpufreq,intel_pstate,amd-pstate,
+cpuidle}.rst, ABI/testing/sysfs-devices-system-cpu, hw-vuln/*.rst, tuned-adm(8).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .base import Check, Finding, HostView
+from .sysfs_knob import BASE, per_file, sysfs_knob
+
+CPUFREQ = BASE + "cpu*/cpufreq/"
+
+
+def _cmdline_fix(arg: str) -> tuple[str, str]:
+    fix = (f"add {arg} to the kernel command line: grubby --update-kernel=ALL --args={arg} (Fedora/RHEL), or "
+           f"GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub + update-grub (Debian/Ubuntu, Proxmox with GRUB), or "
+           f"/etc/kernel/cmdline + proxmox-boot-tool refresh (Proxmox with systemd-boot); reboot")
+    key = arg.split("=")[0]
+    return fix, f"remove {key}= again the same way (grubby --update-kernel=ALL --remove-args={key}); reboot"
+
+
+class CpuDriver(Check):
+    id, title, per_machine = "cpu.driver", "CPU frequency driver and mode", True
+    source = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver, .../amd_pstate/status, .../intel_pstate/status, /proc/cpuinfo vendor_id"
+
+    def run(self, h: HostView) -> list[Finding]:
+        drv = h.read(BASE + "cpu0/cpufreq/scaling_driver")
+        vendor = re.search(r"^vendor_id\s*:\s*(\S+)", h.read("/proc/cpuinfo") or "", re.M)
+        amd = bool(vendor and vendor.group(1) == "AuthenticAMD")
+        if drv is None:
+            return [Finding(self.id, h.name, "info", "no CPU frequency scaling exposed (cpufreq absent: a VM, or disabled)",
+                            f"{BASE}cpu0/cpufreq/scaling_driver: absent", "the hypervisor or firmware decides the clock; tune it there")]
+        amd_mode = h.read(BASE + "amd_pstate/status")
+        intel_mode = h.read(BASE + "intel_pstate/status")
+        ev = f"{BASE}cpu0/cpufreq/scaling_driver: {drv}" + (f"; amd_pstate/status: {amd_mode}" if amd_mode else "") + (f"; intel_pstate/status: {intel_mode}" if intel_mode else "")
+        if drv == "acpi-cpufreq" and amd:
+            fix, revert = _cmdline_fix("amd_pstate=active")
+            return [Finding(self.id, h.name, "warn", "acpi-cpufreq on an AMD CPU (amd-pstate not in use)", ev,
+                            "acpi-cpufreq offers a few fixed P-states; amd-pstate (CPPC) lets the CPU pick any frequency (study C)", fix, revert)]
+        if amd_mode in ("passive", "guided"):
+            return [Finding(self.id, h.name, "info", f"amd-pstate in {amd_mode} mode (driver {drv})", ev,
+                            "active mode (amd-pstate-epp) lets energy_performance_preference steer the CPU",
+                            f"echo active > {BASE}amd_pstate/status", f"echo {amd_mode} > {BASE}amd_pstate/status",
+                            sysfs_knob("amd_pstate_status", "amd_pstate/status", "amd_pstate/status=active"))]
+        return [Finding(self.id, h.name, "info", f"frequency driver {drv}" + (f" ({amd_mode or intel_mode} mode)" if (amd_mode or intel_mode) else ""), ev)]
+
+
+class PerCpuFile(Check):
+    """A per-CPU cpufreq file that should read `want` on every CPU for measuring; the fix
+    writes it on each CPU, and the revert writes each CPU's own value back."""
+
+    per_machine = True
+    file, want, label, why, knob, alternative = "", "performance", "", "", "", ""
+
+    def note(self, h: HostView) -> str:
+        return ""
+
+    def unit(self, n: int) -> str:
+        return ""
+
+    def run(self, h: HostView) -> list[Finding]:
+        values = h.files(CPUFREQ + self.file)
+        if not values:
+            return []
+        count = Counter(values.values())
+        if set(count) == {self.want}:
+            return [Finding(self.id, h.name, "info", f"{self.label} {self.want} on all {len(values)} CPUs", f"{CPUFREQ}{self.file}: {self.want}")]
+        seen = ", ".join(f"{v} on {n}{self.unit(n)}" for v, n in count.most_common())
+        return [Finding(self.id, h.name, "warn", f"{self.label} {seen}", f"{CPUFREQ}{self.file}: {seen}", self.why + self.note(h),
+                        f"for f in {CPUFREQ}{self.file}; do echo {self.want} > $f; done" + self.alternative,
+                        "write back each CPU's value: " + per_file(values)[:200],
+                        sysfs_knob(self.knob, f"cpu*/cpufreq/{self.file}", per_file(values, self.want)))]
+
+
+class CpuGovernor(PerCpuFile):
+    id, title = "cpu.governor", "Scaling governor of every CPU"
+    source = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+    file, label, knob, alternative = "scaling_governor", "governor", "governor", "   (or: cpupower frequency-set -g performance)"
+    why = "a governor other than performance lets the clock drop between tests and ramp during them: more noise, lower peaks"
+
+    def unit(self, n: int) -> str:
+        return f" CPU{'s' if n > 1 else ''}"
+
+
+class CpuEpp(PerCpuFile):
+    id, title = "cpu.epp", "Energy-performance preference (EPP)"
+    source = "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference (intel_pstate with HWP, amd-pstate-epp)"
+    file, label, knob = "energy_performance_preference", "EPP", "epp"
+    why = "a power-leaning EPP makes the CPU clock up late under load"
+
+    def note(self, h: HostView) -> str:
+        govs = set(h.files(CPUFREQ + "scaling_governor").values())
+        return " (set it after the governor: with governor performance the driver pins EPP)" if "performance" in govs else ""
+
+
+class Tuned(Check):
+    id, title, per_machine = "cpu.tuned", "tuned profile and its verification", True
+    source = "tuned-adm active, tuned-adm verify (exit 0 ok, 1 mismatch); /var/log/tuned/tuned.log"
+    CALM = ("balanced", "powersave", "desktop", "laptop-battery-powersave", "laptop-ac-powersave")
+
+    def run(self, h: HostView) -> list[Finding]:
+        if h.host.which("tuned-adm") is None:
+            return [Finding(self.id, h.name, "info", "tuned not installed", "command -v tuned-adm: not found")]
+        r = h.run(["tuned-adm", "active"])
+        m = re.search(r"Current active profile:\s*(.+)", r.stdout)
+        profile = " ".join(m.group(1).split()) if m else "off"
+        out = []
+        ev = f"tuned-adm active: {profile}"
+        if profile.split()[0] in self.CALM:
+            out.append(Finding(self.id, h.name, "warn", f"tuned profile {profile}", ev,
+                               "a power-saving profile lowers clocks and allows deep C-states while you measure (study C)",
+                               "tuned-adm profile throughput-performance", f"tuned-adm profile {profile}",
+                               {"key": "tuned", "value": "throughput-performance"}))
+        else:
+            out.append(Finding(self.id, h.name, "info", f"tuned profile {profile}", ev))
+        if profile != "off":
+            v = h.run(["tuned-adm", "verify", "--ignore-missing"], timeout=60)
+            if v.returncode != 0:
+                lines = [ln.strip() for ln in (v.stdout + v.stderr).splitlines() if ln.strip()]
+                said = lines[0][:200] if lines else "no output"  # tuned-adm's verdict line; the details are in its log
+                out.append(Finding("cpu.tuned", h.name, "problem", f"tuned-adm verify fails for {profile}: the profile is not fully in force",
+                                   f"tuned-adm verify: exit {v.returncode}: {said}",
+                                   "some settings of the profile were changed behind tuned's back; the numbers are not those of the profile",
+                                   f"tuned-adm profile {profile}   (re-applies it; the log /var/log/tuned/tuned.log lists what differed)", ""))
+        return out
+
+
+class Smt(Check):
+    id, title, per_machine = "cpu.smt", "Simultaneous multithreading", True
+    source = "/sys/devices/system/cpu/smt/control, smt/active"
+
+    def run(self, h: HostView) -> list[Finding]:
+        control = h.read(BASE + "smt/control")
+        if control is None or control in ("notsupported", "notimplemented"):
+            return []
+        active = h.read(BASE + "smt/active")
+        return [Finding(self.id, h.name, "info", f"SMT {control} (active {active})", f"{BASE}smt/control: {control}; smt/active: {active}",
+                        "with SMT on, two threads share one core: per-core CPU figures count threads, and a pegged thread may have a busy sibling")]
+
+
+class Mitigations(Check):
+    id, title, per_machine = "cpu.mitigations", "Speculative-execution mitigations", True
+    source = "/sys/devices/system/cpu/vulnerabilities/*, /proc/cmdline (mitigations=)"
+
+    def run(self, h: HostView) -> list[Finding]:
+        vul = h.files(BASE + "vulnerabilities/*")
+        if not vul:
+            return []
+        state = Counter("not affected" if v.startswith("Not affected") else "vulnerable" if v.startswith("Vulnerable") else "mitigated" for v in vul.values())
+        cmd = re.search(r"(?:^|\s)mitigations=(\S+)", h.read("/proc/cmdline") or "")
+        mode = cmd.group(1) if cmd else "auto (default)"
+        seen = f"mitigations={mode}: " + ", ".join(f"{n} {s}" for s, n in state.most_common())
+        open_ = sorted(p.rsplit("/", 1)[1] for p, v in vul.items() if v.startswith("Vulnerable"))
+        fix, revert = _cmdline_fix("mitigations=off")
+        return [Finding(self.id, h.name, "info", seen + (f" ({', '.join(open_[:6])})" if open_ else ""),
+                        f"{BASE}vulnerabilities/ ({len(vul)} files); /proc/cmdline mitigations={mode}",
+                        "mitigations cost CPU on every syscall and context switch; compare hosts only with the same setting (study C measures the cost)",
+                        fix + " (only to measure their cost: it removes protections)", revert)]
+
+
+class CState(Check):
+    id, title, per_machine = "cpu.cstate", "Deepest idle state enabled", True
+    source = "/sys/devices/system/cpu/cpu*/cpuidle/state*/{name,latency,disable}"
+    DEEP_US = 50  # exit latency above this adds visibly to a ping-pong RTT at low load
+
+    def run(self, h: HostView) -> list[Finding]:
+        names = h.files(BASE + "cpu0/cpuidle/state*/name")
+        if not names:
+            return []
+        lat = h.files(BASE + "cpu0/cpuidle/state*/latency")
+        dis = h.files(BASE + "cpu0/cpuidle/state*/disable")
+        states = []
+        for p, name in names.items():
+            d = p.rsplit("/", 1)[0]
+            states.append((int(lat.get(d + "/latency", "0") or 0), name, dis.get(d + "/disable", "0") == "0", d))
+        enabled = sorted(s for s in states if s[2])
+        if not enabled:
+            return [Finding(self.id, h.name, "info", "every idle state disabled", f"{BASE}cpu0/cpuidle/state*/disable: 1")]
+        deepest = enabled[-1]
+        ev = f"{BASE}cpu0/cpuidle: " + ", ".join(f"{n} {lt} µs{'' if on else ' (disabled)'}" for lt, n, on, _ in sorted(states))
+        if deepest[0] <= self.DEEP_US:
+            return [Finding(self.id, h.name, "info", f"deepest idle state {deepest[1]} ({deepest[0]} µs exit latency)", ev)]
+        deep = {p.rsplit("/", 1)[1] for lt, _, on, p in states if on and lt > self.DEEP_US}  # "state3", ...
+        every = h.files(BASE + "cpu*/cpuidle/state*/disable")
+        want = {f: "1" if f.split("/")[-2] in deep else v for f, v in every.items()}
+        return [Finding(self.id, h.name, "warn", f"deepest idle state {deepest[1]} enabled ({deepest[0]} µs exit latency)", ev,
+                        "waking from a deep C-state adds its exit latency to latency tests and to the first packets of a burst",
+                        f"disable states above {self.DEEP_US} µs on every CPU (echo 1 > .../cpuidle/stateN/disable), or tuned's latency-performance profile",
+                        "echo 0 > the same files",
+                        sysfs_knob("cstates", "cpu*/cpuidle/state*/disable", per_file(want)) if len(want) <= 2048 else None)]
+
+
+CHECKS = (CpuDriver(), CpuGovernor(), CpuEpp(), Tuned(), Smt(), Mitigations(), CState())

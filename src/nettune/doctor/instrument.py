@@ -1,0 +1,43 @@
+"""The instrument: which iperf3 and iperf2 are installed, and whether iperf3 runs all
+streams on one thread (before 3.16), which caps what a study can measure (study D).
+
+Sources of truth: `iperf3 --version`, `iperf -v` (iperf2 prints to stderr); esnet/iperf
+RELNOTES.md 3.16 (multi-threaded iperf3).
+"""
+from __future__ import annotations
+
+import re
+
+from .base import Check, Finding, HostView
+
+
+def _version(text: str) -> tuple[str, tuple[int, ...]] | None:
+    m = re.search(r"iperf(?: version)? (\d+(?:\.\d+)+)", text)
+    return (m.group(1), tuple(int(x) for x in m.group(1).split("."))) if m else None
+
+
+class Instrument(Check):
+    id, title = "tool.iperf", "iperf3 and iperf2 versions; iperf3's threading"
+    source = "iperf3 --version; iperf -v"
+    oses = ("linux", "freebsd")
+
+    def run(self, h: HostView) -> list[Finding]:
+        r3, r2 = h.run(["iperf3", "--version"]), h.run(["iperf", "-v"])
+        v3, v2 = _version(r3.stdout + r3.stderr), _version(r2.stdout + r2.stderr)
+        ev = f"iperf3 --version: {v3[0] if v3 else 'not found'}; iperf -v: {v2[0] if v2 else 'not found'}"
+        out = []
+        missing = [n for n, v in (("iperf3", v3), ("iperf", v2)) if v is None]
+        if missing:
+            out.append(Finding(self.id, h.name, "problem" if len(missing) == 2 else "warn", f"{' and '.join(missing)} not installed", ev,
+                               "nettune runs these on every test host", "nettune setup (this machine), or apt-get install iperf3 iperf / pkg install iperf3 iperf", ""))
+        if v3 and v3[1] < (3, 16):
+            streams = f"; this study's -P up to {h.max_streams} all share that one thread" if h.max_streams and h.max_streams > 1 else ""
+            out.append(Finding(self.id, h.name, "warn", f"iperf3 {v3[0]} is single-threaded (before 3.16){streams}", ev,
+                               "all its streams run on one core: above roughly 25-40 Gbit/s per host the tool, not the path, is the limit (study D: 32.7 vs iperf2's 286)",
+                               "use engine = \"iperf2\", or iperf3 >= 3.16, for fast paths", ""))
+        if not out:
+            out.append(Finding(self.id, h.name, "info", f"iperf3 {v3[0] if v3 else '-'}, iperf {v2[0] if v2 else '-'}", ev))
+        return out
+
+
+CHECKS = (Instrument(),)

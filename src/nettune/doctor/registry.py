@@ -1,0 +1,12 @@
+"""Every doctor check, by area (one file per area); the order is the report's order."""
+from __future__ import annotations
+
+from . import cpu_power, instrument, kernel_net, nic, path_mtu, pcie, virt
+from .base import Check, StudyCheck
+
+CHECKS: tuple[Check, ...] = (*cpu_power.CHECKS, *virt.CHECKS, *nic.CHECKS, *pcie.CHECKS, *kernel_net.CHECKS, *instrument.CHECKS)
+STUDY_CHECKS: tuple[StudyCheck, ...] = path_mtu.CHECKS
+
+
+def check_ids() -> list[str]:
+    return [c.id for c in STUDY_CHECKS] + [c.id for c in CHECKS]

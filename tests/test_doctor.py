@@ -1,0 +1,119 @@
+"""`nettune doctor` for real: this machine, the lab, and lab hosts over SSH; --fix through
+the journal and `nettune restore` putting each value back. Only loopback and 198.18.0.0/15."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nettune.doctor.shape import DoctorJson
+from nettune.knobs.gate import journal_gate
+from nettune.knobs.journal import Journal
+
+from conftest import EXAMPLES, lab_leftovers, needs_iperf3, needs_root, nettune
+from sshlab_util import lab_fixture, netns_read, private_state  # noqa: F401 - private_state: autouse fixture
+
+pytestmark = [needs_root, needs_iperf3]
+LAB, HOSTS, SUBNET = "t-doctor", ["server", "client"], "198.19.218.0/24"
+lab = lab_fixture(LAB, HOSTS, SUBNET)
+BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
+
+
+def doctor(*args: str, env: dict | None = None) -> tuple[int, dict]:
+    r = nettune("doctor", *args, "--format", "json", env=env)
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def test_this_machine_prints_the_documented_shape():
+    rc, out = doctor()
+    DoctorJson.model_validate(out)  # the shape docs/doctor.md documents, nothing more
+    assert out["hosts"] == ["this machine"] and not out["errors"]
+    assert rc == (1 if out["summary"]["warn"] + out["summary"]["problem"] else 0)
+    checks = {f["check"] for f in out["findings"]}
+    assert {"cpu.mitigations", "nic.link", "net.somaxconn", "tool.iperf"} <= checks
+    for f in out["findings"]:
+        assert f["evidence"] and (f["severity"] == "info" or f["why"])
+
+
+def test_fix_is_journaled_kept_out_of_the_way_and_restored(tmp_path):
+    before = BACKLOG.read_text().strip()
+    BACKLOG.write_text("1000\n")  # below what a 10 Gbit/s link wants: the check flags it
+    try:
+        rc, out = doctor("--check", "net.backlog", "--fix", "net.backlog")
+        assert rc == 1 and out["findings"][0]["seen"].startswith("netdev_max_backlog 1000")
+        assert BACKLOG.read_text().strip() == "250000" and out["fixed"]
+        kept = [s for s in Journal().open_sessions() if s.kept]
+        assert len(kept) == 1 and kept[0].changes[0]["original"] in ("1000", 1000)
+        # a study on this machine measures with the fix in force: a note, never a refusal
+        notes = journal_gate(True, study=None)
+        assert any("doctor --fix" in n for n in notes)
+        r = nettune("restore")
+        assert r.returncode == 0 and "restored" in r.stdout, r.stdout + r.stderr
+        assert BACKLOG.read_text().strip() == "1000" and not Journal().open_sessions()
+    finally:
+        BACKLOG.write_text(before + "\n")
+
+
+def test_fix_names_what_cannot_be_fixed():
+    r = nettune("doctor", "--check", "cpu.mitigations", "--fix", "cpu.mitigations")
+    assert r.returncode == 2 and "nothing nettune can fix there" in r.stderr and "\n" not in r.stderr.strip()
+    r = nettune("doctor", "--fix", "nope")
+    assert r.returncode == 2 and "no such check" in r.stderr
+
+
+def test_lab_study_is_audited_and_removed(tmp_path):
+    f = tmp_path / "quick.toml"
+    f.write_text((EXAMPLES / "quick.toml").read_text().replace('name = "quick"', 'name = "nettune-t-doclab"'))
+    rc, out = doctor(str(f))
+    assert out["hosts"] == ["server", "client"] and rc == 1
+    seen = {(x["host"], x["check"]): x for x in out["findings"]}
+    assert "GRO off" in seen[("server", "nic.offloads")]["seen"]  # the lab's veths start with GRO off
+    assert "9000-byte frames pass from client to server" in seen[("client", "path.mtu")]["seen"]
+    assert ("this machine", "cpu.mitigations") in seen  # machine-wide checks once, for the machine
+    assert not lab_leftovers()
+
+
+def _study(lab, tmp_path) -> Path:
+    f = tmp_path / "s.toml"
+    f.write_text(f'name = "t-doctor-ssh"\n[target]\nkind = "ssh"\ninventory = "{lab["inventory"]}"\n'
+                 '[workload]\nserver = "server"\nclient = "client"\nduration = 1\n')
+    return f
+
+
+def test_mtu_mismatch_gro_and_buffers_on_lab_hosts_fixed_and_restored(lab, tmp_path):
+    lay = lab["layout"]
+    dev = {h: lay.ns_if(h) for h in HOSTS}
+    mtu = {h: netns_read(lay, h, f"/sys/class/net/{dev[h]}/mtu") for h in HOSTS}
+    def set_mtu(h: str, value: str) -> None:
+        subprocess.run(["ip", "netns", "exec", lay.ns(h), "ip", "link", "set", "dev", dev[h], "mtu", value], check=True)
+
+    set_mtu("server", "9000")
+    set_mtu("client", "1500")
+    try:
+        rc, out = doctor(str(_study(lab, tmp_path)))
+        assert rc == 1
+        by = {}
+        for x in out["findings"]:
+            by.setdefault((x["host"], x["check"]), []).append(x)
+        seen = " | ".join(x["seen"] for x in by[("server", "path.mtu")])
+        assert "9000-byte frames from server do not reach client; the largest that passes is 1500 bytes" in seen
+        assert any("MTU mismatch" in x["seen"] for x in by[("client", "path.mtu")])
+        assert all(any("GRO off" in x["seen"] for x in by[(h, "nic.offloads")]) for h in HOSTS)
+        buf = by[("server", "net.buffers")][0]
+        assert f"{dev['server']} link 10 Gbit/s" in buf["evidence"] and "measured to client" in buf["evidence"]
+
+        rc, out = doctor(str(_study(lab, tmp_path)), "--fix", "path.mtu", "--fix", "nic.offloads")
+        assert netns_read(lay, "client", f"/sys/class/net/{dev['client']}/mtu") == "9000"
+        gro = subprocess.run(["ip", "netns", "exec", lay.ns("client"), "ethtool", "-k", dev["client"]], capture_output=True, text=True).stdout
+        assert "generic-receive-offload: on" in gro
+        r = nettune("restore")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert netns_read(lay, "client", f"/sys/class/net/{dev['client']}/mtu") == "1500"
+        gro = subprocess.run(["ip", "netns", "exec", lay.ns("client"), "ethtool", "-k", dev["client"]], capture_output=True, text=True).stdout
+        assert "generic-receive-offload: off" in gro
+    finally:
+        for h in HOSTS:
+            set_mtu(h, mtu[h])
