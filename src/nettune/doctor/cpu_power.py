@@ -9,9 +9,15 @@ import re
 from collections import Counter
 
 from .base import Check, Finding, HostView
-from .sysfs_knob import BASE, per_file, sysfs_knob
 
+BASE = "/sys/devices/system/cpu/"
 CPUFREQ = BASE + "cpu*/cpufreq/"
+
+
+def per_file(values: dict[str, str]) -> str:
+    """"cpu0/cpufreq/scaling_governor=schedutil ..." (each CPU's own value, for the revert text)."""
+    key = lambda kv: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", kv[0])]  # noqa: E731
+    return " ".join(f"{p.removeprefix(BASE)}={v}" for p, v in sorted(values.items(), key=key))
 
 
 def _cmdline_fix(arg: str) -> tuple[str, str]:
@@ -44,7 +50,7 @@ class CpuDriver(Check):
             return [Finding(self.id, h.name, "info", f"amd-pstate in {amd_mode} mode (driver {drv})", ev,
                             "active mode (amd-pstate-epp) lets energy_performance_preference steer the CPU",
                             f"echo active > {BASE}amd_pstate/status", f"echo {amd_mode} > {BASE}amd_pstate/status",
-                            sysfs_knob("amd_pstate_status", "amd_pstate/status", "amd_pstate/status=active"))]
+                            {"key": "amd_pstate:mode", "value": "active"})]
         return [Finding(self.id, h.name, "info", f"frequency driver {drv}" + (f" ({amd_mode or intel_mode} mode)" if (amd_mode or intel_mode) else ""), ev)]
 
 
@@ -53,7 +59,7 @@ class PerCpuFile(Check):
     writes it on each CPU, and the revert writes each CPU's own value back."""
 
     per_machine = True
-    file, want, label, why, knob, alternative = "", "performance", "", "", "", ""
+    file, want, label, why, knob, alternative = "", "performance", "", "", "", ""  # knob: the cpufreq:ARG kind that fixes it
 
     def note(self, h: HostView) -> str:
         return ""
@@ -72,7 +78,7 @@ class PerCpuFile(Check):
         return [Finding(self.id, h.name, "warn", f"{self.label} {seen}", f"{CPUFREQ}{self.file}: {seen}", self.why + self.note(h),
                         f"for f in {CPUFREQ}{self.file}; do echo {self.want} > $f; done" + self.alternative,
                         "write back each CPU's value: " + per_file(values)[:200],
-                        sysfs_knob(self.knob, f"cpu*/cpufreq/{self.file}", per_file(values, self.want)))]
+                        {"key": f"cpufreq:{self.knob}", "value": self.want})]
 
 
 class CpuGovernor(PerCpuFile):
@@ -183,14 +189,12 @@ class CState(Check):
         ev = f"{BASE}cpu0/cpuidle: " + ", ".join(f"{n} {lt} µs{'' if on else ' (disabled)'}" for lt, n, on, _ in sorted(states))
         if deepest[0] <= self.DEEP_US:
             return [Finding(self.id, h.name, "info", f"deepest idle state {deepest[1]} ({deepest[0]} µs exit latency)", ev)]
-        deep = {p.rsplit("/", 1)[1] for lt, _, on, p in states if on and lt > self.DEEP_US}  # "state3", ...
-        every = h.files(BASE + "cpu*/cpuidle/state*/disable")
-        want = {f: "1" if f.split("/")[-2] in deep else v for f, v in every.items()}
+        shallow = [int(p.rsplit("state", 1)[1]) for lt, _, _, p in states if lt <= self.DEEP_US]
         return [Finding(self.id, h.name, "warn", f"deepest idle state {deepest[1]} enabled ({deepest[0]} µs exit latency)", ev,
                         "waking from a deep C-state adds its exit latency to latency tests and to the first packets of a burst",
                         f"disable states above {self.DEEP_US} µs on every CPU (echo 1 > .../cpuidle/stateN/disable), or tuned's latency-performance profile",
                         "echo 0 > the same files",
-                        sysfs_knob("cstates", "cpu*/cpuidle/state*/disable", per_file(want)) if len(want) <= 2048 else None)]
+                        {"key": "cpuidle:max_state", "value": max(shallow)} if shallow else None)]
 
 
 CHECKS = (CpuDriver(), CpuGovernor(), CpuEpp(), Tuned(), Smt(), Mitigations(), CState())

@@ -7,6 +7,9 @@ from .base import Kind, catalog_row
 from .cc import CongestionControl
 from .channels import Channels
 from .command import Command
+from .cpu_switches import AmdPstate, Smt
+from .cpufreq import CpuFreq
+from .cpuidle import CpuIdle
 from .irq import IrqAffinity
 from .libvirt_queues import LibvirtQueues
 from .libvirt_vcpupin import LibvirtVcpupin
@@ -26,6 +29,7 @@ KINDS: dict[str, Kind] = {
     for k in (
         Sysctl(), Mtu(), Offload(), Channels(), Ring(), Rps(), Xps(), IrqAffinity(), TxQueueLen(),
         CongestionControl(), Qdisc(), Tuned(), Command(),
+        CpuFreq(), CpuIdle(), AmdPstate(), Smt(),
         ProxmoxQueues(), LibvirtQueues(), LibvirtVcpupin(),
     )
 }
@@ -38,7 +42,6 @@ NEVER = {
     "grub": "boot loader settings need a reboot and can leave a machine unbootable",
     "bootloader": "boot loader settings need a reboot and can leave a machine unbootable",
     "mitigations": "mitigations=off weakens the machine's security and needs a reboot",
-    "amd_pstate": "amd_pstate is a kernel command line option (needs a reboot)",
     "intel_pstate": "intel_pstate is a kernel command line option (needs a reboot)",
 }
 
@@ -52,7 +55,7 @@ def catalog() -> list[dict[str, str]]:
     for k in KINDS.values():
         rows += k.catalog()
     rows.append(catalog_row(
-        "never", '"mitigations" / "cmdline" / "amd_pstate"', "machine (boot)", "kernel command line options (mitigations=off, amd_pstate=...)",
+        "never", '"mitigations" / "cmdline"', "machine (boot)", "kernel command line options (mitigations=off, amd_pstate=... at boot; amd_pstate:mode switches at run time)",
         "distribution's", "-", "reboot", "never changed automatically: " + NEVER["mitigations"] + "; persist documents them only", "loader.conf",
     ))
     return rows

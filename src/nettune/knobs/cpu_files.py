@@ -1,0 +1,88 @@
+"""What the per-CPU knob kinds share (cpufreq:governor, cpufreq:epp, cpuidle:max_state):
+a file (or files) under every /sys/devices/system/cpu/cpuN, one value for all CPUs.
+
+The value read is {"cpu0/cpufreq/scaling_governor": "schedutil", ...}: every file with
+its own value, so the journal keeps each CPU's original and a restore writes each back
+(mixed governors stay mixed); a kill -9 between two CPUs leaves a value that is part
+original, part new, which `between` recognises. Machine-wide: a lab namespace sets it for
+this whole machine. Source of truth: kernel Documentation/admin-guide/pm/cpufreq.rst,
+cpuidle.rst, ABI/testing/sysfs-devices-system-cpu.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..targets.base import Host
+from .base import Kind, KnobError, Loc, Persisted, read_file, run_ok, write_file
+
+BASE = "/sys/devices/system/cpu/"
+
+
+def _natural(rel: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", rel)]
+
+
+class CpuFiles(Kind):
+    host_wide = True
+    takes_arg = "required"
+
+    def rel_files(self, ex: Host, loc: Loc) -> list[str]:
+        """Relative paths ("cpu0/cpufreq/scaling_governor") of the files this knob writes."""
+        raise NotImplementedError
+
+    def matches(self, rel: str, current: str, value: Any) -> bool:
+        """Does one file's value `current` mean `value` (a scalar for every CPU)?"""
+        return current == str(value)
+
+    def wanted(self, rel: str, value: Any) -> str:
+        return str(value)
+
+    def cpus(self, ex: Host, loc: Loc) -> list[str]:
+        names = [n for n in run_ok(ex, ["ls", BASE], loc.key).split() if re.fullmatch(r"cpu\d+", n)]
+        return sorted(names, key=_natural)
+
+    def read(self, ex: Host, loc: Loc) -> dict[str, str]:
+        return {rel: read_file(ex, BASE + rel, loc.key).strip() for rel in self.rel_files(ex, loc)}
+
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
+        per_file = value if isinstance(value, dict) else {rel: self.wanted(rel, value) for rel in self.rel_files(ex, loc)}
+        for rel, v in per_file.items():
+            write_file(ex, BASE + rel, f"{v}\n", loc.key)
+
+    def same(self, a: Any, b: Any) -> bool:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a == b
+        if not isinstance(a, dict) and not isinstance(b, dict):
+            return str(a) == str(b)
+        d, v = (a, b) if isinstance(a, dict) else (b, a)
+        return bool(d) and all(self.matches(rel, cur, v) for rel, cur in d.items())
+
+    def between(self, current: Any, original: Any, new: Any) -> bool:
+        if not isinstance(current, dict) or not current or not isinstance(original, dict):
+            return False
+        return all(x == original.get(rel) or (self.matches(rel, x, new) if not isinstance(new, dict) else x == new.get(rel))
+                   for rel, x in current.items())
+
+    def show(self, value: Any) -> str:
+        if not isinstance(value, dict):
+            return str(value)
+        vals = sorted(set(value.values()))
+        return vals[0] if len(vals) == 1 else "mixed: " + ", ".join(f"{v} on {sum(x == v for x in value.values())}" for v in vals)
+
+    def commands(self, loc: Loc, value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [f"echo {v} > {BASE}{rel}" for rel, v in sorted(value.items(), key=lambda kv: _natural(kv[0]))]
+        return [self.loop_command(loc, value)]
+
+    def loop_command(self, loc: Loc, value: Any) -> str:
+        raise NotImplementedError
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        return Persisted(shell=self.commands(loc, value), notes=[f"{loc.key}: a tuned profile ([cpu] governor / energy_perf_bias) keeps this across reboots; apply.sh has the commands"])
+
+
+def need_writable(ex: Host, loc: Loc, paths: list[str]) -> None:
+    for p in paths:
+        if ex.run(["test", "-w", p], timeout=10).returncode != 0:
+            raise KnobError(f"{loc.key}: {p} is not writable (not root, or the driver does not allow it)")
