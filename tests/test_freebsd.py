@@ -24,14 +24,24 @@ from nettune.targets.freebsd import freebsd_facts
 FIX = Path(__file__).parent / "fixtures" / "freebsd"
 HOSTILE = "1; touch /tmp/x"
 
-# IFCAP_* bits (sys/net/if.h) the fixture's options line uses
+# IFCAP_* bits (sys/net/if.h, FreeBSD 14) by the names ifconfig prints
 IFCAP = {
-    "RXCSUM": 0x1, "TXCSUM": 0x2, "VLAN_MTU": 0x8, "VLAN_HWTAGGING": 0x10, "JUMBO_MTU": 0x20,
-    "VLAN_HWCSUM": 0x80, "TSO4": 0x100, "TSO6": 0x200, "LRO": 0x400, "VLAN_HWFILTER": 0x10000,
-    "VLAN_HWTSO": 0x40000, "LINKSTATE": 0x80000, "RXCSUM_IPV6": 0x200000, "TXCSUM_IPV6": 0x400000,
+    "RXCSUM": 0x1, "TXCSUM": 0x2, "NETCONS": 0x4, "VLAN_MTU": 0x8, "VLAN_HWTAGGING": 0x10, "JUMBO_MTU": 0x20,
+    "POLLING": 0x40, "VLAN_HWCSUM": 0x80, "TSO4": 0x100, "TSO6": 0x200, "LRO": 0x400, "WOL_UCAST": 0x800,
+    "WOL_MCAST": 0x1000, "WOL_MAGIC": 0x2000, "TOE4": 0x4000, "TOE6": 0x8000, "VLAN_HWFILTER": 0x10000,
+    "NV": 0x20000, "VLAN_HWTSO": 0x40000, "LINKSTATE": 0x80000, "NETMAP": 0x100000, "RXCSUM_IPV6": 0x200000,
+    "TXCSUM_IPV6": 0x400000, "HWSTATS": 0x800000, "TXRTLMT": 0x1000000, "HWRXTSTMP": 0x2000000,
+    "MEXTPG": 0x4000000, "TXTLS4": 0x8000000, "TXTLS6": 0x10000000, "VXLAN_HWCSUM": 0x20000000,
+    "VXLAN_HWTSO": 0x40000000, "TXTLS_RTLMT": 0x80000000,
 }
-# ifconfig(8) flag -> capabilities it toggles ("tso" is TSO4|TSO6)
-IFCONFIG_CAPS = {"lro": ["LRO"], "tso": ["TSO4", "TSO6"], "rxcsum": ["RXCSUM"], "txcsum": ["TXCSUM"]}
+# ifconfig(8) flag -> capabilities it toggles ("tso" is TSO4|TSO6; sbin/ifconfig/ifconfig.c)
+IFCONFIG_CAPS = {
+    "lro": ["LRO"], "tso": ["TSO4", "TSO6"], "tso4": ["TSO4"], "tso6": ["TSO6"], "rxcsum": ["RXCSUM"],
+    "txcsum": ["TXCSUM"], "rxcsum6": ["RXCSUM_IPV6"], "txcsum6": ["TXCSUM_IPV6"], "vlanhwtag": ["VLAN_HWTAGGING"],
+    "vlanhwcsum": ["VLAN_HWCSUM"], "vlanhwtso": ["VLAN_HWTSO"], "vlanhwfilter": ["VLAN_HWFILTER"],
+}
+_OPTS = re.compile(r"^(\s*)options=([0-9a-f]+)<([^>]*)>\n", re.M)
+_CAPS = re.compile(r"^\s*capabilities=([0-9a-f]+)<([^>]*)>\n", re.M)
 READ_ONLY = ("hw.", "kern.cp_time", "kern.cp_times")
 
 
@@ -41,9 +51,8 @@ class FakeFreeBSD(HostBase):
     name = "fbsd1"
     address = "192.0.2.10"
     os = "freebsd"
-    interface = "vtnet0"
 
-    def __init__(self) -> None:
+    def __init__(self, capture: Path = FIX / "ifconfig_vtnet0.txt") -> None:
         self.calls: list[list[str]] = []
         self.sysctl: dict[str, str] = {}
         for ln in (FIX / "sysctl_values.txt").read_text().splitlines():
@@ -51,9 +60,18 @@ class FakeFreeBSD(HostBase):
                 k, v = ln.split(" = ", 1)
                 self.sysctl[k] = v
         self.cp_times = [(FIX / f"cp_time_{i}.txt").read_text() for i in (1, 2)]
-        self._ifconfig = (FIX / "ifconfig_vtnet0.txt").read_text()
+        self._ifconfig = capture.read_text()
+        self.iface = self._ifconfig.split(":", 1)[0]
+        self.interface = self.iface
         self.mtu = int(re.search(r" mtu (\d+)", self._ifconfig).group(1))
-        self.caps = re.search(r"options=[0-9a-f]+<([^>]*)>", self._ifconfig).group(1).split(",")
+        m = _OPTS.search(self._ifconfig)
+        self.caps = m.group(3).split(",") if m and m.group(3) else []
+        # bits the capture's ifconfig printed no name for (older ifconfig, newer kernel)
+        self.unnamed = (int(m.group(2), 16) - sum(IFCAP[c] for c in self.caps)) if m else 0
+        c = _CAPS.search(self._ifconfig)
+        # a capture without capabilities= (plain ifconfig, or written from the man page):
+        # the interface is taken to support what it has enabled
+        self.supported = set(c.group(2).split(",")) if c else set(self.caps)
 
     # -- Host protocol ---------------------------------------------------------------
     def spawn(self, argv: list[str]):  # not needed by these paths
@@ -126,18 +144,34 @@ class FakeFreeBSD(HostBase):
         return res("", "usage: sysctl [-bdehiNnoqTtWx] [ -B <bufsize> ] [-f filename] name[=value] ...\n", 1)
 
     # -- ifconfig(8) -----------------------------------------------------------------
-    def _render(self) -> str:
-        bits = sum(IFCAP[c] for c in self.caps)
+    def _render(self, with_caps: bool) -> str:
+        """The capture as ifconfig would print it now: options= from the current bits (the
+        line is omitted when none is set), capabilities= only with -m."""
         text = re.sub(r" mtu \d+", f" mtu {self.mtu}", self._ifconfig, count=1)
-        opts = f"\toptions={bits:x}<{','.join(self.caps)}>\n" if self.caps else ""  # ifconfig omits options=0
-        return re.sub(r"\toptions=[0-9a-f]+<[^>]*>\n", opts, text, count=1)
+        bits = self.unnamed + sum(IFCAP[c] for c in self.caps)
+
+        def opts(m: re.Match) -> str:
+            return f"{m.group(1)}options={bits:x}<{','.join(self.caps)}>\n" if bits else ""
+
+        if with_caps and not _CAPS.search(text):  # the capture has none: print the supported set
+            sup = sorted(self.supported, key=lambda c: IFCAP[c])
+            line = f"\tcapabilities={sum(IFCAP[c] for c in sup):x}<{','.join(sup)}>\n"
+            first = text.index("\n") + 1
+            m = _OPTS.search(text)
+            at = m.end() if m else first
+            text = text[:at] + line + text[at:]
+        text = _OPTS.sub(opts, text, count=1)
+        return text if with_caps else _CAPS.sub("", text, count=1)
 
     def _ifconfig_cmd(self, argv, res):
-        if len(argv) < 2 or argv[1] != "vtnet0":
-            return res("", f"ifconfig: interface {argv[1] if len(argv) > 1 else ''} does not exist\n", 1)
-        rest = argv[2:]
+        args = argv[1:]
+        with_caps = args[:1] == ["-m"]
+        args = args[1:] if with_caps else args
+        if not args or args[0] != self.iface:
+            return res("", f"ifconfig: interface {args[0] if args else ''} does not exist\n", 1)
+        rest = args[1:]
         if not rest:
-            return res(self._render())
+            return res(self._render(with_caps))
         if len(rest) == 2 and rest[0] == "mtu":
             if not rest[1].isdigit() or not 72 <= int(rest[1]) <= 65536:
                 return res("", "ifconfig: ioctl SIOCSIFMTU (set mtu): Invalid argument\n", 1)
@@ -147,8 +181,8 @@ class FakeFreeBSD(HostBase):
             caps = IFCONFIG_CAPS[rest[0].lstrip("-")]
             if rest[0].startswith("-"):
                 self.caps = [c for c in self.caps if c not in caps]
-            else:
-                self.caps = sorted(set(self.caps) | set(caps), key=lambda c: IFCAP[c])
+            else:  # like ifconfig's setifcap: masked by what the interface supports, exit 0 either way
+                self.caps = sorted(set(self.caps) | (set(caps) & self.supported), key=lambda c: IFCAP[c])
             return res()
         return res("", f"ifconfig: {rest[0]}: bad value\n", 1)
 
