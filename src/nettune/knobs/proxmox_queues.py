@@ -109,9 +109,11 @@ def with_queues(value: str, n: int) -> str:
         if k == "queues":
             parts[i] = f"queues={n}"
             return ",".join(parts)
-    keys = [k for k, _v in net_options(value)][1:]
+    opts = net_options(value)
+    keys = [k for k, _v in opts][1:]
     at = len(parts)
-    if keys == sorted(keys):
+    first, first_value = opts[0]
+    if (first in NIC_MODELS or first_value is None) and keys == sorted(keys):  # qemu-server's own order
         at = next((i + 1 for i, k in enumerate(keys) if k > "queues"), len(parts))
     return ",".join(parts[:at] + [f"queues={n}"] + parts[at:])
 
@@ -205,7 +207,9 @@ class ProxmoxQueues(Kind):
         model = nic_model(line)
         if model != "virtio":
             raise KnobError(f"{loc.key}: {self.target(loc)[1]} is a {model or 'unknown'} NIC ({line}); multiqueue needs virtio")
-        if canonical_net(line) != line:
+        if not net_meaning(line).get("macaddr"):
+            ctx.notes.append(f"{loc.key}: {self.target(loc)[1]} has no MAC address ({line}); qm set writes it in qemu-server's own form with a MAC it generates, so the guest's NIC gets a new MAC")
+        elif canonical_net(line) != line:
             ctx.notes.append(f"{loc.key}: qm set writes {self.target(loc)[1]} in qemu-server's own form ({canonical_net(line)}); same meaning, but not the bytes of the current line ({line})")
         vcpus = int(cfg.get("vcpus") or 0) or int(cfg.get("cores") or 1) * int(cfg.get("sockets") or 1)
         if int(value) > vcpus:
