@@ -161,7 +161,7 @@ class LibvirtVcpupin(Kind):
         if extra:
             self._define(ex, loc, dom, unpin(xml, extra))
         for v, cpus in sorted(want_pins.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1):
-            if now_pins.get(v) is None or cpu_list(now_pins[v]) != cpu_list(cpus):
+            if now_pins.get(v) is None or _cpus(now_pins[v]) != _cpus(cpus):
                 run_ok(ex, ["virsh", "vcpupin", dom, v, cpus, "--config"], f"{loc.key}: virsh vcpupin")
         if domstate(ex, dom, loc.key) == "running":
             live = self._map(ex, loc)
@@ -207,5 +207,13 @@ class LibvirtVcpupin(Kind):
         )]
 
 
+def _cpus(text: str) -> str:
+    """A cpuset in the kernel's form; as written when it is not a plain list ('0-3,^2')."""
+    try:
+        return cpu_list_text(cpu_list(text))
+    except ValueError:
+        return str(text)
+
+
 def _norm_pins(value: dict[str, Any]) -> dict[str, str]:
-    return {str(v): cpu_list_text(cpu_list(c)) for v, c in (value.get("pinned") or {}).items()}
+    return {str(v): _cpus(c) for v, c in (value.get("pinned") or {}).items()}
