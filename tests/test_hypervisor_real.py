@@ -298,3 +298,57 @@ def test_proxmox_noncanonical_line_restores_with_the_same_meaning_on_a_real_qm(t
     PVE.restore(pve, lq, before)
     assert pve.queues_line() == "net0: virtio=A2:C0:43:77:08:A0,bridge=vmbr0,mtu=900"
     assert PVE.same(PVE.read(pve, lq), before)  # the restore check sees the original value
+
+
+# -- through the journal, as `nettune restore` after kill -9 -------------------------------
+
+@pytest.mark.parametrize("kind,arg,fake,new", [
+    ("libvirt_queues", "test/1", lambda: FakeVirsh(xml=REAL / "libvirt" / "net-coalesce.x86_64-latest.xml"), 2),
+    ("libvirt_vcpupin", "QEMUGuest1", lambda: FakeVirsh(xml=REAL / "libvirt" / "cputune.x86_64-latest.xml", host_cpus="0-3"), "2:1;3:2"),
+    ("pve_queues", "101/net0", lambda: FakePve(conf=REAL / "proxmox" / "restore-139.conf"), 2),
+])
+def test_restore_from_the_journal_is_byte_exact(tmp_path, monkeypatch, kind, arg, fake, new):
+    from nettune.knobs.journal import Journal
+    from nettune.knobs.places import Place
+    from nettune.knobs.registry import KINDS
+    from nettune.knobs.restore import restore_changes
+
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    ex = fake()
+    snapshot = (lambda: ex.inactive) if isinstance(ex, FakeVirsh) else ex.conf_text
+    before_text = snapshot()
+    k = KINDS[kind]
+    loc = Loc(f"{kind}:{arg}", kind, arg)
+    place = Place("hv", "remote", ex)
+    j = Journal()
+    sid = j.begin("s", None)
+    original = k.read(ex, loc)
+    j.change(sid, 1, "s", "hv", loc.record(), {"type": "remote", "key": "remote:hv", "label": "hv"}, original, new)
+    k.apply(ex, loc, new)
+    j.actual(sid, 1, k.read(ex, loc))
+    assert snapshot() != before_text
+    (session,) = j.open_sessions()  # what a later `nettune restore` reads back
+    out = restore_changes(j, sid, session.changes, lambda rec: (place, ""))
+    assert [r for r, _ in out.lines] == ["restored"] and not out.warnings
+    assert snapshot() == before_text
+
+
+def test_a_line_someone_else_changed_since_is_left_alone(tmp_path, monkeypatch):
+    from nettune.knobs.journal import Journal
+    from nettune.knobs.places import Place
+    from nettune.knobs.restore import restore_changes
+
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    pve = FakePve(conf=REAL / "proxmox" / "restore-139.conf")
+    loc = Loc("pve_queues:101/net0", "pve_queues", "101/net0")
+    j = Journal()
+    sid = j.begin("s", None)
+    j.change(sid, 1, "s", "hv", loc.record(), {"type": "remote", "key": "remote:hv", "label": "hv"}, PVE.read(pve, loc), 2)
+    PVE.apply(pve, loc, 2)
+    j.actual(sid, 1, PVE.read(pve, loc))
+    pve.run(["qm", "set", "101", "--net0", "virtio=7A:6C:A5:8B:11:93,bridge=vmbr1,firewall=1,queues=2"])  # an admin moves the NIC
+    pve.run(["qm", "reboot", "101"])
+    (session,) = j.open_sessions()
+    out = restore_changes(j, sid, session.changes, lambda rec: (Place("hv", "remote", pve), ""))
+    assert [r for r, _ in out.lines] == ["left"] and "changed by someone else" in out.warnings[0]
+    assert pve.queues_line() == "net0: virtio=7A:6C:A5:8B:11:93,bridge=vmbr1,firewall=1,queues=2"

@@ -192,8 +192,9 @@ class LibvirtQueues(Kind):
     def read(self, ex: Host, loc: Loc) -> dict[str, Any]:
         """{"queues": in effect, "driver": the persistent <driver> start tag or None}."""
         sel = self._sel(loc)[1]
+        live, inactive = self._xml(ex, loc), self._xml(ex, loc, inactive=True)
         try:
-            return {"queues": queues_in(self._xml(ex, loc), sel), "driver": driver_tag(self._xml(ex, loc, inactive=True), sel)}
+            return {"queues": queues_in(live, sel), "driver": driver_tag(inactive, sel)}
         except KnobError as e:
             raise KnobError(f"{loc.key}: {e}") from None
 

@@ -126,8 +126,9 @@ class LibvirtVcpupin(Kind):
     def read(self, ex: Host, loc: Loc) -> dict[str, Any]:
         """{"map": every vCPU's affinity now, "pinned": {vcpu: cpuset} of the persistent
         definition's <vcpupin> elements}."""
+        inactive = self._inactive(ex, loc)
         try:
-            pinned = config_pins(self._inactive(ex, loc))
+            pinned = config_pins(inactive)
         except KnobError as e:
             raise KnobError(f"{loc.key}: {e}") from None
         return {"map": pins_text(self._map(ex, loc)), "pinned": pinned}
