@@ -10,7 +10,6 @@ included). Every argv is recorded, so tests check exactly what would run on the 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -18,149 +17,15 @@ from nettune.knobs.base import Ctx, KnobError, Loc
 from nettune.knobs.registry import KINDS
 from nettune.probes.machine_cpu import machine_percent
 from nettune.probes.freebsd_cpu import cp_time_as_proc_stat, read_cp_time
-from nettune.targets.base import CommandResult, Host, HostBase
+from nettune.targets.base import CommandResult, Host
 from nettune.targets.freebsd import freebsd_facts
 
-FIX = Path(__file__).parent / "fixtures" / "freebsd"
-HOSTILE = "1; touch /tmp/x"
-
-# IFCAP_* bits (sys/net/if.h) the fixture's options line uses
-IFCAP = {
-    "RXCSUM": 0x1, "TXCSUM": 0x2, "VLAN_MTU": 0x8, "VLAN_HWTAGGING": 0x10, "JUMBO_MTU": 0x20,
-    "VLAN_HWCSUM": 0x80, "TSO4": 0x100, "TSO6": 0x200, "LRO": 0x400, "VLAN_HWFILTER": 0x10000,
-    "VLAN_HWTSO": 0x40000, "LINKSTATE": 0x80000, "RXCSUM_IPV6": 0x200000, "TXCSUM_IPV6": 0x400000,
-}
-# ifconfig(8) flag -> capabilities it toggles ("tso" is TSO4|TSO6)
-IFCONFIG_CAPS = {"lro": ["LRO"], "tso": ["TSO4", "TSO6"], "rxcsum": ["RXCSUM"], "txcsum": ["TXCSUM"]}
-READ_ONLY = ("hw.", "kern.cp_time", "kern.cp_times")
-
-
-class FakeFreeBSD(HostBase):
-    """A FreeBSD 14.2 guest reached over SSH, as far as nettune's FreeBSD paths go."""
-
-    name = "fbsd1"
-    address = "192.0.2.10"
-    os = "freebsd"
-    interface = "vtnet0"
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-        self.sysctl: dict[str, str] = {}
-        for ln in (FIX / "sysctl_values.txt").read_text().splitlines():
-            if ln.strip() and not ln.startswith("#"):
-                k, v = ln.split(" = ", 1)
-                self.sysctl[k] = v
-        self.cp_times = [(FIX / f"cp_time_{i}.txt").read_text() for i in (1, 2)]
-        self._ifconfig = (FIX / "ifconfig_vtnet0.txt").read_text()
-        self.mtu = int(re.search(r" mtu (\d+)", self._ifconfig).group(1))
-        self.caps = re.search(r"options=[0-9a-f]+<([^>]*)>", self._ifconfig).group(1).split(",")
-
-    # -- Host protocol ---------------------------------------------------------------
-    def spawn(self, argv: list[str]):  # not needed by these paths
-        raise NotImplementedError
-
-    def read_text(self, path: str) -> str:
-        raise FileNotFoundError(f"{path}: no such file on FreeBSD (no /proc, no /sys)")
-
-    def write_text(self, path: str, text: str) -> None:
-        raise OSError(f"{path}: not writable")
-
-    def which(self, tool: str) -> str | None:
-        return {"sysctl": "/sbin/sysctl", "ifconfig": "/sbin/ifconfig", "iperf3": "/usr/local/bin/iperf3"}.get(tool)
-
-    def listening(self, port: int, proto: str = "tcp") -> bool:
-        return False
-
-    def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
-        argv = list(argv)
-        assert all(isinstance(a, str) for a in argv), argv
-        self.calls.append(argv)
-
-        def res(out: str = "", err: str = "", rc: int = 0) -> CommandResult:
-            return CommandResult(argv, rc, out, err)
-
-        if argv == ["uname", "-srm"]:
-            return res((FIX / "uname_srm.txt").read_text())
-        if argv == ["uname", "-s"]:
-            return res("FreeBSD\n")
-        if argv == ["iperf3", "--version"]:
-            return res((FIX / "iperf3_version.txt").read_text())
-        if argv == ["iperf", "-v"]:
-            return res("", "sh: iperf: not found\n", 127)
-        if argv[0] == "sysctl":
-            return self._sysctl(argv, res)
-        if argv[0] == "ifconfig":
-            return self._ifconfig_cmd(argv, res)
-        return res("", f"sh: {argv[0]}: not found\n", 127)
-
-    # -- sysctl(8) -------------------------------------------------------------------
-    def _sysctl(self, argv, res):
-        if argv[1:2] == ["-n"]:
-            names = argv[2:]
-            if names == ["hw.model", "hw.ncpu", "hw.physmem"]:
-                return res((FIX / "sysctl_hw_model_ncpu_physmem.txt").read_text())
-            if names[:1] == ["kern.cp_time"]:
-                text = self.cp_times[0] if len(self.cp_times) == 1 else self.cp_times.pop(0)
-                lines = text.splitlines()
-                return res("\n".join(lines[: len(names)]) + "\n")
-            out, err = [], []
-            for n in names:
-                if n in self.sysctl:
-                    out.append(self.sysctl[n])
-                else:
-                    err.append(f"sysctl: unknown oid '{n}'")
-            return res("".join(x + "\n" for x in out), "".join(x + "\n" for x in err), 1 if err else 0)
-        if len(argv) == 2 and "=" in argv[1]:
-            name, value = argv[1].split("=", 1)
-            if name not in self.sysctl:
-                return res("", f"sysctl: unknown oid '{name}'\n", 1)
-            if name.startswith(READ_ONLY):
-                return res("", f"sysctl: oid '{name}' is read only\n", 1)
-            old = self.sysctl[name]
-            if old.isdigit() and not value.isdigit():
-                return res("", f"sysctl: invalid integer '{value}'\n", 1)
-            if name == "net.inet.tcp.cc.algorithm" and value not in self.sysctl["net.inet.tcp.cc.available"].split(", "):
-                return res(f"{name}: {old}\n", f"sysctl: {name}={value}: No such file or directory\n", 1)
-            self.sysctl[name] = value
-            return res(f"{name}: {old} -> {value}\n")
-        return res("", "usage: sysctl [-bdehiNnoqTtWx] [ -B <bufsize> ] [-f filename] name[=value] ...\n", 1)
-
-    # -- ifconfig(8) -----------------------------------------------------------------
-    def _render(self) -> str:
-        bits = sum(IFCAP[c] for c in self.caps)
-        text = re.sub(r" mtu \d+", f" mtu {self.mtu}", self._ifconfig, count=1)
-        opts = f"\toptions={bits:x}<{','.join(self.caps)}>\n" if self.caps else ""  # ifconfig omits options=0
-        return re.sub(r"\toptions=[0-9a-f]+<[^>]*>\n", opts, text, count=1)
-
-    def _ifconfig_cmd(self, argv, res):
-        if len(argv) < 2 or argv[1] != "vtnet0":
-            return res("", f"ifconfig: interface {argv[1] if len(argv) > 1 else ''} does not exist\n", 1)
-        rest = argv[2:]
-        if not rest:
-            return res(self._render())
-        if len(rest) == 2 and rest[0] == "mtu":
-            if not rest[1].isdigit() or not 72 <= int(rest[1]) <= 65536:
-                return res("", "ifconfig: ioctl SIOCSIFMTU (set mtu): Invalid argument\n", 1)
-            self.mtu = int(rest[1])
-            return res()
-        if len(rest) == 1 and rest[0].lstrip("-") in IFCONFIG_CAPS:
-            caps = IFCONFIG_CAPS[rest[0].lstrip("-")]
-            if rest[0].startswith("-"):
-                self.caps = [c for c in self.caps if c not in caps]
-            else:
-                self.caps = sorted(set(self.caps) | set(caps), key=lambda c: IFCAP[c])
-            return res()
-        return res("", f"ifconfig: {rest[0]}: bad value\n", 1)
+from freebsd_fake import HOSTILE, IFCAP, FakeFreeBSD, no_shell
 
 
 @pytest.fixture
 def host() -> FakeFreeBSD:
     return FakeFreeBSD()
-
-
-def no_shell(calls: list[list[str]]) -> None:
-    for argv in calls:
-        assert argv[0] not in ("sh", "bash", "csh", "tcsh") and "-c" not in argv, argv
 
 
 def test_fake_is_a_host(host):

@@ -116,6 +116,11 @@ class KnobSession:
         self.journal.actual(self.sid, self.seq, after)
         rec["actual"] = after
         if not kind.looks_like(after, it.value):
+            if kind.must_read_back:  # the tool said yes but nothing changed: measuring it would lie
+                if kind.same(after, cur):
+                    self.journal.done(self.sid, self.seq, "not-applied", "did not read back")
+                    self.active.remove(rec)
+                raise NettuneError(f"knob {loc.key} on {it.place.label}: set {kind.show(it.value)} but it reads back {kind.show(after)} (the host accepted the command and kept the old value)")
             self._say(f"knob {loc.key} on {it.place.label}: set {it.value!r} but it reads back {after!r}")
         return self._shown(kind, after, it.value)
 

@@ -5,7 +5,7 @@ original values go to an on-disk journal instead of RAM).
     scope(ex, loc)             "ns" (lives in the host's network namespace) or "machine"
     validate(ex, loc, v, ctx)  read-only checks against the real host (or a scratch namespace)
     read(ex, loc)              the current value, JSON-able (what the journal stores)
-    apply(ex, loc, v)          set it
+    apply(ex, loc, v)          set it (must_read_back: a value that does not read back fails the point)
     restore(ex, loc, orig)     put an original back (default: apply it)
     same(a, b)                 are two values equal once normalised
     commands(loc, v)           shell lines that set v by hand (persist, manual restore)
@@ -87,6 +87,9 @@ class Kind:
     host_wide = False  # lives on the machine even when the host is a namespace
     table_value = False  # the value is a table (command knobs), not a string, number or boolean
     table_hint = ""  # what that table looks like (the error for a scalar value)
+    # a value that does not read back after apply fails the point (ifconfig and ethtool
+    # can return 0 and leave a setting unchanged); else the run only says so
+    must_read_back = False
 
     def parse(self, loc: Loc, raw: Any) -> Any:
         return raw
@@ -176,8 +179,7 @@ def run_ok(ex: Host, argv: list[str], what: str = "", timeout: float = 30.0) -> 
     if r.returncode == 127 or "command not found" in r.stderr:
         raise KnobError(f"{argv[0]} is not installed on this host (needed for {what or argv[0]})")
     if r.returncode != 0:
-        msg = (r.stderr.strip() or r.stdout.strip() or f"exit code {r.returncode}").splitlines()
-        raise KnobError(f"{what + ': ' if what else ''}`{shlex.join(argv)}` failed: {msg[-1] if msg else ''}")
+        raise KnobError(f"{what + ': ' if what else ''}`{shlex.join(argv)}` failed: {r.said() or f'exit code {r.returncode}'}")
     return r.stdout
 
 

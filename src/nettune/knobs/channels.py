@@ -64,8 +64,7 @@ class Channels(Kind):
         if r.returncode == 127:
             raise KnobError(f"{loc.key}: ethtool is not installed on this host")
         if r.returncode != 0:
-            why = (r.stderr.strip() or r.stdout.strip()).splitlines()
-            raise KnobError(f"{loc.key}: {dev} does not report {self.what} (ethtool {self.tool_read}: {why[-1] if why else r.returncode})")
+            raise KnobError(f"{loc.key}: {dev} does not report {self.what} (ethtool {self.tool_read}: {r.said() or r.returncode})")
         return ethtool_sections(r.stdout)
 
     def _types(self, loc: Loc, maxes: dict[str, int]) -> list[str]:

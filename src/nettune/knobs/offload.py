@@ -3,7 +3,10 @@
 FEATURE is an ethtool short name (gro, gso, tso, lro, rx, tx, sg, rxvlan, txvlan, ntuple,
 rxhash) or any feature name `ethtool -k` lists (rx-gro-list, tx-udp-segmentation...).
 A feature the driver marks [fixed] cannot change: that is a validation error. FreeBSD
-hosts use ifconfig (lro, tso, rxcsum, txcsum).
+hosts use ifconfig: a feature the interface lacks (not in the `capabilities=` line of
+`ifconfig -m IF`) is refused before the study starts, because ifconfig accepts the
+command, exits 0 and leaves it off (`ifconfig bridge0 lro`). On every OS the value is
+read back after apply and the point fails when it did not take (must_read_back).
 """
 from __future__ import annotations
 
@@ -30,8 +33,42 @@ SHORT = {
 LONG = {v: k for k, v in SHORT.items()}
 # features NetworkManager stores in a connection (ethtool.feature-NAME)
 NM_FEATURES = ("gro", "gso", "tso", "lro", "rx", "tx", "sg", "rxvlan", "txvlan", "ntuple", "rxhash")
-FREEBSD = {"lro": "LRO", "tso": "TSO4", "rx": "RXCSUM", "tx": "TXCSUM"}
-_FREEBSD_FLAG = {"lro": "lro", "tso": "tso", "rx": "rxcsum", "tx": "txcsum"}
+# FreeBSD: feature -> (ifconfig(8) flag, IFCAP_* names it toggles, as ifconfig prints them)
+FREEBSD: dict[str, tuple[str, tuple[str, ...]]] = {
+    "lro": ("lro", ("LRO",)),
+    "tso": ("tso", ("TSO4", "TSO6")),
+    "rx": ("rxcsum", ("RXCSUM",)),
+    "tx": ("txcsum", ("TXCSUM",)),
+    "tso4": ("tso4", ("TSO4",)),
+    "tso6": ("tso6", ("TSO6",)),
+    "rxcsum": ("rxcsum", ("RXCSUM",)),
+    "txcsum": ("txcsum", ("TXCSUM",)),
+    "rxcsum6": ("rxcsum6", ("RXCSUM_IPV6",)),
+    "txcsum6": ("txcsum6", ("TXCSUM_IPV6",)),
+    "vlanhwtag": ("vlanhwtag", ("VLAN_HWTAGGING",)),
+    "vlanhwcsum": ("vlanhwcsum", ("VLAN_HWCSUM",)),
+    "vlanhwtso": ("vlanhwtso", ("VLAN_HWTSO",)),
+    "vlanhwfilter": ("vlanhwfilter", ("VLAN_HWFILTER",)),
+}
+_FREEBSD_FLAG = {k: v[0] for k, v in FREEBSD.items()}
+_BITS = re.compile(r"^\s*(options|capabilities)=[0-9a-fA-F]+<([^>]*)>", re.M)
+
+
+def freebsd_caps(text: str) -> tuple[set[str], set[str] | None]:
+    """(enabled, supported) capability names from `ifconfig -m IF`: the interface's
+    options= and capabilities= lines (not "nd6 options="). supported is None when the
+    output has no capabilities= line (plain `ifconfig`, or an interface without any)."""
+    enabled: set[str] = set()
+    supported: set[str] | None = None
+    for m in _BITS.finditer(text):
+        names = {n for n in m.group(2).split(",") if n}
+        if m.group(1) == "options":
+            enabled = names
+        else:
+            supported = names
+    return enabled, supported
+
+
 _LINE = re.compile(r"^\s*([A-Za-z0-9_-]+): (on|off)( \[fixed\])?")
 
 
@@ -50,6 +87,7 @@ class Offload(Kind):
     name = "offload"
     takes_arg, example_arg = "required", "gro"
     needs_device = True
+    must_read_back = True  # FreeBSD's ifconfig and some drivers accept a change and keep the old value
 
     def _long(self, loc: Loc) -> str:
         arg = loc.arg or ""
@@ -69,6 +107,12 @@ class Offload(Kind):
         if ex.os == "freebsd":
             if loc.arg not in FREEBSD:
                 raise KnobError(f"{loc.key}: on FreeBSD only {', '.join(FREEBSD)} can be set (ifconfig)")
+            flag, caps = FREEBSD[loc.arg or ""]
+            _on, supported = freebsd_caps(run_ok(ex, ["ifconfig", "-m", dev], loc.key))
+            if not supported or not supported & set(caps):
+                have = ",".join(sorted(supported)) if supported else "none"
+                raise KnobError(f"{loc.key}: interface {dev} has no {'/'.join(caps)} capability (ifconfig -m {dev}: capabilities <{have}>), "
+                                f"so `ifconfig {dev} {flag}` would change nothing; remove the knob for this host or name an interface that has it")
             return
         feats = features(ex, dev, loc.key)
         name = self._long(loc)
@@ -82,9 +126,13 @@ class Offload(Kind):
     def read(self, ex: Host, loc: Loc) -> str:
         dev = loc.device or ""
         if ex.os == "freebsd":
-            out = run_ok(ex, ["ifconfig", dev], loc.key)
-            m = re.search(r"options=[0-9a-f]+<([^>]*)>", out)
-            return "on" if m and FREEBSD.get(loc.arg or "", "?") in m.group(1).split(",") else "off"
+            if loc.arg not in FREEBSD:
+                raise KnobError(f"{loc.key}: on FreeBSD only {', '.join(FREEBSD)} can be set (ifconfig)")
+            enabled, supported = freebsd_caps(run_ok(ex, ["ifconfig", "-m", dev], loc.key))
+            caps = set(FREEBSD[loc.arg or ""][1])
+            have = caps & supported if supported is not None else caps
+            # on: every capability of the flag that the interface has is enabled (tso: TSO4 and TSO6)
+            return "on" if have and have <= enabled else "off"
         feats = features(ex, dev, loc.key)
         name = self._long(loc)
         if name not in feats:
@@ -94,7 +142,7 @@ class Offload(Kind):
     def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         dev = loc.device or ""
         if ex.os == "freebsd":
-            flag = _FREEBSD_FLAG[loc.arg or ""]
+            flag = FREEBSD[loc.arg or ""][0]
             run_ok(ex, ["ifconfig", dev, flag if value == "on" else "-" + flag], loc.key)
             return
         run_ok(ex, ["ethtool", "-K", dev, self._set_name(loc), str(value)], loc.key)

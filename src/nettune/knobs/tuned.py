@@ -29,8 +29,7 @@ class Tuned(Kind):
         if r.returncode == 127 or "command not found" in r.stderr:
             raise KnobError(f"{loc.key}: tuned is not installed on this host (install the tuned package and start tuned.service, or drop this knob)")
         if r.returncode != 0:
-            msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
-            raise KnobError(f"{loc.key}: tuned-adm {' '.join(argv)} failed: {msg[-1] if msg else r.returncode}")
+            raise KnobError(f"{loc.key}: tuned-adm {' '.join(argv)} failed: {r.said() or r.returncode}")
         return r.stdout
 
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:

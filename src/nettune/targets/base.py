@@ -24,6 +24,16 @@ class CommandResult:
     stdout: str
     stderr: str
 
+    def said(self, lines: int = 20, chars: int = 2000) -> str:
+        """What the command said, on one line: all of stderr (stdout if stderr is empty),
+        its last `lines` lines and `chars` characters, lines joined with ' | '. Tools put
+        the reason before their last line (FreeBSD sysctl: "oid '...' is a read only
+        tunable", then the failed assignment), so no line is dropped below the bound."""
+        text = self.stderr.strip() or self.stdout.strip()
+        kept = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
+        out = " | ".join(kept)
+        return out if len(out) <= chars else "..." + out[-chars:]
+
 
 @runtime_checkable
 class Proc(Protocol):

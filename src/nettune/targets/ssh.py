@@ -290,14 +290,14 @@ class SshHost(HostBase):
     def read_text(self, path: str) -> str:
         r = self.run(["cat", "--", path], timeout=15)
         if r.returncode != 0:
-            msg = f"{self.name}:{path}: {r.stderr.strip() or 'cannot read'}"
+            msg = f"{self.name}:{path}: {r.stderr.strip() and r.said() or 'cannot read'}"
             raise FileNotFoundError(msg) if "No such file" in r.stderr else OSError(msg)
         return r.stdout
 
     def write_text(self, path: str, text: str) -> None:
         r = self.run(["sh", "-c", 'cat > "$1"', "sh", path], timeout=15, input=text)
         if r.returncode != 0:
-            raise OSError(f"{self.name}:{path}: {r.stderr.strip() or 'cannot write'}")
+            raise OSError(f"{self.name}:{path}: {r.stderr.strip() and r.said() or 'cannot write'}")
 
     def which(self, tool: str) -> str | None:
         r = self.run(["sh", "-c", 'command -v "$1"', "sh", tool], timeout=15)
