@@ -26,6 +26,7 @@ def _natural(rel: str) -> list[Any]:
 class CpuFiles(Kind):
     host_wide = True
     takes_arg = "required"
+    must_read_back = True  # a driver may accept a write and keep its own value (EPP under performance)
 
     def rel_files(self, ex: Host, loc: Loc) -> list[str]:
         """Relative paths ("cpu0/cpufreq/scaling_governor") of the files this knob writes."""

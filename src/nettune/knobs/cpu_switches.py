@@ -17,6 +17,7 @@ from .cpu_files import BASE
 class SysfsSwitch(Kind):
     host_wide = True
     takes_arg = "required"
+    must_read_back = True
     arg, path, values, missing = "", "", (), ""
 
     def parse(self, loc: Loc, raw: Any) -> str:
