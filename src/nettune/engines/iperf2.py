@@ -2,7 +2,7 @@
 that 2.1.x runs with, and CSV (-y C) for 2.2 on and for imported files.
 
 Why text on 2.1: 2.1.8 ignores -e together with -y C, so its CSV has no retries, cwnd, RTT
-or write/read counts; its enhanced text has them (engines.iperf2_text reads it into the
+or write/read counts; its enhanced text has them (engines.iperf2_enhanced reads it into the
 same rows as the CSV, so everything below serves both).
 
 What 2.1.8's CSV really prints (checked on this machine; see tests/fixtures/iperf2):
@@ -31,7 +31,7 @@ from ..spec.models import Workload
 from .access import Access
 from .base import EngineBase, client_budget
 from .iperf2_reader import Row, parse_rows, parse_version
-from .iperf2_text import is_text, parse_text_rows
+from .iperf2_enhanced import is_text, parse_text_rows
 from .result import Interval, SideOutput, StreamResult, TestResult
 from .streams import rtt_cwnd, tail, total, weighted_mean
 

@@ -1,5 +1,5 @@
 """iperf2's human-readable output (-i, -P with [SUM], -e enhanced, UDP, -R, --full-duplex,
--d): one side's log, read by the same parser as live tests (engines.iperf2_text turns it
+-d): one side's log, read by the same parser as live tests (engines.iperf2_enhanced turns it
 into the CSV's rows, engines.iperf2 reads those)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from ..engines.iperf2 import Iperf2Engine
-from ..engines.iperf2_text import CONNECTED, CONNECTS_TO, LISTENS, is_text, parse_text_rows
+from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, is_text, parse_text_rows
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from .base import Hints, ImporterBase, side, workload
