@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engines.iperf3 import Iperf3Engine, load_json
-from ..engines.iperf3_reader import json_objects
+from ..engines.iperf3_reader import is_server_log, json_objects
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from .base import Hints, ImporterBase, side, workload
@@ -54,7 +54,7 @@ class Iperf3JsonImporter(ImporterBase):
             raise NettuneError(f"{path}: JSON without iperf3's start/end sections; is it an iperf3 -J log?")
         ts: dict[str, Any] = start["test_start"] if isinstance(start.get("test_start"), dict) else {}
         end: dict[str, Any] = doc["end"] if isinstance(doc.get("end"), dict) else {}
-        server_log = "accepted_connection" in start and "connecting_to" not in start
+        server_log = is_server_log(doc)
         two_way = bool(ts.get("reverse")) or bool(ts.get("bidir")) or "sum_sent_bidir_reverse" in end
         if server_log and two_way:
             raise NettuneError(f"{path}: a server-side log of a reverse/bidir test sees the test backwards; import the client's -J log")
@@ -72,6 +72,8 @@ class Iperf3JsonImporter(ImporterBase):
             res.warnings.append("imported the server's log: sender-side numbers (retransmits, cwnd) are unknown")
             for part in (*res.streams, *res.intervals):
                 part.direction = "forward"  # read as a client log its streams look reversed; the test was one-way
+            res.extra.pop("reverse", None)  # so nothing reads a second direction into it
+            res.reverse_sender_bps = res.reverse_receiver_bps = res.reverse_retransmits = None
         res.client = side(path, text, started)
         res.server = None
         return res
