@@ -252,12 +252,16 @@ def _split_final(rows: list[Row]) -> tuple[dict[tuple[str, str, Any], Row], list
     """The final row of each (side, direction, stream) starts at 0 and reaches the end of
     the test; a 1 s test prints 0-1 twice (interval, then final), so the last one wins."""
     groups: dict[tuple[str, str, Any], list[Row]] = {}
+    ends: dict[tuple[str, str], float] = {}
     for r in rows:
         groups.setdefault((r.side, r.direction, r.key), []).append(r)
+        ends[(r.side, r.direction)] = max(ends.get((r.side, r.direction), 0.0), r.end)
     finals: dict[tuple[str, str, Any], Row] = {}
     ivals: list[Row] = []
     for k, rs in groups.items():
-        last_end = max(r.end for r in rs)
+        # a side's streams all end with the test: a sum whose final line was never printed
+        # (a server stopped right after its streams' finals) has only interval rows
+        last_end = max(max(r.end for r in rs), ends[(k[0], k[1])] if k[2] == "sum" else 0.0)
         cands = [r for r in rs if r.start < 0.05 and r.end >= last_end - 0.5]
         final = max(reversed(cands), key=lambda r: r.end) if cands else None
         if final is not None:

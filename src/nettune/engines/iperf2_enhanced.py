@@ -10,8 +10,11 @@ tests/fixtures/iperf2/text_* and live_*). What the text looks like:
   extras are "W/E Rtry Cwnd/RTT(var) us NetPwr" (TCP) or "W/E PPS" (UDP), a receiver's
   "Reads=Dist" (TCP) or "Jitter Lost/Total (%) ..." (UDP); without -e there are none,
   or only the UDP receiver's jitter/loss;
-- [SUM], [SUM-2], [FD1] (a full-duplex stream's two ways) and [ CT] lines are totals, left
-  out (the streams are summed instead, as for 2.1.8's CSV, which has no sum rows);
+- [SUM] lines are iperf2's totals over the streams (its bytes over the whole test, not the
+  sum of each stream's rate over its own, longer, final interval): kept as sum rows (id -1,
+  as 2.2's CSV prints them) when the side's streams all go one way; with --full-duplex
+  and -d a [SUM] adds both ways, so there the streams are summed; [FD1] (a full-duplex
+  stream's two ways), [SUM-2] and [ CT] lines are left out;
 - "[ *1]": the stream's other way (the reading side of -R or --full-duplex);
 - a UDP client prints each stream's "Server Report:" (the receiver's final line, relayed)
   and "N datagrams received out-of-order" lines.
@@ -89,6 +92,8 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
     rows: list[Row] = []
     last: dict[int, Row] = {}
     relay: set[int] = set()
+    sums: list[Row] = []  # [SUM] lines: the totals over a side's streams
+    ways: set[bool] = set()  # whether this side sends, receives, or both (-d)
     unplaced = 0
     for raw in (text or "").splitlines():
         line = raw.strip()
@@ -118,8 +123,11 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
                 r.ext["outoforder"] = float(m["n"])
             continue
         m = REPORT.match(line)
-        if m is None or not m["id"].isdigit():
-            continue  # headers, totals ([SUM], [FD1]), connect times
+        if m is None or m["id"].startswith("FD") or m["id"].startswith("SUM-"):
+            continue  # headers, a full-duplex stream's two ways ([FD1]), connect times
+        if m["id"] == "SUM":
+            sums.append(Row(0, 0, -1, float(m["a"]), float(m["b"]), int(round(float(m["x"]) * _BYTES[m["xu"]])), float(m["y"]) * _BITS[m["yu"]]))
+            continue
         sid = int(m["id"])
         conn = conns.get(sid)
         if conn is None:
@@ -145,4 +153,7 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
         row = Row(src, dst, sid, float(m["a"]), float(m["b"]), nbytes, bps, ext)
         rows.append(row)
         last[sid] = row
+        ways.add(sends)
+    if len(ways) == 1 and not any(c.full_duplex for c in conns.values()):
+        rows += sums  # iperf2's own totals, when this side's streams all go one way
     return rows, unplaced
