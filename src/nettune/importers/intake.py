@@ -156,6 +156,7 @@ def read_runs(path: Path, params: dict[str, Any], name_rules: list[re.Pattern[st
     out: list[Read] = []
     for n, (header, body) in enumerate(pieces, 1):
         where = path if len(pieces) == 1 else Path(f"{path} (test {n} of {len(pieces)})")
+        point = base
         try:
             point = base | member.point(body) | (from_header(path, n, header, body, header_rules) if header_rules else {})
             res = member.read(where, body, point)

@@ -93,7 +93,7 @@ def _check_complete(path: Path, rows: list) -> None:
     end = max(r.end for r in rows)
     streams: dict[tuple[int, int], bool] = {}
     for r in rows:
-        if "relay" in r.ext:
+        if "relay" in r.ext or r.tid < 0:  # relayed reports and [SUM] totals are not streams
             continue
         key = (r.src_port, r.dst_port)
         streams[key] = streams.get(key, False) or (r.start < 0.05 and r.end >= end - 0.5 and r.end - r.start > 0.5 * end)
