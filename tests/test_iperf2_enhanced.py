@@ -5,7 +5,6 @@ and the text reader on hand-run modes (text_*: -i only, -e, UDP, -R, --full-dupl
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
