@@ -4,10 +4,12 @@ into the CSV's rows, engines.iperf2 reads those)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 from ..engines.iperf2 import Iperf2Engine
 from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, is_text, parse_text_rows
+from ..engines.iperf2_reader import Row
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from .base import Hints, ImporterBase, side, workload
@@ -46,9 +48,9 @@ class Iperf2TextImporter(ImporterBase):
         rows, _ = parse_text_rows(text)
         if not rows:
             raise NettuneError(f"{path}: iperf2 text without report lines (did the test run?)")
-        _check_complete(path, rows)
         lines = text.splitlines()
         client, port, dual = _role(lines)
+        _check_complete(path, rows, hints, client)
         conns = [CONNECTED.match(ln.strip()) for ln in lines]
         flags = " ".join(c["flags"] for c in conns if c)
         udp = any(" UDP port" in ln for ln in lines if CONNECTS_TO.match(ln) or LISTENS.match(ln)) or any("jitter" in r.ext or "datagrams" in r.ext for r in rows)
@@ -88,18 +90,36 @@ def _role(lines: list[str]) -> tuple[bool, int | None, bool]:
     return False, int(first["ports"]), any("port" in m.groupdict() for m in heads[1:])
 
 
-def _check_complete(path: Path, rows: list) -> None:
-    """Every stream that has interval lines has its final line (from 0 to the end)."""
+def _check_complete(path: Path, rows: list[Row], hints: Hints, client: bool) -> None:
+    """A report cut off at a line's end: a stream with interval lines but no final line
+    (from 0 to the end), streams with different numbers of lines, or (with --set
+    duration) a report shorter than 3/4 of it."""
     end = max(r.end for r in rows)
     streams: dict[tuple[int, int], bool] = {}
+    counts: Counter[tuple[int, int]] = Counter()
     for r in rows:
         if "relay" in r.ext or r.tid < 0:  # relayed reports and [SUM] totals are not streams
             continue
         key = (r.src_port, r.dst_port)
+        counts[key] += 1
         streams[key] = streams.get(key, False) or (r.start < 0.05 and r.end >= end - 0.5 and r.end - r.start > 0.5 * end)
     unfinished = sum(1 for done in streams.values() if not done)
     if unfinished:
         raise NettuneError(f"{path}: cut off: {unfinished} stream(s) have interval lines but no final report")
+    if len(set(counts.values())) > 1:
+        raise NettuneError(f"{path}: cut off: its streams have {min(counts.values())} to {max(counts.values())} report lines, a whole report has as many for each")
+    want = hints.get("duration")
+    if isinstance(want, (int, float)) and not isinstance(want, bool) and end < 0.75 * want:
+        raise NettuneError(f"{path}: the report covers {end:g}s but --set duration={want}; is the file cut off, or is --set wrong?")
+    if client:
+        # a client prints its final [SUM] after its streams' final lines, and a UDP client
+        # relays every stream's server report (a server may be stopped before its own [SUM])
+        sums = [r for r in rows if r.tid < 0]
+        if sums and not any(r.start < 0.05 and r.end >= end - 0.5 and r.end - r.start > 0.5 * end for r in sums):
+            raise NettuneError(f"{path}: cut off: the final [SUM] line is missing")
+        relayed = {(r.src_port, r.dst_port) for r in rows if "relay" in r.ext}
+        if relayed and relayed != set(streams):
+            raise NettuneError(f"{path}: cut off: {len(set(streams) - relayed)} stream(s) have no server report")
 
 
 IMPORTER = Iperf2TextImporter()
