@@ -298,3 +298,19 @@ def test_failed_import_leaves_no_database(tmp_path, monkeypatch):
     r = CliRunner().invoke(app, ["import", str(I3 / "tcp_p4" / "client.stdout"), "--study", "s", "--db", str(db)])
     assert r.exit_code != 0 and "disk full" in r.output and not db.exists()
     assert not list(tmp_path.glob("new.db*"))
+
+
+def test_a_hand_made_table_compares_and_reports_with_an_imported_log(tmp_path):
+    """Old hand-made results (a table) against logs: compare and report work across them."""
+    db = tmp_path / "r.db"
+    t = tmp_path / "old.csv"
+    t.write_text("queues,gbps\n1,30.1\n1,30.5\n1,29.8\n")
+    nettune("import", str(t), "--study", "old", "--columns", "queues,gbps=receiver_gbps", "--db", str(db), check=True)
+    f = tmp_path / "queue_1.txt"
+    shutil.copy(I3 / "study_a" / "queue_4.txt", f)
+    nettune("import", str(f), "--study", "new", "--param-from-name", r"queue_(?P<queues>\d+)", "--db", str(db), check=True)
+    p = nettune("compare", "old", "new", "--format", "json", "--db", str(db), check=True)
+    c = json.loads(p.stdout)
+    assert c["n_a"] == 3 and c["n_b"] == 3 and c["mean_a"] == pytest.approx(30.1333e9, rel=1e-3)
+    nettune("report", "old", "--out", str(tmp_path / "rep"), "--db", str(db), check=True)
+    assert (tmp_path / "rep" / "report.html").exists()
