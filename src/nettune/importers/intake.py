@@ -1,10 +1,13 @@
-"""`nettune import`: old iperf3 -J logs and iperf2 -y C outputs become runs of a study,
-so results taken by hand get the same statistics, verdicts and charts.
+"""`nettune import`: old iperf3/iperf2 logs (JSON, CSV, text) and hand-made tables become
+runs of a study, so results taken by hand get the same statistics, verdicts and charts.
 
-Each file is one run; --set KEY=VAL gives the point it belongs to. The first member of
-the importer family (importers.base) that recognises a file reads it, through the same
-parsers as live tests (engines.iperf3 / engines.iperf2), and the file itself
-is kept verbatim as the run's raw output. Every file is read and checked before the
+Each test is one run (a member's `split` cuts a file holding several); its point is the
+--set values, then what --param-from-name finds in the file's name (params.py), then what
+--param-from-header finds in the lines before the test. The first member of the importer
+family (importers.base) whose `detect` recognises a file reads it (a table only when the
+user names its columns), through the same parsers as live tests where there is one
+(engines.iperf3 / engines.iperf2), and the test's text is kept verbatim as the run's raw
+output. Every file is read and checked before the
 database is opened: a file that cannot be read, is not text, or is a cut-off report is
 rejected with its reason on one line and the others are still imported; when no file
 is usable nothing is created. Importing again under the same study name adds to that
