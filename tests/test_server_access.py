@@ -275,7 +275,9 @@ def test_iperf2_permit_key_refuses_other_hosts(tmp_path: Path) -> None:
     intruder_addr = lay.address("intruder")
     keyed_srv = {r["side"]: r for r in store.raw_outputs(keyed["id"])}["server"]
     open_srv = {r["side"]: r for r in store.raw_outputs(open_["id"])}["server"]
-    assert intruder_addr not in keyed_srv["stdout"]  # dropped before anything was counted
+    # dropped before anything was counted: iperf 2.1.8's text report (issue 11) logs the
+    # refused connection, and only that
+    assert all("(permit key fail)" in ln for ln in keyed_srv["stdout"].splitlines() if intruder_addr in ln)
     assert intruder_addr in open_srv["stdout"] and any("not from nettune's client" in x for x in open_["warnings"])
     assert len(keyed["streams"]) == 1 and len(open_["streams"]) == 2
     assert not any("not from nettune's client" in x for x in keyed["warnings"])

@@ -148,9 +148,12 @@ def export(
 @app.command("import")
 @user_errors
 def import_(
-    files: list[Path] = typer.Argument(..., help="iperf3 -J logs and/or iperf2 -y C outputs; each file is one run."),
+    files: list[Path] = typer.Argument(..., help="iperf3 -J logs or text output, iperf2 -y C or text output (several tests per file are split), or tables with --columns."),
     study: str = typer.Option(..., "--study", "-s", help="Study to create (or add to, if it is an imported study)."),
     set_: list[str] = typer.Option([], "--set", help="Point parameters KEY=VAL[,KEY=VAL] (repeatable); protocol/parallel/reverse/bidir/duration also guide the parser."),
+    from_name: list[str] = typer.Option([], "--param-from-name", help="Regex with named groups read from each file name, e.g. 'queue_(?P<queues>\\d+)' (repeatable)."),
+    from_header: list[str] = typer.Option([], "--param-from-header", help="Regex with named groups read from the lines before each test, e.g. 'channels: (?P<streams>\\d+)' (repeatable)."),
+    columns: Optional[str] = typer.Option(None, "--columns", help="The files are tables (CSV, one row per run): their columns in order, NAME (a parameter) or NAME=METRIC (e.g. queues,streams,gbps=receiver_gbps,-); see docs/importing.md."),
     description: str = typer.Option("", "--description", help="Description of a new imported study."),
     db: Path = DB_OPT,
 ) -> None:
@@ -159,20 +162,33 @@ def import_(
     Every file is read first: each unusable one gets an `error: FILE: reason` line. Exit 0
     when all were imported, 1 when some were, 2 (and nothing written) when none was."""
     from ..importers import check_args, parse_sets, read_files, store_files
+    from ..importers.params import compile_rules
+    from ..importers.table_csv import table_importer
 
     params = parse_sets(set_)
     check_args(study, params)
-    results = read_files(files, params)
-    for _, res, why in results:
+    name_rules = compile_rules("--param-from-name", from_name)
+    header_rules = compile_rules("--param-from-header", from_header)
+    member = table_importer(columns) if columns is not None else None
+    results = read_files(files, params, name_rules, header_rules, member)
+    for _, res, why, _ in results:
         if res is None:
             print_error(why)
-    if all(res is None for _, res, _ in results):
+    if all(res is None for _, res, _, _ in results):
         raise typer.Exit(2)  # before the database is opened: nothing is created
-    with open_store(db, must_exist=False) as store:
-        outcome = store_files(store, results, study, params, description)
+    existed = db.exists()
+    try:
+        with open_store(db, must_exist=False) as store:
+            outcome = store_files(store, results, study, description)
+    except BaseException:
+        if not existed:  # a failed import leaves no database behind
+            for f in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"), db.with_name(db.name + "-journal")):
+                f.unlink(missing_ok=True)
+        raise
     for f in outcome.files:
         if f.ok:
             console.print(f"  {f.path}: {f.message}", highlight=False, soft_wrap=True)
-    console.print(f"imported {outcome.imported} of {len(outcome.files)} files into study {outcome.study!r} (#{outcome.study_id})", highlight=False)
+    what = "files" if len(outcome.files) == len(files) else "tests"
+    console.print(f"imported {outcome.imported} of {len(outcome.files)} {what} into study {outcome.study!r} (#{outcome.study_id})", highlight=False)
     if outcome.rejected:
         raise typer.Exit(1)

@@ -1,6 +1,11 @@
-"""iperf2: command lines and the parser for its CSV (-y C) reports.
+"""iperf2: command lines and the parser for its reports: the enhanced text (-e -i 1 -f b)
+that 2.1.x runs with, and CSV (-y C) for 2.2 on and for imported files.
 
-What 2.1.8 really prints (checked on this machine; see tests/fixtures/iperf2):
+Why text on 2.1: 2.1.8 ignores -e together with -y C, so its CSV has no retries, cwnd, RTT
+or write/read counts; its enhanced text has them (engines.iperf2_enhanced reads it into the
+same rows as the CSV, so everything below serves both).
+
+What 2.1.8's CSV really prints (checked on this machine; see tests/fixtures/iperf2):
 - -y C ignores -e: rows are the 9 basic columns (TCP) or 14 (UDP), never the write/
   retry/cwnd/RTT extras, and there are no sum rows, even with -P. 2.2 (per its source,
   not run here) prints a header row, istart/iend in two columns, -e extras and sum rows
@@ -18,6 +23,7 @@ What 2.1.8 really prints (checked on this machine; see tests/fixtures/iperf2):
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -25,6 +31,7 @@ from ..spec.models import Workload
 from .access import Access
 from .base import EngineBase, client_budget
 from .iperf2_reader import Row, parse_rows, parse_version
+from .iperf2_enhanced import is_text, parse_text_rows
 from .result import Interval, SideOutput, StreamResult, TestResult
 from .streams import rtt_cwnd, tail, total, weighted_mean
 
@@ -36,6 +43,24 @@ PERMIT_KEY_MAX_PARALLEL = 1
 # budget: its -t, so a server whose nettune was killed (or lost its SSH connection)
 # stops by itself. -t also cuts traffic after that long, which the client never reaches.
 SERVER_LIFETIME_SLACK = 20
+# From this version on, -y C prints the -e columns (per iperf2's 2.2 source; not run here);
+# before it, nettune reads the enhanced text instead.
+CSV_ENHANCED_FROM = (2, 2)
+
+
+def csv_output(tool_version: str) -> bool:
+    """Whether this iperf2 prints the -e columns in its CSV (else: enhanced text)."""
+    parts = tuple(int(x) for x in re.findall(r"\d+", tool_version or "")[:2])
+    return len(parts) == 2 and parts >= CSV_ENHANCED_FROM
+
+
+def report_rows(text: str, udp: bool) -> tuple[list[Row], int]:
+    """The rows of one side's report, text or CSV (whichever the output is)."""
+    return parse_text_rows(text) if is_text(text) else parse_rows(text, udp)
+
+
+def _format_args(tool_version: str) -> list[str]:
+    return ["-y", "C", "-e"] if csv_output(tool_version) else ["-e", "-f", "b"]
 
 
 def _port_from_argv(argv: list[str]) -> int | None:
@@ -79,7 +104,9 @@ class Iperf2Engine(EngineBase):
         return None
 
     def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        argv = [self.binary, "-s", "-p", str(port), "-y", "C", "-e", "-t", str(self.server_lifetime(wl))]
+        argv = [self.binary, "-s", "-p", str(port), *_format_args(tool_version), "-t", str(self.server_lifetime(wl))]
+        if not csv_output(tool_version):
+            argv += ["-i", "1"]  # the sender's cwnd/RTT per interval when it is the server (-R)
         if access is not None and access.bind:
             argv += ["-B", access.bind]
         if access is not None and access.permit_key:
@@ -99,7 +126,7 @@ class Iperf2Engine(EngineBase):
         return argv
 
     def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        argv = [self.binary, "-c", server_address, "-p", str(port), "-y", "C", "-e", "-t", str(wl.duration), "-P", str(wl.parallel), "-i", "1"]
+        argv = [self.binary, "-c", server_address, "-p", str(port), *_format_args(tool_version), "-t", str(wl.duration), "-P", str(wl.parallel), "-i", "1"]
         if wl.protocol == "udp":
             argv.append("-u")
         if wl.bitrate is not None:
@@ -135,7 +162,8 @@ class Iperf2Engine(EngineBase):
     def server_done(self, wl: Workload, stdout: str) -> bool:
         """True once the server has printed a final row for every stream it serves, so
         the driver can stop it (it never exits by itself)."""
-        rows, _ = parse_rows(stdout, wl.protocol == "udp")
+        rows, _ = report_rows(stdout, wl.protocol == "udp")
+        rows = [r for r in rows if "relay" not in r.ext]
         need = int(wl.parallel) * (2 if wl.bidir is True else 1)
         long_enough = 0.75 * float(wl.duration)
         done = {(r.src_port, r.dst_port, r.tid) for r in rows if r.tid >= 0 and r.start < 0.05 and r.end >= long_enough}
@@ -154,9 +182,15 @@ class Iperf2Engine(EngineBase):
 
 def _parse(wl: Workload, client: SideOutput, server: SideOutput, res: TestResult) -> None:
     udp = res.protocol == "udp"
-    crows, cbad = parse_rows(client.stdout, udp)
-    srows, sbad = parse_rows(server.stdout, udp)
+    crows, cbad = report_rows(client.stdout, udp)
+    srows, sbad = report_rows(server.stdout, udp)
     res.extra["unparsed_lines"] = {"client": cbad, "server": sbad}
+    # a UDP client's text relays each stream's final server report: the receiver's numbers
+    # when the server's own output is missing (an imported client log)
+    relayed = [r for r in crows if "relay" in r.ext]
+    crows = [r for r in crows if "relay" not in r.ext]
+    if not srows:
+        srows = relayed
     if not crows:
         res.ok = False
         why = tail(client.stderr) or tail(client.stdout) or "empty output"
@@ -198,8 +232,9 @@ def _classify(rows: list[Row], sport: int, main: str, full_duplex: bool) -> None
     tid_port: dict[tuple[str, int], int] = {}
     for r in rows:
         if full_duplex:
-            # only 2.1.8's sender-first order tells the two ways apart
-            r.direction = "s2c" if r.src_port == sport else "c2s" if r.dst_port == sport else main
+            # only 2.1.8's sender-first order tells the two ways apart; a row touching
+            # neither end of the server's port is -d's connection back to the client
+            r.direction = "s2c" if r.src_port == sport else "c2s" if r.dst_port == sport else "s2c" if r.src_port and r.dst_port else main
         else:
             r.direction = main
         peer = next((p for p in (r.src_port, r.dst_port) if p and p != sport), None)
@@ -217,12 +252,16 @@ def _split_final(rows: list[Row]) -> tuple[dict[tuple[str, str, Any], Row], list
     """The final row of each (side, direction, stream) starts at 0 and reaches the end of
     the test; a 1 s test prints 0-1 twice (interval, then final), so the last one wins."""
     groups: dict[tuple[str, str, Any], list[Row]] = {}
+    ends: dict[tuple[str, str], float] = {}
     for r in rows:
         groups.setdefault((r.side, r.direction, r.key), []).append(r)
+        ends[(r.side, r.direction)] = max(ends.get((r.side, r.direction), 0.0), r.end)
     finals: dict[tuple[str, str, Any], Row] = {}
     ivals: list[Row] = []
     for k, rs in groups.items():
-        last_end = max(r.end for r in rs)
+        # a side's streams all end with the test: a sum whose final line was never printed
+        # (a server stopped right after its streams' finals) has only interval rows
+        last_end = max(max(r.end for r in rs), ends[(k[0], k[1])] if k[2] == "sum" else 0.0)
         cands = [r for r in rs if r.start < 0.05 and r.end >= last_end - 0.5]
         final = max(reversed(cands), key=lambda r: r.end) if cands else None
         if final is not None:
@@ -236,8 +275,13 @@ def _direction(res: TestResult, d: str, label: str, finals: dict[tuple[str, str,
     client_tid = {k[2]: r.tid for k, r in finals.items() if k[0] == "client"}
     keys = sorted({k[2] for k in finals if k[1] == d and k[2] != "sum"}, key=lambda x: (client_tid.get(x, 1 << 30), str(x)))
     streams: list[StreamResult] = []
+    counts: dict[str, float] = {}  # -e: write/read calls, UDP datagrams out of order
     for n, key in enumerate(keys, 1):
         snd, rcv = finals.get((snd_side, d, key)), finals.get((rcv_side, d, key))
+        for row, names in ((snd, ("writecnt", "writeerr")), (rcv, ("readcnt", "outoforder"))):
+            for name in names:
+                if row is not None and name in row.ext:
+                    counts[name] = counts.get(name, 0) + row.ext[name]
         sr = StreamResult(id=client_tid.get(key, n), direction=label)
         if snd is not None:
             sr.sender_bps, sr.sender_bytes = snd.bps, snd.nbytes
@@ -275,13 +319,16 @@ def _direction(res: TestResult, d: str, label: str, finals: dict[tuple[str, str,
         # a plain mean over streams, as iperf3 does for its sum
         "jitter_ms": sum(sr.jitter_ms or 0.0 for sr in u) / len(u) if udp and u else None,
     }
+    named = {"writecnt": "write_count", "writeerr": "write_errors", "readcnt": "read_count", "outoforder": "udp_out_of_order"}
+    extra = {named[k]: int(v) for k, v in counts.items()}
     if label == "forward":
         for k, v in agg.items():
             setattr(res, k, v)
+        res.extra.update(extra)
     else:  # the result record has fields for the reverse rates only; the rest in extra
         res.reverse_sender_bps, res.reverse_receiver_bps = agg.pop("sender_bps"), agg.pop("receiver_bps")
         res.reverse_retransmits = agg.pop("retransmits")
-        res.extra["reverse"] = agg
+        res.extra["reverse"] = agg | extra
     res.intervals += _intervals([r for r in ivals if r.side == "client" and r.direction == d], keys, label)
 
 

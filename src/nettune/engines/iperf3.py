@@ -12,7 +12,7 @@ from typing import Any
 from ..spec.models import Workload
 from .access import Access, Iperf3Credentials, iperf3_has_auth
 from .base import EngineBase
-from .iperf3_reader import json_objects, load_json, parse_version, version_tuple
+from .iperf3_reader import json_objects, load_json, parse_version, version_tuple, stream_receive_bps
 from .result import Interval, SideOutput, StreamResult, TestResult
 from .streams import rtt_cwnd, tail, total, weighted_mean
 
@@ -306,7 +306,7 @@ class _Parse:
                 sr.sender_bps, sr.sender_bytes = _f(snd.get("bits_per_second")), _i(snd.get("bytes"))
                 rb, rs = (s_recv.get(self.srv_sock.get(sock)) if client_sends else c_recv.get(sock)) or (None, 0.0)
                 if rb is not None and rs > 0:
-                    sr.receiver_bytes, sr.receiver_bps = rb, rb * 8 / rs
+                    sr.receiver_bytes, sr.receiver_bps = rb, stream_receive_bps(rb, rs, _f(res.extra.get("measured_seconds")))
                 sr.jitter_ms, sr.lost_packets = _f(u.get("jitter_ms")), _i(u.get("lost_packets"))
                 sr.packets, sr.lost_percent = _i(u.get("packets")), _f(u.get("lost_percent"))
                 res.extra["udp_out_of_order"] = res.extra.get("udp_out_of_order", 0) + (_i(u.get("out_of_order")) or 0)

@@ -29,6 +29,7 @@ Hints = dict[str, Any]  # the --set values (the point's parameters)
 class Importer(Protocol):
     name: str
     describes: str  # "iperf3 JSON (-J)": what a file that no member recognises is not
+    auto: bool
 
     def detect(self, text: str) -> bool:
         """Whether `text` (a whole file, decoded) is in this importer's format."""
@@ -38,6 +39,15 @@ class Importer(Protocol):
         """The run the file records; NettuneError (one line naming `path`) if it cannot be read."""
         ...
 
+    def split(self, text: str) -> list[tuple[str, str]]:
+        """The tests in one file, in order, as (the lines before it, the test's own text):
+        a script that appended several tests to one log (study A) or a JSON array."""
+        ...
+
+    def point(self, text: str) -> dict[str, Any]:
+        """Point parameters written in one test's text (split's second part)."""
+        ...
+
 
 class ImporterBase:
     """Defaults for every importer: recognises nothing, so a member that is registered but
@@ -45,6 +55,7 @@ class ImporterBase:
 
     name = ""
     describes = ""
+    auto = True  # asked by detect(); False: only when the user names it (a table with --columns)
 
     def detect(self, text: str) -> bool:
         return False
@@ -52,10 +63,17 @@ class ImporterBase:
     def read(self, path: Path, text: str, hints: Hints) -> TestResult:
         raise NotImplementedError
 
+    def split(self, text: str) -> list[tuple[str, str]]:
+        return [("", text)]  # one test per file
+
+    def point(self, text: str) -> dict[str, Any]:
+        return {}  # parameters the test's own text carries (a table row's parameter columns)
+
 
 # name -> module of this package holding IMPORTER (the registry), in the order they are asked:
 # iperf3's JSON first, as it is recognised by its first character
-MEMBERS = {"iperf3-json": ".iperf3_json", "iperf2-csv": ".iperf2_csv"}
+MEMBERS = {"iperf3-json": ".iperf3_json", "iperf3-text": ".iperf3_text", "iperf2-text": ".iperf2_text", "iperf2-csv": ".iperf2_csv",
+           "table-csv": ".table_csv"}
 
 
 def side(path: Path, text: str, started: float | None = None, role: str = "client") -> SideOutput:

@@ -1,10 +1,13 @@
-"""`nettune import`: old iperf3 -J logs and iperf2 -y C outputs become runs of a study,
-so results taken by hand get the same statistics, verdicts and charts.
+"""`nettune import`: old iperf3/iperf2 logs (JSON, CSV, text) and hand-made tables become
+runs of a study, so results taken by hand get the same statistics, verdicts and charts.
 
-Each file is one run; --set KEY=VAL gives the point it belongs to. The first member of
-the importer family (importers.base) that recognises a file reads it, through the same
-parsers as live tests (engines.iperf3 / engines.iperf2), and the file itself
-is kept verbatim as the run's raw output. Every file is read and checked before the
+Each test is one run (a member's `split` cuts a file holding several); its point is the
+--set values, then what --param-from-name finds in the file's name (params.py), then what
+--param-from-header finds in the lines before the test. The first member of the importer
+family (importers.base) whose `detect` recognises a file reads it (a table only when the
+user names its columns), through the same parsers as live tests where there is one
+(engines.iperf3 / engines.iperf2), and the test's text is kept verbatim as the run's raw
+output. Every file is read and checked before the
 database is opened: a file that cannot be read, is not text, or is a cut-off report is
 rejected with its reason on one line and the others are still imported; when no file
 is usable nothing is created. Importing again under the same study name adds to that
@@ -28,7 +31,8 @@ from ..errors import NettuneError
 from ..spec.load import read_bytes
 from ..spec.models import Workload
 from ..store.sqlite import Store
-from .base import WORKLOAD_HINTS, importers
+from .base import WORKLOAD_HINTS, Importer, importers
+from .params import from_header, from_name
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 64 * 1024 * 1024  # a log bigger than this is not an iperf report
@@ -108,8 +112,21 @@ def check_args(study: str, params: dict[str, Any]) -> None:
         raise NettuneError(f"--set {where}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
+Read = tuple[str, "TestResult | None", str, dict[str, Any]]  # (source, result, why not, point parameters)
+
+
 def read_file(path: Path, hints: dict[str, Any]) -> TestResult:
-    """Parse one file into a result; NettuneError (one line) if it is not usable."""
+    """Parse a file holding one test into a result; NettuneError (one line) if it is not usable."""
+    runs = read_runs(path, hints)
+    if len(runs) != 1:
+        raise NettuneError(f"{path}: {len(runs)} tests in one file")
+    _, res, why, _ = runs[0]
+    if res is None:
+        raise NettuneError(why)
+    return res
+
+
+def _load(path: Path) -> str:
     try:
         if stat.S_ISDIR(path.stat().st_mode):
             raise NettuneError(f"{path}: is a directory; give the files (e.g. {path}/*.json)")
@@ -123,17 +140,48 @@ def read_file(path: Path, hints: dict[str, Any]) -> TestResult:
     text = _text(path, data)
     if not text.strip():
         raise NettuneError(f"{path}: empty file")
+    return text
+
+
+def read_runs(path: Path, params: dict[str, Any], name_rules: list[re.Pattern[str]] | None = None,
+              header_rules: list[re.Pattern[str]] | None = None, member: Importer | None = None) -> list[Read]:
+    """Every test in one file with its point parameters (--set, then the file's name, then
+    the lines before the test); NettuneError (one line) when the file itself is unusable.
+    A test that cannot be read is (source, None, reason, params)."""
+    text = _load(path)
     members = importers()
-    member = next((m for m in members if m.detect(text)), None)
     if member is None:
-        raise NettuneError(f"{path}: neither {' nor '.join(m.describes for m in members)} output")
-    res = member.read(path, text, hints)
-    if not res.ok:
-        raise NettuneError(f"{path}: {res.error}")
-    if res.receiver_bps is None:
-        raise NettuneError(f"{path}: no throughput in this report")
-    _check_streams(path, res, hints)
-    return res
+        member = next((m for m in members if m.auto and m.detect(text)), None)
+    if member is None:
+        raise NettuneError(f"{path}: neither {' nor '.join(m.describes for m in members if m.auto)} output" + _hint(text))
+    base = params | from_name(path, name_rules or [])
+    pieces = member.split(text)
+    out: list[Read] = []
+    for n, (header, body) in enumerate(pieces, 1):
+        where = path if len(pieces) == 1 else Path(f"{path} (test {n} of {len(pieces)})")
+        point = base
+        try:
+            point = base | member.point(body) | (from_header(path, n, header, body, header_rules) if header_rules else {})
+            res = member.read(where, body, point)
+            if not res.ok:
+                raise NettuneError(f"{where}: {res.error}")
+            if res.receiver_bps is None:
+                raise NettuneError(f"{where}: no throughput in this report")
+            _check_streams(where, res, point)
+            out.append((str(where), res, "", point))
+        except NettuneError as e:
+            out.append((str(where), None, str(e), point))
+    return out
+
+
+def _hint(text: str) -> str:
+    """A file that is a table made by hand says how to import it."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    cols = [c.strip() for c in first.split(",")]
+    if len(cols) >= 2 and not any(c.replace(".", "").isdigit() for c in cols):
+        return (f" (line 1 is a table header: {', '.join(cols[:8])}; import a table with --columns {','.join(cols[:8])} "
+                "and METRIC after each measured column, e.g. gbps=receiver_gbps; see docs/importing.md)")
+    return ""
 
 
 def _text(path: Path, data: bytes) -> str:
@@ -158,42 +206,52 @@ def _check_streams(path: Path, res: TestResult, hints: dict[str, Any]) -> None:
             raise NettuneError(f"{path}: {have} {direction} stream(s) in the report but --set parallel={want}; is the file cut off, or is --set wrong?")
 
 
-def read_files(files: list[Path], params: dict[str, Any]) -> list[tuple[Path, TestResult | None, str]]:
-    """(file, result, "") for each usable file, (file, None, "FILE: reason") for the others."""
-    results: list[tuple[Path, TestResult | None, str]] = []
+def read_files(files: list[Path], params: dict[str, Any], name_rules: list[re.Pattern[str]] | None = None,
+               header_rules: list[re.Pattern[str]] | None = None, member: Importer | None = None) -> list[Read]:
+    """Every test of every file: (source, result, "", params) for each usable one,
+    (source, None, "FILE: reason", params) for the others."""
+    results: list[Read] = []
     for f in files:
         try:
-            results.append((f, read_file(f, params), ""))
+            results += read_runs(f, params, name_rules, header_rules, member)
         except NettuneError as e:
-            results.append((f, None, str(e)))
+            results.append((str(f), None, str(e), params))
     return results
 
 
-def import_files(store: Store, files: list[Path], study: str, params: dict[str, Any], description: str = "") -> ImportOutcome:
-    """Read every file, then store the usable ones (NettuneError when there is none)."""
+def import_files(store: Store, files: list[Path], study: str, params: dict[str, Any], description: str = "",
+                 name_rules: list[re.Pattern[str]] | None = None, header_rules: list[re.Pattern[str]] | None = None,
+                 member: Importer | None = None) -> ImportOutcome:
+    """Read every file, then store the usable tests (NettuneError when there is none)."""
     check_args(study, params)
     if not files:
         raise NettuneError("give at least one file to import")
-    results = read_files(files, params)
-    if not any(r is not None for _, r, _ in results):
-        raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg in results))
-    return store_files(store, results, study, params, description)
+    results = read_files(files, params, name_rules, header_rules, member)
+    if not any(r is not None for _, r, _, _ in results):
+        raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg, _ in results))
+    return store_files(store, results, study, description)
 
 
-def store_files(store: Store, results: list[tuple[Path, TestResult | None, str]], study: str, params: dict[str, Any], description: str = "") -> ImportOutcome:
-    """Add the read files' runs to the imported study `study` (created if needed)."""
-    sid, point_id, next_run = _study_and_point(store, study, params, description)
-    out = ImportOutcome(sid, study)
-    where = ", ".join(f"{k}={v}" for k, v in params.items()) or "the single point"
-    for f, res, msg in results:
+def store_files(store: Store, results: list[Read], study: str, description: str = "") -> ImportOutcome:
+    """Add the read tests as runs of the imported study `study` (created if needed), each
+    at the point of its parameters."""
+    out: ImportOutcome | None = None
+    for source, res, msg, params in results:
         if res is None:
-            out.files.append(FileOutcome(str(f), False, msg))
+            if out is not None:
+                out.files.append(FileOutcome(source, False, msg))
             continue
-        run_id = store.add_run(sid, point_id, next_run, False, res, {"imported_from": str(f)})
-        out.files.append(FileOutcome(str(f), True, f"run {next_run + 1} at {where}: {res.total_bps / 1e9:.2f} Gbit/s", run_id))  # type: ignore[operator]
-        next_run += 1
-    _log_files(store, sid, [x for x in out.files if x.ok])
-    store.finish_study(sid, "imported")
+        sid, point_id, run = _study_and_point(store, study, params, description)
+        out = out or ImportOutcome(sid, study)
+        run_id = store.add_run(sid, point_id, run, False, res, {"imported_from": source})
+        where = ", ".join(f"{k}={v}" for k, v in params.items()) or "the single point"
+        out.files.append(FileOutcome(source, True, f"run {run + 1} at {where}: {res.total_bps / 1e9:.2f} Gbit/s", run_id))  # type: ignore[operator]
+    if out is None:
+        raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg, _ in results))
+    # rejected ones read before the first usable one
+    out.files = [FileOutcome(src, False, msg) for src, res, msg, _ in results[: next(i for i, r in enumerate(results) if r[1] is not None)]] + out.files
+    _log_files(store, out.study_id, [x for x in out.files if x.ok])
+    store.finish_study(out.study_id, "imported")
     return out
 
 

@@ -1,0 +1,125 @@
+"""iperf2's human-readable output (-i, -P with [SUM], -e enhanced, UDP, -R, --full-duplex,
+-d): one side's log, read by the same parser as live tests (engines.iperf2_enhanced turns it
+into the CSV's rows, engines.iperf2 reads those)."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from ..engines.iperf2 import Iperf2Engine
+from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, is_text, parse_text_rows
+from ..engines.iperf2_reader import Row
+from ..engines.result import TestResult
+from ..errors import NettuneError
+from .base import Hints, ImporterBase, side, workload
+
+CLIENT_START = re.compile(r"^-+\n(?=Client connecting to )", re.M)
+
+
+class Iperf2TextImporter(ImporterBase):
+    name = "iperf2-text"
+    describes = "iperf2 text"
+
+    def detect(self, text: str) -> bool:
+        return is_text(text) and any(CONNECTS_TO.match(ln) or LISTENS.match(ln) or CONNECTED.match(ln.strip()) for ln in text.splitlines())
+
+    def split(self, text: str) -> list[tuple[str, str]]:
+        """A client's log with several tests: each starts at its "Client connecting to"
+        block (a server's log is one test: -d's server also prints that block mid-test)."""
+        first = next((ln for ln in text.splitlines() if CONNECTS_TO.match(ln) or LISTENS.match(ln)), "")
+        starts = [m.start() for m in CLIENT_START.finditer(text)] if CONNECTS_TO.match(first) else []
+        if len(starts) <= 1:
+            return [("", text)]
+        out, prev = [], 0
+        for n, i in enumerate(starts):
+            nxt = starts[n + 1] if n + 1 < len(starts) else len(text)
+            body = text[i:nxt]
+            lines = body.splitlines(keepends=True)
+            # the test's last line is its last report line; what follows is the next header
+            end = max((k + 1 for k, ln in enumerate(lines) if ln.startswith("[")), default=len(lines))
+            out.append((text[prev:i], "".join(lines[:end])))
+            prev = i + len("".join(lines[:end]))
+        return out
+
+    def read(self, path: Path, text: str, hints: Hints) -> TestResult:
+        if not text.rstrip(" \t").endswith("\n"):
+            raise NettuneError(f"{path}: cut off: the last line has no newline at its end (if the file is complete, add one)")
+        rows, _ = parse_text_rows(text)
+        if not rows:
+            raise NettuneError(f"{path}: iperf2 text without report lines (did the test run?)")
+        lines = text.splitlines()
+        client, port, dual = _role(lines)
+        _check_complete(path, rows, hints, client)
+        conns = [CONNECTED.match(ln.strip()) for ln in lines]
+        flags = " ".join(c["flags"] for c in conns if c)
+        udp = any(" UDP port" in ln for ln in lines if CONNECTS_TO.match(ln) or LISTENS.match(ln)) or any("jitter" in r.ext or "datagrams" in r.ext for r in rows)
+        bidir = "(full-duplex)" in flags or dual
+        reverse = "(reverse)" in flags and not bidir
+        keys = {(r.src_port, r.dst_port) for r in rows if "relay" not in r.ext}
+        parallel = len({k for k in keys if port in k}) // (2 if bidir and "(full-duplex)" in flags else 1) or None
+        end = max(r.end for r in rows)
+        wl = workload(path, "iperf2", hints, protocol="udp" if udp else None, parallel=parallel, reverse=reverse or None,
+                      bidir=bidir or None, duration=max(1, round(end)), port=port)
+        eng = Iperf2Engine()
+        res = eng.parse(wl, side(path, text), side(path, "", role="server"))
+        if not client or not res.ok and (res.sender_bps is not None or wl.reverse is True):
+            # one side's report only: let its rows stand for both sides, and say so
+            both = eng.parse(wl, side(path, text), side(path, text, role="server"))
+            if both.ok:
+                res = both
+                res.warnings.append("one side's iperf2 report only: sender and receiver rates both come from it")
+        res.duration = float(end)
+        res.client, res.server = side(path, text), None
+        return res
+
+
+def _role(lines: list[str]) -> tuple[bool, int | None, bool]:
+    """(a client's log?, the server's port, a -d test?) from the header blocks: a client
+    prints "Client connecting to H, TCP port S", except with -d, where its first block is
+    its own listener, "Server listening on TCP ports L-S"; a server's -d log then has a
+    "Client connecting to" block for its connection back."""
+    heads = [m for ln in lines if (m := CONNECTS_TO.match(ln) or LISTENS.match(ln))]
+    if not heads:
+        return True, None, False
+    first = heads[0]
+    if "ports" in first.groupdict() and "-" in first["ports"]:
+        return True, int(first["ports"].split("-")[1]), True
+    if "port" in first.groupdict():
+        return True, int(first["port"]), False
+    return False, int(first["ports"]), any("port" in m.groupdict() for m in heads[1:])
+
+
+def _check_complete(path: Path, rows: list[Row], hints: Hints, client: bool) -> None:
+    """A report cut off at a line's end: a stream with interval lines but no final line
+    (from 0 to the end), streams with different numbers of lines, or (with --set
+    duration) a report shorter than 3/4 of it."""
+    end = max(r.end for r in rows)
+    streams: dict[tuple[int, int], bool] = {}
+    counts: Counter[tuple[int, int]] = Counter()
+    for r in rows:
+        if "relay" in r.ext or r.tid < 0:  # relayed reports and [SUM] totals are not streams
+            continue
+        key = (r.src_port, r.dst_port)
+        counts[key] += 1
+        streams[key] = streams.get(key, False) or (r.start < 0.05 and r.end >= end - 0.5 and r.end - r.start > 0.5 * end)
+    unfinished = sum(1 for done in streams.values() if not done)
+    if unfinished:
+        raise NettuneError(f"{path}: cut off: {unfinished} stream(s) have interval lines but no final report")
+    if len(set(counts.values())) > 1:
+        raise NettuneError(f"{path}: cut off: its streams have {min(counts.values())} to {max(counts.values())} report lines, a whole report has as many for each")
+    want = hints.get("duration")
+    if isinstance(want, (int, float)) and not isinstance(want, bool) and end < 0.75 * want:
+        raise NettuneError(f"{path}: the report covers {end:g}s but --set duration={want}; is the file cut off, or is --set wrong?")
+    if client:
+        # a client prints its final [SUM] after its streams' final lines, and a UDP client
+        # relays every stream's server report (a server may be stopped before its own [SUM])
+        sums = [r for r in rows if r.tid < 0]
+        if sums and not any(r.start < 0.05 and r.end >= end - 0.5 and r.end - r.start > 0.5 * end for r in sums):
+            raise NettuneError(f"{path}: cut off: the final [SUM] line is missing")
+        relayed = {(r.src_port, r.dst_port) for r in rows if "relay" in r.ext}
+        if relayed and relayed != set(streams):
+            raise NettuneError(f"{path}: cut off: {len(set(streams) - relayed)} stream(s) have no server report")
+
+
+IMPORTER = Iperf2TextImporter()

@@ -1,0 +1,119 @@
+"""A results table made by hand (a spreadsheet saved as CSV): parameter columns and metric
+columns, one row per run (or one per point: then each point has one run). Read only when
+the user names the columns (`nettune import table.csv --columns queues,streams,gbps=receiver_gbps`),
+so old studies get the same analyze, compare and report as new ones.
+
+--columns lists the file's columns in order: NAME (a parameter of the point), NAME=METRIC
+(a measured value, in the unit the metric's name says) or - (ignored). When the first line
+is a header, columns are found by NAME in it (in any order); otherwise by position.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from ..engines.result import TestResult
+from ..errors import NettuneError
+from .base import Hints, ImporterBase
+
+# metric name in --columns -> (TestResult field, factor to its unit)
+METRICS: dict[str, tuple[str, float]] = {
+    **{f"{side}_{u}": (f"{side}_bps", f) for side in ("receiver", "sender", "reverse_receiver") for u, f in (("gbps", 1e9), ("mbps", 1e6), ("bps", 1.0))},
+    "cpu_client": ("cpu_client", 1.0), "cpu_server": ("cpu_server", 1.0), "cpu_host": ("cpu_host", 1.0),
+    "retransmits": ("retransmits", 1.0), "jitter_ms": ("jitter_ms", 1.0), "lost_percent": ("lost_percent", 1.0),
+    "rtt_us": ("rtt_mean_us", 1.0), "rtt_ms": ("rtt_mean_us", 1e3), "duration": ("duration", 1.0),
+}
+INTS = {"retransmits"}
+
+
+class TableCsvImporter(ImporterBase):
+    name = "table-csv"
+    describes = "a results table (CSV with --columns)"
+    auto = False  # a table could be anything: read only when the user names its columns
+
+    def __init__(self, columns: list[tuple[str, str | None]] | None = None) -> None:
+        self.columns = columns or []
+
+    def split(self, text: str) -> list[tuple[str, str]]:
+        """One test per data row; the header line (if any) goes along with each row."""
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        header = _is_header(lines[0]) if lines else False
+        head = lines[0] + "\n" if header else ""
+        return [("", f"{head}{ln}\n#line {n}") for n, ln in enumerate(lines, 1) if not (header and n == 1)]
+
+    def _row(self, text: str) -> tuple[dict[str, str], int]:
+        body, _, mark = text.rpartition("\n#line ")
+        lines = body.splitlines()
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+        names = [c for c, _ in self.columns]
+        if len(rows) == 2:  # header + row: by name
+            head = [h.strip() for h in rows[0]]
+            missing = [n for n in names if n != "-" and n not in head]
+            if missing:
+                raise NettuneError(f"line 1 (the header) has no column {missing[0]!r}; its columns are {', '.join(head)}")
+            return {n: rows[1][head.index(n)].strip() for n in names if n != "-" and head.index(n) < len(rows[1])}, int(mark)
+        row = rows[0]
+        if len(row) != len(names):
+            raise NettuneError(f"line {mark} has {len(row)} fields but --columns names {len(names)}; list every column (use - for one to skip)")
+        return {n: v.strip() for n, v in zip(names, row) if n != "-"}, int(mark)
+
+    def point(self, text: str) -> dict[str, Any]:
+        from .intake import parse_value
+
+        try:
+            cells, _ = self._row(text)
+        except NettuneError:
+            return {}  # read() says what is wrong with the row, naming the file
+        return {n: parse_value(cells[n]) for n, metric in self.columns if metric is None and n != "-" and n in cells}
+
+    def read(self, path: Path, text: str, hints: Hints) -> TestResult:
+        try:
+            cells, line = self._row(text)
+        except NettuneError as e:
+            raise NettuneError(f"{path}: {e}") from None
+        res = TestResult(engine="table", warnings=["imported from a results table: no per-stream or per-interval data"])
+        for n, metric in self.columns:
+            if metric is None or n not in cells or cells[n] == "":
+                continue
+            field, factor = METRICS[metric]
+            try:
+                value = float(cells[n].replace("%", ""))
+            except ValueError:
+                raise NettuneError(f"{path}: line {line}, column {n}: {cells[n]!r} is not a number; fix the cell or map {n} as a parameter (--columns ...,{n},...)") from None
+            setattr(res, field, int(value) if metric in INTS else value * factor)
+        if res.receiver_bps is None:
+            raise NettuneError(f"{path}: line {line}: no throughput; map a column to receiver_gbps (or receiver_mbps, receiver_bps)")
+        return res
+
+
+def _is_header(line: str) -> bool:
+    cells = next(csv.reader(io.StringIO(line)), [])
+    return bool(cells) and not any(_number(c) for c in cells)
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell.strip().replace("%", ""))
+        return True
+    except ValueError:
+        return False
+
+
+def table_importer(spec: str) -> TableCsvImporter:
+    """--columns NAME,NAME=METRIC,-,... checked once, before any file is read."""
+    cols: list[tuple[str, str | None]] = []
+    for item in (x.strip() for x in spec.split(",")):
+        name, sep, metric = item.partition("=")
+        if not name.strip():
+            raise NettuneError(f"--columns {spec!r}: an empty column name; write NAME, NAME=METRIC or - for each column")
+        if sep and metric.strip() not in METRICS:
+            raise NettuneError(f"--columns {item!r}: unknown metric {metric.strip()!r}; use one of {', '.join(METRICS)}")
+        cols.append((name.strip(), metric.strip() if sep else None))
+    if not any(m in ("receiver_gbps", "receiver_mbps", "receiver_bps") for _, m in cols):
+        raise NettuneError(f"--columns {spec!r}: no throughput column; map one, e.g. gbps=receiver_gbps")
+    return TableCsvImporter(cols)
+
+
+IMPORTER = TableCsvImporter()
