@@ -1,0 +1,99 @@
+"""Energy from the kernel's powercap counters (RAPL): joules and average watts of a test.
+
+Source of truth: kernel Documentation/power/powercap/powercap.rst. Each zone
+/sys/class/powercap/intel-rapl:N (subzones intel-rapl:N:M) has `name` (package-N, psys,
+core, uncore, dram), `energy_uj` (µJ, read by root only since the CVE-2020-8694 fix) and
+`max_energy_range_uj`, where the counter wraps. AMD Zen uses the same driver (package-N
+and core; no dram). Package and DRAM domains are kept: core and uncore lie inside their
+package, and psys covers the whole platform (it is kept apart, never summed with them).
+A host without readable counters gives nothing (an empty column, and the reason).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+ROOT = "/sys/class/powercap/"
+SUMMED = re.compile(r"^(package-\d+|dram)$")
+
+
+@dataclass
+class Zone:
+    path: str  # /sys/class/powercap/intel-rapl:0
+    name: str  # package-0
+    max_uj: int
+
+
+@dataclass
+class EnergyWindow:
+    """Counters at the start of a window; `joules()` at its end (wrap-around included)."""
+
+    zones: list[Zone]
+    start: dict[str, int] = field(default_factory=dict)
+    t0: float = 0.0
+    end: dict[str, int] = field(default_factory=dict)
+    t1: float = 0.0
+
+
+def zones(host: Any) -> tuple[list[Zone], str]:
+    """The package and DRAM zones of a host, and why there are none when there are none."""
+    r = host.run(["ls", ROOT], timeout=15)
+    out = []
+    for d in sorted(r.stdout.split()) if r.returncode == 0 else []:
+        if d.startswith("intel-rapl-mmio"):
+            continue  # the same package counter read through MMIO: counting it would double it
+        try:
+            name = host.read_text(f"{ROOT}{d}/name").strip()
+            top = host.read_text(f"{ROOT}{d}/max_energy_range_uj").strip()
+        except OSError:
+            continue
+        if SUMMED.match(name) and top.isdigit():
+            out.append(Zone(f"{ROOT}{d}", name, int(top)))
+    if out:
+        return out, ""
+    return [], "no powercap (RAPL) package zones on this host (a VM, or the intel_rapl driver not loaded)"
+
+
+def read_uj(host: Any, zs: list[Zone]) -> dict[str, int] | None:
+    """energy_uj of every zone, or None when one cannot be read (not root)."""
+    out = {}
+    for z in zs:
+        try:
+            out[z.path] = int(host.read_text(z.path + "/energy_uj").strip())
+        except (OSError, ValueError):
+            return None
+    return out
+
+
+def delta_uj(start: int, end: int, max_uj: int) -> int:
+    """Microjoules between two readings of one counter that wraps at max_uj."""
+    return end - start if end >= start else end + max_uj - start
+
+
+def joules(w: EnergyWindow) -> dict[str, float]:
+    """Joules per domain name over the window ({"package-0": 812.4, "dram": 40.1})."""
+    out: dict[str, float] = {}
+    for z in w.zones:
+        if z.path in w.start and z.path in w.end:
+            out[z.name] = out.get(z.name, 0.0) + delta_uj(w.start[z.path], w.end[z.path], z.max_uj) / 1e6
+    return out
+
+
+def open_window(host: Any) -> tuple[EnergyWindow | None, str]:
+    zs, why = zones(host)
+    if not zs:
+        return None, why
+    start = read_uj(host, zs)
+    if start is None:
+        return None, "powercap energy_uj is readable by root only (CVE-2020-8694): run as root or with sudo = true"
+    return EnergyWindow(zs, start, time.monotonic()), ""
+
+
+def close_window(host: Any, w: EnergyWindow) -> dict[str, float] | None:
+    end = read_uj(host, w.zones)
+    if end is None:
+        return None
+    w.end, w.t1 = end, time.monotonic()
+    return joules(w)
