@@ -20,6 +20,7 @@ from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.procs import owner_token
 from .credentials import StudyAccess
+from .engine_choice import choose_engines
 from .slots import pair_rounds, run_slot, workload_hosts
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from ..spec.models import Study
@@ -132,13 +133,18 @@ def run_study(
     # before connecting anywhere: refuses over changes a killed run left on this study's hosts
     notes = _journal_gate(study, restore_first or resume)  # --resume restores first by itself
     target = make_target(study)  # raises NotRoot etc. before anything is created
-    access = StudyAccess(study, target, resolved, spec_file or "<study>")
     claimed = False
     try:
         if prior is not None:
             if not store.claim_study(prior["id"], owner_token(), prior):
                 raise NettuneError(f"study {study.name!r} (#{prior['id']}) was just taken over by another nettune run; see `nettune studies`")
             claimed = True
+        # engine / processes = "auto" made concrete per point on these hosts (run/engine_choice.py)
+        resolved, choices, choice_notes = choose_engines(resolved, target, store.db)
+        by_index = {r.point.index: r for r in resolved}
+        for note in choice_notes:
+            progress.message(note)
+        access = StudyAccess(study, target, resolved, spec_file or "<study>")
         versions = preflight(study, resolved, target)
         for note in access.check():  # refuses auth = true where a host cannot; makes the credentials
             progress.message(note)
@@ -162,6 +168,7 @@ def run_study(
     knobs = _knob_session(study, target, study_id)
     per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
     runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot, access)
+    runner.choices = choices
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     total = sum(n for _, n in left)
     extra = 0
@@ -209,6 +216,7 @@ class _PointRunner:
         self.by_index, self.point_ids, self.progress, self.outcome = by_index, point_ids, progress, outcome
         self.stored, self.per_slot = stored, per_slot
         self.current: int | None = None
+        self.choices: dict[int, Any] = {}  # point index -> engines.choice.Choice (engine = "auto")
         self.settings: dict[str, Any] = {}
         self.count = 0
         self.values: dict[int, list[float | None]] = {i: [] for i in by_index}
@@ -244,9 +252,16 @@ class _PointRunner:
         # one test, or one per host pair in rounds; each stored the moment it ends (a
         # parallel round's pairs together). Hosts in target.extra_machines (ssh
         # hypervisors) are sampled during every test.
+        choice = self.choices.get(slot.point.index)
+
+        def chosen(r: TestResult) -> TestResult:  # engine = "auto": what was picked and why, with every test
+            if choice is not None:
+                r.extra["engine_choice"] = choice.to_dict()
+            return r
+
         results = run_slot(engine, wl, self.target, self.versions[wl.engine],
-                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, r, self.settings), skip=set(have),
-                           on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, rs, self.settings),
+                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, chosen(r), self.settings), skip=set(have),
+                           on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, [chosen(r) for r in rs], self.settings),
                            access=self.access)
         self.count += 1
         self.outcome.tests += len(results)
