@@ -20,6 +20,11 @@ from .result import Interval, SideOutput, StreamResult, TestResult
 from .streams import total, weighted_mean
 
 
+# what adds up over processes (throughput, bytes, counts, the CPU of each process)
+SUMMED = ("sender_bps", "receiver_bps", "sender_bytes", "receiver_bytes", "retransmits", "lost_packets", "packets",
+          "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits", "cpu_client", "cpu_server")
+
+
 def split_streams(streams: int, processes: int) -> list[int]:
     """Streams per process: as even as possible, the first ones one more; never a process
     without a stream (at most `streams` processes)."""
@@ -66,9 +71,9 @@ def combine(engine: str, tool_version: str, wls: list[Workload], results: list[T
     if bad:
         out.ok = False
         out.error = "; ".join(f"process {i + 1} of {len(results)} (port {wls[i].port}): {r.error}" for i, r in bad)
-    for k in ("sender_bps", "receiver_bps", "sender_bytes", "receiver_bytes", "retransmits", "lost_packets", "packets",
-              "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits", "cpu_client", "cpu_server"):
-        setattr(out, k, _sum([getattr(r, k) for r in results]))
+    dumps = [r.model_dump(include=set(SUMMED)) for r in results]
+    for k in SUMMED:
+        setattr(out, k, _sum([d[k] for d in dumps]))
     cw = [r.max_cwnd for r in results if r.max_cwnd]
     out.max_cwnd = max(cw) if cw else None
     rtt = [r for r in results if r.rtt_mean_us]

@@ -48,7 +48,7 @@ def run_test(
         access = Access(bind=server.address if wl.bind else None)
     try:
         if isinstance(wl.processes, int) and wl.processes > 1:
-            from .fanout import run_fanout  # noqa: PLC0415 - fanout builds on this module
+            from .fanout_driver import run_fanout  # noqa: PLC0415 - fanout builds on this module
 
             res = run_fanout(engine, wl, server, client, tool_version, machine, extra_machines or {}, access, wl.processes)
         else:

@@ -16,7 +16,7 @@ from ..engines import ENGINES
 from ..engines.choice import Choice, auto_processes, choose, threaded
 from ..errors import ToolMissing
 from ..plan.points import ResolvedPoint
-from ..store import instrument
+from ..store import instrument_tables as instrument
 from .slots import workload_hosts
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..engines.result import TestResult
 from ..errors import NettuneError
-from . import instrument
+from . import instrument_tables as instrument
 from .records import RunRecord
 
 SCHEMA_VERSION = 2
@@ -122,7 +122,7 @@ class Store:
 
     def _migrate(self) -> None:
         self.db.executescript(SCHEMA)
-        instrument.create(self.db)  # host ceilings and cross-checks (store/instrument.py)
+        instrument.create(self.db)  # host ceilings and cross-checks (store/instrument_tables.py)
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
