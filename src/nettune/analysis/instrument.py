@@ -92,6 +92,7 @@ def instrument(data: StudyData, params: list[str]) -> list[str]:
                    f"{side} process used up to {top:.0f}% of one core at {len(pts)} point(s) ({'; '.join(pts[:3])}"
                    f"{'...' if len(pts) > 3 else ''}): those numbers measure iperf3, not the network; use processes = \"auto\", "
                    "engine = \"auto\" (or iperf2, or iperf3 >= 3.16), or `nettune run --cross-check`")
+    out += [f"cross-check at {c['label']}: {c['verdict']}" for c in data.study.get("cross_checks") or []]
     return out + ceiling_findings(data, params)
 
 
