@@ -14,7 +14,7 @@ from ..errors import NettuneError
 from .compare import compare_values
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .fairness import UNEVEN, fairness
-from .instrument import instrument, tool_bound
+from .instrument import best_near_ceiling, instrument, tool_bound
 from .stats import summarize
 from .verdicts import (Analysis, Best, Efficiency, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
                        PointOutliers, PointRow)
@@ -82,7 +82,7 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
         findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
                         f"{worst_cv * 100:.0f}% at {worst.label}): add runs, or set [repeat] target_margin")
     out.findings = findings
-    out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data))
+    out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx)
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import Any
 from ..store.records import RunRecord
 from .data import METRICS, StudyData
 from .stats import summarize
@@ -137,10 +138,17 @@ def ceiling_of(data: StudyData, r: RunRecord) -> tuple[str, int, float, str] | N
     return config, at, by_p[at], str(facts.get("machine") or host)
 
 
-def ceiling_findings(data: StudyData, params: list[str]) -> list[str]:
+def best_near_ceiling(data: StudyData, point_idx: int) -> list[str]:
+    """The headline's line when the best point is within 10% of its loopback ceiling."""
+    pts = [p for p in data.points if p.idx == point_idx]
+    found = ceiling_findings(data, data.params, pts)
+    return [f"limit: the instrument, not the path: {found[0]}"] if found else []
+
+
+def ceiling_findings(data: StudyData, params: list[str], points: list[Any] | None = None) -> list[str]:
     out = []
     total = METRICS["total"]
-    for p in data.points:
+    for p in data.points if points is None else points:
         runs = p.counted
         mean = summarize(p.values(total)).mean
         c = ceiling_of(data, runs[0]) if runs else None

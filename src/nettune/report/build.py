@@ -19,7 +19,7 @@ from ..analysis.verdicts import Analysis, PointRow
 from ..errors import NettuneError
 from ..exporters.base import Table, export_table
 from .charts import Chart, all_charts
-from .cross_check import cross_check_md
+from .cross_check_section import cross_check_md
 from .html import render_html
 
 Cell = tuple[str, Any]  # (text shown, value to sort by)
