@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_iperf3, nettune
+
 from nettune.engines import get_engine
 from nettune.engines.choice import auto_processes, choose, threaded
 from nettune.engines.fanout import combine, split_streams
@@ -121,3 +123,11 @@ def test_processes_field_is_checked():
     with pytest.raises(ValueError):
         Workload(engine="iperf4")
     assert Workload().engine == "auto" and Workload(engine="{engine}").engine == "{engine}"
+
+
+@needs_iperf3
+def test_dry_run_says_the_choice_and_the_split(tmp_path):
+    f = tmp_path / "d.toml"
+    f.write_text('name = "nettune-t-dry-auto"\n[target]\nkind = "local"\n[workload]\nparallel = 4\nprocesses = 3\n')
+    out = " ".join(nettune("run", str(f), "--dry-run", check=True).stdout.split())
+    assert "engine auto: iperf3 3.12 x3 processes" in out and "3 iperf3 processes on consecutive ports, -P 2+1+1" in out

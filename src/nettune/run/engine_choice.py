@@ -14,6 +14,7 @@ from typing import Any
 
 from ..engines import ENGINES
 from ..engines.choice import Choice, auto_processes, choose, threaded
+from ..engines.fanout import split_streams
 from ..errors import ToolMissing
 from ..plan.points import ResolvedPoint
 from ..store import instrument_tables as instrument
@@ -128,7 +129,18 @@ class _ThisMachine:
 def planned_choices(study: Any, resolved: list[ResolvedPoint]) -> tuple[list[ResolvedPoint], list[str]]:
     """For `nettune run --dry-run`: the choice a run would make where it can be known
     without connecting (hosts on this machine), else iperf3 shown and a note that each
-    host's tools decide at run time."""
+    host's tools decide at run time; and how fanned-out points split their streams."""
+    out, said = _planned_choices(study, resolved)
+    for rp in out:
+        n = rp.workload.processes
+        if isinstance(n, int) and n > 1:
+            split = "+".join(str(x) for x in split_streams(int(rp.workload.parallel), n))
+            said.append(f"{rp.point.label()}: {n} {rp.workload.engine} processes on consecutive ports, -P {split} "
+                        f"(the command shown is the test's; each process runs its share)")
+    return out, said
+
+
+def _planned_choices(study: Any, resolved: list[ResolvedPoint]) -> tuple[list[ResolvedPoint], list[str]]:
     if not any(rp.workload.engine == "auto" or rp.workload.processes == "auto" for rp in resolved):
         return [_with(rp, rp.workload.engine, rp.workload.processes or 1) for rp in resolved], []
     if study.target.on_this_machine:
