@@ -53,8 +53,12 @@ class HostAnswers:
 
     def cores(self, host: str) -> int:
         if host not in self._cores:
-            r = self.target.hosts[host].probe_run(["nproc"], timeout=10)
-            self._cores[host] = int(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip().isdigit() else 1
+            self._cores[host] = 1  # unknown: one core, so nothing is fanned out on a guess
+            for argv in (["nproc"], ["getconf", "NPROCESSORS_ONLN"]):  # nproc honours CPU affinity; getconf: older BSDs
+                r = self.target.hosts[host].probe_run(argv, timeout=10)
+                if r.returncode == 0 and r.stdout.strip().isdigit():
+                    self._cores[host] = int(r.stdout.strip())
+                    break
         return self._cores[host]
 
     def machine(self, host: str) -> str:
