@@ -2,7 +2,7 @@
 the tool, on the hosts at hand.
 
 Pure rules over what the run found out (each tool's version on every host of the
-workload, the cores the client may use, the stream count, and the loopback ceilings
+workload, the cores the client may use (half the machine's when the server shares it), the stream count, and the loopback ceilings
 `nettune ceiling` stored for the client's machine, if any); run/engine_choice.py asks
 the hosts and applies the choice to every point. Each Choice says why, in words the run
 prints and stores with every test.

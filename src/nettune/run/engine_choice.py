@@ -3,7 +3,9 @@ concrete on the hosts at hand (engines/choice.py has the rules).
 
 Asked once per host, before the target is prepared (probe_run: a lab host's namespace
 does not exist yet): each tool's version (a tool missing on a host of the workload is
-not a candidate), the cores the client may use (`nproc`: its CPU affinity), and the
+not a candidate), the cores the client may use (`nproc`: its CPU affinity; half of them
+when server and client are the same machine, a lab or loopback, whose processes share
+them), and the
 client's machine name (`uname -n`), under which `nettune ceiling` stored its loopback
 ceilings. Each point's choice is printed once and stored with every test of the point
 (`extra["engine_choice"]`).
@@ -61,6 +63,11 @@ class HostAnswers:
                     break
         return self._cores[host]
 
+    def same_machine(self, hosts: list[str]) -> bool:
+        """True when every host is the same machine (its node name): a lab or loopback."""
+        names = {self.machine(h) for h in hosts}
+        return len(names) == 1 and "" not in names
+
     def machine(self, host: str) -> str:
         if host not in self._machine:
             r = self.target.hosts[host].probe_run(["uname", "-n"], timeout=10)
@@ -84,6 +91,9 @@ def choose_engines(resolved: list[ResolvedPoint], target: Any, db: Any = None, a
         hosts = workload_hosts(wl, target)
         client = hosts[-1]
         streams, cores = int(wl.parallel), answers.cores(client)
+        shared = answers.same_machine(hosts)
+        if shared:  # lab namespaces, loopback: servers and clients share these cores
+            cores = max(1, cores // 2)
         if wl.engine == "auto":
             versions = answers.versions(hosts)
             if not versions:
@@ -96,6 +106,8 @@ def choose_engines(resolved: list[ResolvedPoint], target: Any, db: Any = None, a
             n = auto_processes(wl.engine, v, streams, cores)
             why = f"{wl.engine} {v} is threaded" if wl.engine == "iperf2" or threaded(v) else f"one per core {client} may use"
             c = Choice(wl.engine, n, f"processes = \"auto\": {n} for {streams} stream(s) ({why})", v)
+        if shared and not c.reason.startswith("fastest"):
+            c = Choice(c.engine, c.processes, c.reason + f" (half of {answers.cores(client)} cores: its servers run on the same machine)", c.version)
         choices[rp.point.index] = c
         out.append(_with(rp, c.engine, c.processes))
     return out, choices, notes(resolved, choices)
