@@ -150,7 +150,7 @@ def iperf3_intruder(lay: LabLayout, port: int) -> dict[str, Any]:
 def test_iperf3_refuses_other_hosts_and_keeps_secrets(tmp_path: Path) -> None:
     name = "h5-auth3"
     lay = layout(name)
-    f = study_file(tmp_path, name, "duration = 3\nparallel = 2\n")
+    f = study_file(tmp_path, name, "engine = \"iperf3\"\nduration = 3\nparallel = 2\n")
     seen: dict[str, Any] = {}
 
     def before_our_client(p: Any, argv: list[str]) -> None:

@@ -7,7 +7,6 @@ whether the measuring tool itself was the bottleneck.
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -15,14 +14,13 @@ from ..errors import NettuneError
 from .compare import compare_values
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .fairness import UNEVEN, fairness
+from .instrument import best_near_ceiling, instrument, tool_bound
 from .stats import summarize
 from .verdicts import (Analysis, Best, Efficiency, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
                        PointOutliers, PointRow)
 from .sweep import SATURATION, curve, effect, num
 
 NOISY_CV = 0.10  # coefficient of variation above which a point needs more runs
-TOOL_SATURATED = 90.0  # % of one core: a single-threaded tool is pegged
-ONE_THREAD_BEFORE = (3, 16)  # iperf3 versions before this run every stream on one thread
 CPU_SIDES = {"client": "cpu_client", "server": "cpu_server", "host": "cpu_host"}
 
 
@@ -84,7 +82,7 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
         findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
                         f"{worst_cv * 100:.0f}% at {worst.label}): add runs, or set [repeat] target_margin")
     out.findings = findings
-    out.headline = headline(out, bp.label(params) if params else "", hits=_tool_bound(data))
+    out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx)
     return out
 
 
@@ -97,7 +95,7 @@ def headline(out: Analysis, where: str, hits: dict[str, float]) -> list[str]:
     if hits:
         side, top = max(hits.items(), key=lambda kv: kv[1])
         lines.append(f"bottleneck: the tool, not the network: iperf3 before 3.16 runs every stream on one thread, and its {side} "
-                     f"used up to {top:.0f}% of a core; use iperf3 >= 3.16 or engine = \"iperf2\" for the path's real capacity")
+                     f"used up to {top:.0f}% of a core; use engine = \"auto\" or processes = \"auto\" (or iperf2, iperf3 >= 3.16) for the path's real capacity")
     else:
         effects = [p.effect for p in out.parameters if p.effect and p.effect.mattered]
         if effects:
@@ -186,46 +184,6 @@ def _fairness_text(fair: list[PointFairness]) -> list[str]:
                 f"{worst.jain_min:.2f}, {span})"]
     return [f"parallel streams were uneven at {len(uneven)} point(s): worst {worst.label} with Jain's index "
             f"{worst.jain_min:.2f} ({span})"]
-
-
-def _version(text: str | None) -> tuple[int, int] | None:
-    mt = re.search(r"(\d+)\.(\d+)", text or "")
-    return (int(mt.group(1)), int(mt.group(2))) if mt else None
-
-
-def _tool_bound_points(data: StudyData, params: list[str]) -> tuple[str, dict[str, list[tuple[str, float]]]]:
-    """iperf3 < 3.16 runs at >= TOOL_SATURATED % of one core: (version, side -> [(point, %)])."""
-    hits: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    version = ""
-    for p in data.points:
-        for r in p.counted:
-            v = _version(r.tool_version)
-            if r.engine != "iperf3" or v is None or v >= ONE_THREAD_BEFORE:
-                continue
-            version = r.tool_version or version
-            for side, val in (("client", r.cpu_client or r.tool_cpu.get("host_total")),
-                              ("server", r.cpu_server or r.tool_cpu.get("remote_total"))):
-                if val is not None and float(val) >= TOOL_SATURATED:
-                    hits[side].append((p.label(params), float(val)))
-    return version, hits
-
-
-def _tool_bound(data: StudyData) -> dict[str, float]:
-    """Side -> the highest CPU % of a pegged single-threaded iperf3 (empty: not tool-bound)."""
-    return {side: max(v for _, v in seen) for side, seen in _tool_bound_points(data, data.params)[1].items()}
-
-
-def instrument(data: StudyData, params: list[str]) -> list[str]:
-    """Study D: iperf3 before 3.16 is one thread; at ~100% of a core it measured itself."""
-    version, hits = _tool_bound_points(data, params)
-    out = []
-    for side, seen in hits.items():
-        pts = list(dict.fromkeys(lbl for lbl, _ in seen))
-        top = max(v for _, v in seen)
-        out.append(f"the tool was the bottleneck: iperf3 {version} runs every stream on one thread (before 3.16) and its "
-                   f"{side} process used up to {top:.0f}% of one core at {len(pts)} point(s) ({'; '.join(pts[:3])}"
-                   f"{'...' if len(pts) > 3 else ''}): those numbers measure iperf3, not the network; use iperf3 >= 3.16 or iperf2")
-    return out
 
 
 __all__ = ["analyze", "efficiency", "headline", "instrument"]

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ..errors import NettuneError
 from ..store.records import RunRecord
+from ..store.instrument_tables import cross_checks
 from ..store.sqlite import Store
 from .stats import Summary, clean, summarize
 
@@ -171,6 +172,7 @@ def parse_filter(text: str | None, opt: str) -> dict[str, str]:
 
 def load(store: Store, ref: str | int | None) -> StudyData:
     study = store.find_study(ref)
+    study["cross_checks"] = cross_checks(store.db, study["id"])  # nettune run --cross-check (analysis/instrument.py)
     pts = {p["idx"]: PointData(p["idx"], p["point"]) for p in store.points(study["id"])}
     for r in store.runs(study["id"]):
         pts.setdefault(r.point_idx, PointData(r.point_idx, r.point)).runs.append(r)

@@ -55,14 +55,16 @@ class RichProgress:
         self.bar.stop()
 
 
-def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False, resume: bool = False) -> None:
+def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False, resume: bool = False,
+            cross_check: bool = False) -> None:
     from ..run.study import run_study
     from ..run.summary import summarize
 
     prog = RichProgress()
     with open_store(db, must_exist=resume) as store:
         try:
-            outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first, resume=resume)
+            outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first, resume=resume,
+                                cross_check=cross_check)
         finally:
             prog.stop()
         done = summarize(store, outcome, study.name, db, resume)
@@ -77,6 +79,8 @@ def print_summary(done: RunSummary) -> None:
     whole = f" ({len(done.runs)} in study #{done.study_id})" if done.resumed else ""
     console.print(f"{done.tests} tests{failed}{whole}; results in [bold]{escape(str(done.db.resolve()))}[/]")
     print_items(done.headline, bullet="")
+    for c in done.cross_checks:  # the tool-bound points measured again, side by side
+        print_items([f"cross-check at {c['label']}: {c['verdict']}"], bullet="")
     console.print("next: " + "   |   ".join(done.next_commands), highlight=False)
 
 
@@ -90,6 +94,7 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="Continue the latest interrupted study of this file (same text): restore settings first, run only the missing tests."),
     max_points: int = typer.Option(MAX_POINTS, "--max-points", min=1, help="Refuse a sweep of more points than this (counted before anything is expanded)."),
     allow_long: bool = typer.Option(False, "--allow-long", help=f"Run a plan expected to take more than {MAX_HOURS} hours."),
+    cross_check: bool = typer.Option(False, "--cross-check", help="After the study, re-run every point analysis marks tool-bound with the other engine and with iperf3 fanned out, and show them side by side with a verdict."),
 ) -> None:
     """Run a study: every point of the sweep, repeated, stored as it goes."""
     text = read_study_text(file)
@@ -102,7 +107,7 @@ def run(
         print_plan(study, text, str(file))
         return
     check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)
-    execute(study, text, str(file), db, restore_first, resume)
+    execute(study, text, str(file), db, restore_first, resume, cross_check)
 
 
 @app.command()

@@ -19,6 +19,7 @@ from ..analysis.verdicts import Analysis, PointRow
 from ..errors import NettuneError
 from ..exporters.base import Table, export_table
 from .charts import Chart, all_charts
+from .cross_check_section import cross_check_md
 from .html import render_html
 
 Cell = tuple[str, Any]  # (text shown, value to sort by)
@@ -89,6 +90,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
               "with Student-t 95% intervals.", "", "## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]
+    lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:
         lines += ["## Charts", ""]
         for c in charts:

@@ -47,7 +47,12 @@ def run_test(
     if access is None:
         access = Access(bind=server.address if wl.bind else None)
     try:
-        res = _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {}, access)
+        if isinstance(wl.processes, int) and wl.processes > 1:
+            from .fanout_driver import run_fanout  # noqa: PLC0415 - fanout builds on this module
+
+            res = run_fanout(engine, wl, server, client, tool_version, machine, extra_machines or {}, access, wl.processes)
+        else:
+            res = _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {}, access)
     except ConnectionError as e:
         res = _failed(engine, tool_version, wl, redact(f"connection lost: {e}", access.secrets()), [])
     res.extra["server_access"] = access.summary()

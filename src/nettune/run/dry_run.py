@@ -23,6 +23,7 @@ from ..knobs.keys import summary as knob_summary
 from ..plan.points import ResolvedPoint, expand_and_check
 from ..spec.models import Study, Workload
 from ..targets.footprint import server_address
+from .engine_choice import planned_choices
 from .eta import MAX_HOURS, describe, plan_seconds
 from .slots import pair_rounds
 
@@ -73,7 +74,7 @@ def dry_run(study: Study, text: str, file: str) -> DryRun:
     """The whole plan of `study` (the file's text and name for error messages)."""
     from .study import tests_per_slot  # noqa: PLC0415 - run.study pulls in scipy; the CLI starts without it
 
-    resolved = expand_and_check(study, text, file)
+    resolved, choice_notes = planned_choices(study, expand_and_check(study, text, file))  # engine = "auto" made concrete
     per_point = study.repeat.warmup + study.repeat.min_counted
     tests = sum(per_point * tests_per_slot(rp, rp.target) for rp in resolved)
     pairs = tests // per_point // len(resolved) if tests != per_point * len(resolved) else None
@@ -84,6 +85,7 @@ def dry_run(study: Study, text: str, file: str) -> DryRun:
         tool = versions.setdefault(engine.name, tool_version(study, engine))
         planned.append(planned_test(study, rp, engine, tool))
     common = [n for n in planned[0].notes if all(n in p.notes for p in planned)] if len(planned) > 1 else []
+    common += choice_notes
     for p in planned:
         p.own_notes = [n for n in p.notes if n not in common]
     return DryRun(

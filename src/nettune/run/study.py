@@ -20,6 +20,7 @@ from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.procs import owner_token
 from .credentials import StudyAccess
+from .engine_choice import HostAnswers, choose_engines
 from .slots import pair_rounds, run_slot, workload_hosts
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from ..spec.models import Study
@@ -50,6 +51,7 @@ class Outcome:
     tests: int = 0
     failed: int = 0
     warnings: list[str] = field(default_factory=list)
+    cross_checks: list[dict[str, Any]] = field(default_factory=list)  # --cross-check: side-by-side rows and verdicts
 
 
 @contextmanager
@@ -118,10 +120,13 @@ def run_study(
     progress: Progress | None = None,
     restore_first: bool = False,
     resume: bool = False,
+    cross_check: bool | list[int] = False,
 ) -> Outcome:
     """Run a study into `store`. resume=True continues the latest interrupted study of the
     same name and file text instead (see run/resume.py): settings restored first, only
-    the missing tests run, into the same study id."""
+    the missing tests run, into the same study id. cross_check: afterwards, re-run every
+    point analysis marks tool-bound (or these point indices) with the other engine and
+    with iperf3 fanned out, side by side (run/cross_check.py)."""
     progress = progress or NoProgress()
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
     by_index = {r.point.index: r for r in resolved}
@@ -132,13 +137,19 @@ def run_study(
     # before connecting anywhere: refuses over changes a killed run left on this study's hosts
     notes = _journal_gate(study, restore_first or resume)  # --resume restores first by itself
     target = make_target(study)  # raises NotRoot etc. before anything is created
-    access = StudyAccess(study, target, resolved, spec_file or "<study>")
     claimed = False
     try:
         if prior is not None:
             if not store.claim_study(prior["id"], owner_token(), prior):
                 raise NettuneError(f"study {study.name!r} (#{prior['id']}) was just taken over by another nettune run; see `nettune studies`")
             claimed = True
+        # engine / processes = "auto" made concrete per point on these hosts (run/engine_choice.py)
+        answers = HostAnswers(target)
+        resolved, choices, choice_notes = choose_engines(resolved, target, store.db, answers)
+        by_index = {r.point.index: r for r in resolved}
+        for note in choice_notes:
+            progress.message(note)
+        access = StudyAccess(study, target, resolved, spec_file or "<study>")
         versions = preflight(study, resolved, target)
         for note in access.check():  # refuses auth = true where a host cannot; makes the credentials
             progress.message(note)
@@ -162,6 +173,7 @@ def run_study(
     knobs = _knob_session(study, target, study_id)
     per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
     runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot, access)
+    runner.choices, runner.answers = choices, answers
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     total = sum(n for _, n in left)
     extra = 0
@@ -178,6 +190,10 @@ def run_study(
                 runner.run(slot)
             if study.repeat.adaptive:
                 _adaptive_rounds(study, runner)
+            if cross_check is not False:
+                from .cross_check import cross_check as run_cross_check  # noqa: PLC0415
+
+                outcome.cross_checks = run_cross_check(runner, study_id, None if cross_check is True else list(cross_check))
         status = "done"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -209,6 +225,8 @@ class _PointRunner:
         self.by_index, self.point_ids, self.progress, self.outcome = by_index, point_ids, progress, outcome
         self.stored, self.per_slot = stored, per_slot
         self.current: int | None = None
+        self.choices: dict[int, Any] = {}  # point index -> engines.choice.Choice (engine = "auto")
+        self.answers: Any = None  # run.engine_choice.HostAnswers: what the hosts said before the study
         self.settings: dict[str, Any] = {}
         self.count = 0
         self.values: dict[int, list[float | None]] = {i: [] for i in by_index}
@@ -219,21 +237,30 @@ class _PointRunner:
                 self.last_run[idx] = max(run, self.last_run.get(idx, run))
         self.facts_stored = bool(store.facts(outcome.study_id))  # a resumed study has them
 
+    def enter(self, rp: ResolvedPoint) -> None:
+        """Bring the target (and knobs) to this point's state, unless it is there already."""
+        if self.current == rp.point.index:
+            return
+        self.settings = self.target.prepare(rp)
+        if self.knobs is not None:
+            self.settings["knobs"] = self.knobs.apply_point(rp)
+            self.settings.update(self.target.state())  # read back what the knobs changed
+            for note in self.knobs.take_messages():
+                self.progress.message(note)
+        if self.current is None and not self.facts_stored:
+            facts = self.target.facts()
+            for host, f in facts.items():  # the machine each host is (nettune ceiling's key)
+                if host in self.target.hosts and self.answers is not None:
+                    f.setdefault("machine", self.answers.machine(host))
+            self.store.add_facts(self.outcome.study_id, facts)
+        self.current = rp.point.index
+
     def run(self, slot: Slot) -> list[TestResult]:
         rp = self.by_index[slot.point.index]
         have = self.stored.of(slot)
         if len(have) >= self.per_slot[slot.point.index]:
             return []  # stored before a crash: never run twice
-        if self.current != slot.point.index:
-            self.settings = self.target.prepare(rp)
-            if self.knobs is not None:
-                self.settings["knobs"] = self.knobs.apply_point(rp)
-                self.settings.update(self.target.state())  # read back what the knobs changed
-                for note in self.knobs.take_messages():
-                    self.progress.message(note)
-            if self.current is None and not self.facts_stored:
-                self.store.add_facts(self.outcome.study_id, self.target.facts())
-            self.current = slot.point.index
+        self.enter(rp)
         if self.count and self.study.repeat.pause:
             time.sleep(self.study.repeat.pause)
         self.progress.test_start(slot, self.count)
@@ -244,9 +271,16 @@ class _PointRunner:
         # one test, or one per host pair in rounds; each stored the moment it ends (a
         # parallel round's pairs together). Hosts in target.extra_machines (ssh
         # hypervisors) are sampled during every test.
+        choice = self.choices.get(slot.point.index)
+
+        def chosen(r: TestResult) -> TestResult:  # engine = "auto": what was picked and why, with every test
+            if choice is not None:
+                r.extra["engine_choice"] = choice.to_dict()
+            return r
+
         results = run_slot(engine, wl, self.target, self.versions[wl.engine],
-                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, r, self.settings), skip=set(have),
-                           on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, rs, self.settings),
+                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, chosen(r), self.settings), skip=set(have),
+                           on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, [chosen(r) for r in rs], self.settings),
                            access=self.access)
         self.count += 1
         self.outcome.tests += len(results)

@@ -22,6 +22,7 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)  # best point, bottleneck verdict; [] if no run succeeded
     next_commands: list[str] = field(default_factory=list)
+    cross_checks: list[dict[str, Any]] = field(default_factory=list)  # --cross-check: point label, rows, verdict
 
 
 def summarize(store: Any, outcome: Any, name: str, db: Path, resumed: bool = False) -> RunSummary:
@@ -29,7 +30,7 @@ def summarize(store: Any, outcome: Any, name: str, db: Path, resumed: bool = Fal
     return RunSummary(
         name=name, study_id=outcome.study_id, runs=store.runs(outcome.study_id), tests=outcome.tests,
         failed=outcome.failed, resumed=resumed, db=db, warnings=list(outcome.warnings),
-        headline=headline(store, outcome.study_id),
+        headline=headline(store, outcome.study_id), cross_checks=list(outcome.cross_checks),
         next_commands=[f"nettune analyze {name} --db {db}", f"nettune report {name} --db {db} --out report/"],
     )
 

@@ -138,7 +138,8 @@ def pairs_problem(pairs: Any, hosts: list[str]) -> str | None:
 class Workload(Strict):
     """One test between a server host and a client host."""
 
-    engine: Literal["iperf3", "iperf2"] = "iperf3"
+    engine: Literal["auto", "iperf3", "iperf2"] | Template = Field(default="auto", description='The tool: "iperf3", "iperf2", or "auto" (the default): the configuration that is not tool-bound on the hosts at hand (iperf3 >= 3.16, iperf3 fanned out over processes, or iperf2), said and stored with the study (docs/engines.md). Sweepable: engine = "{engine}".')
+    processes: Annotated[int, NotBool, Field(ge=1, le=64)] | Literal["auto"] | None | Template = Field(default=None, description='Tool processes per test (server/client pairs on consecutive ports, streams split across them, results summed): lifts iperf3\'s 128-stream cap and its one thread before 3.16. "auto": one per core the client may use, at most the stream count, 1 on iperf3 >= 3.16. Default: 1, or what engine = "auto" picks.')
     server: str = Field(default="server", description="Host that runs the server side.")
     client: str = Field(default="client", description="Host that runs the client side.")
     protocol: Literal["tcp", "udp"] | Template = "tcp"

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..engines.result import TestResult
 from ..errors import NettuneError
+from . import instrument_tables as instrument
 from .records import RunRecord
 
 SCHEMA_VERSION = 2
@@ -121,6 +122,7 @@ class Store:
 
     def _migrate(self) -> None:
         self.db.executescript(SCHEMA)
+        instrument.create(self.db)  # host ceilings and cross-checks (store/instrument_tables.py)
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -280,7 +282,7 @@ class Store:
 
     def facts(self, study_id: int) -> dict[str, dict[str, Any]]:
         rows = self.db.execute("SELECT host, facts_json FROM host_facts WHERE study_id=? ORDER BY id", (study_id,)).fetchall()
-        return {r["host"]: json.loads(r["facts_json"]) for r in rows}
+        return instrument.with_ceilings(self.db, {r["host"]: json.loads(r["facts_json"]) for r in rows})
 
     def raw_outputs(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,)).fetchall()

@@ -1,0 +1,115 @@
+"""`engine = "auto"` and `processes = "auto"`: the configuration that measures the path, not
+the tool, on the hosts at hand.
+
+Pure rules over what the run found out (each tool's version on every host of the
+workload, the cores the client may use (half the machine's when the server shares it), the stream count, and the loopback ceilings
+`nettune ceiling` stored for the client's machine, if any); run/engine_choice.py asks
+the hosts and applies the choice to every point. Each Choice says why, in words the run
+prints and stores with every test.
+
+The branches, in order:
+1. the client's machine has loopback ceilings at this stream count: the configuration
+   that went fastest there (of those installed);
+2. iperf3 >= 3.16 (one thread per stream): iperf3, one process (more only past 128 streams);
+3. iperf3 before 3.16, several streams and several cores: iperf3 fanned out over one
+   process per core the client may use (at most one per stream);
+4. iperf3 before 3.16, one stream or one core: iperf3 alone (one stream is one thread in
+   any tool; one core is all any tool gets);
+5. no usable iperf3: iperf2 (threaded: one thread per stream).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .iperf3 import MAX_STREAMS
+from .iperf3_reader import version_tuple
+
+THREADED_SINCE = (3, 16)  # iperf3 runs each stream in its own thread from 3.16
+
+
+@dataclass(frozen=True)
+class Choice:
+    engine: str  # "iperf3" or "iperf2"
+    processes: int
+    reason: str
+    version: str = ""
+
+    @property
+    def label(self) -> str:
+        """e.g. "iperf3 3.12 x2 processes", "iperf2 2.1.8"."""
+        name = f"{self.engine} {self.version}".strip()
+        return name + (f" x{self.processes} processes" if self.processes > 1 else "")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"engine": self.engine, "processes": self.processes, "version": self.version, "reason": self.reason, "label": self.label}
+
+
+def threaded(version: str) -> bool:
+    """True for an iperf3 that runs each stream in its own thread (3.16 and later)."""
+    return version_tuple(version) >= THREADED_SINCE
+
+
+def auto_processes(engine: str, version: str, streams: int, cores: int) -> int:
+    """`processes = "auto"`: one per core the client may use, at most one per stream, 1 on
+    iperf3 >= 3.16 and on iperf2 (both threaded); for iperf3, never fewer than its
+    128-stream cap needs."""
+    if engine != "iperf3":
+        return 1
+    need = math.ceil(streams / MAX_STREAMS)
+    if threaded(version):
+        return need
+    return max(need, min(max(cores, 1), streams))
+
+
+def config_label(engine: str, processes: int) -> str:
+    """The key a ceiling is stored under: "iperf3", "iperf3 x4", "iperf2"."""
+    return engine + (f" x{processes}" if processes > 1 else "")
+
+
+def choose(streams: int, versions: dict[str, str], cores: int, ceilings: dict[str, dict[int, float]] | None = None,
+           processes: int | None = None) -> Choice:
+    """The configuration for a test of `streams` streams. versions: engine -> version on
+    every host of the workload ("" or absent: not usable there). ceilings: config label ->
+    {streams: bits/s} on the client's machine. processes: a number the study fixed for
+    iperf3 (None: auto)."""
+    v3, v2 = versions.get("iperf3", ""), versions.get("iperf2", "")
+    if not v3 and not v2:
+        raise ValueError("neither iperf3 nor iperf2 is installed on every host of the workload")
+    p3 = processes if processes is not None else auto_processes("iperf3", v3, streams, cores)
+    candidates = ([("iperf3", 1), ("iperf3", p3)] if v3 else []) + ([("iperf2", 1)] if v2 else [])
+    measured = _from_ceilings(streams, candidates, ceilings or {})
+    if measured:
+        (engine, procs), bps, at, seen = measured
+        others = "; ".join(f"{k} {b / 1e9:.1f}" for k, b in seen if k != config_label(engine, procs))
+        return Choice(engine, procs, f"fastest on this host's loopback ceiling at -P {at}: {config_label(engine, procs)} "
+                      f"{bps / 1e9:.1f} Gbit/s" + (f" (vs {others})" if others else ""), v3 if engine == "iperf3" else v2)
+    if v3 and threaded(v3):
+        why = f"iperf3 {v3} runs each stream in its own thread"
+        if p3 > 1:
+            why += f"; {p3} processes for {streams} streams (at most {MAX_STREAMS} per process)"
+        return Choice("iperf3", p3, why, v3)
+    if v3 and p3 > 1:
+        return Choice("iperf3", p3, f"iperf3 {v3} runs every stream of a process on one thread (before 3.16): {streams} streams "
+                      f"fanned out over {p3} processes ({'as the study set' if processes is not None else 'one per core the client may use'})", v3)
+    if v3:
+        why = "one stream is one thread in any tool" if streams <= 1 else f"the client may use {cores} core(s) only"
+        return Choice("iperf3", 1, f"iperf3 {v3} single process: {why}", v3)
+    return Choice("iperf2", 1, "iperf3 is not installed on every host; iperf2 runs each stream in its own thread", v2)
+
+
+def _from_ceilings(streams: int, candidates: list[tuple[str, int]], ceilings: dict[str, dict[int, float]]
+                   ) -> tuple[tuple[str, int], float, int, list[tuple[str, float]]] | None:
+    """The candidate with the highest ceiling at the measured -P nearest `streams` (the
+    largest measured one when `streams` is beyond them), if at least two were measured."""
+    seen: dict[tuple[str, int], tuple[float, int]] = {}
+    for cand in dict.fromkeys(candidates):
+        by_p = ceilings.get(config_label(*cand)) or {}
+        if not by_p:
+            continue
+        at = min(by_p, key=lambda p: (abs(p - streams), -p))
+        seen[cand] = (by_p[at], at)
+    if len(seen) < 2:
+        return None
+    best = max(seen, key=lambda c: seen[c][0])
+    return best, seen[best][0], seen[best][1], [(config_label(*c), b) for c, (b, _) in seen.items()]

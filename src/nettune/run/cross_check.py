@@ -1,0 +1,139 @@
+"""`nettune run --cross-check`: after the study, while its target is still up, every point
+analysis marks tool-bound is run again with the other engine and with iperf3 fanned out,
+and the numbers are put side by side with a verdict (study D: "iperf3 3.12 single
+process: 32.7; iperf3 x4 processes: 281; iperf2: 286 -> the path carries at least 286;
+the first number measured iperf3").
+
+Each configuration gets the study's counted runs per point, at the point's own settings
+(target and knobs as for the study). Its tests are stored whole (raw outputs too) in a
+study of their own, named `<study>.cross-check`, and the side-by-side rows and the
+verdict in the `cross_checks` table (store/instrument_tables.py) of the checked study,
+where the run summary and the report read them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.data import load
+from ..analysis.instrument import tool_bound_points
+from ..engines import get_engine
+from ..engines.choice import auto_processes, config_label
+from ..engines.result import TestResult
+from ..plan.points import ResolvedPoint
+from ..store import instrument_tables as tables
+from ..targets.procs import owner_token
+from .slots import run_slot, workload_hosts
+
+AGREE = 0.10  # configurations within 10% of each other agree: the first was not the tool's limit
+
+
+def tool_bound_indices(store: Any, study_id: int) -> list[int]:
+    data = load(store, str(study_id))
+    return tool_bound_points(data, data.params)[2]
+
+
+def cross_check(runner: Any, study_id: int, points: list[int] | None = None) -> list[dict[str, Any]]:
+    """Cross-check `points` (default: those analysis marks tool-bound) with the study's
+    runner (its target, knobs and store); returns what it stored in `cross_checks`."""
+    store, study = runner.store, runner.study
+    idx = tool_bound_indices(store, study_id) if points is None else points
+    if not idx:
+        runner.progress.message("cross-check: no point was tool-bound, nothing to re-run")
+        return []
+    check = study.model_copy(update={"name": f"{study.name}.cross-check"[:80],
+                                     "description": f"cross-check of study #{study_id} ({study.name})"})
+    check_id = store.begin_study(check, None, None, owner=owner_token())
+    out, status = [], "failed"
+    try:
+        n = 0
+        for i in idx:
+            rp = runner.by_index[i]
+            rows = [_stored_row(store, study_id, rp)]
+            for engine, procs in _configs(runner, rp):
+                n += 1
+                rows.append(_run_config(runner, rp, engine, procs, check_id, n))
+            rows = [r for r in rows if r is not None]
+            text = verdict(rows)
+            tables.add_cross_check(store.db, study_id, i, rp.point.label(), rows, text, check_id)
+            runner.progress.message(f"cross-check {rp.point.label()}: {text}")
+            out.append({"point_idx": i, "label": rp.point.label(), "rows": rows, "verdict": text})
+        status = "done"
+    finally:
+        store.finish_study(check_id, status)
+    return out
+
+
+def _configs(runner: Any, rp: ResolvedPoint) -> list[tuple[str, int]]:
+    """The other engine and iperf3 fanned out, for this point (what it ran left out)."""
+    wl = rp.workload
+    streams = int(wl.parallel)
+    client = workload_hosts(wl, runner.target)[-1]
+    cores = runner.answers.cores(client)
+    v3 = runner.answers.version("iperf3", client)
+    fan = max(2, auto_processes("iperf3", v3, streams, cores)) if streams > 1 else 1
+    ran = (wl.engine, int(wl.processes or 1))
+    configs = [("iperf3", fan)] if fan > 1 else []
+    configs.append(("iperf2", 1) if wl.engine == "iperf3" else ("iperf3", 1))
+    return [c for c in configs if c != ran]
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _row(engine: str, procs: int, version: str, values: list[float], failed: int) -> dict[str, Any]:
+    label = f"{engine} {version}".strip() + (f" x{procs} processes" if procs > 1 else (" single process" if engine == "iperf3" else ""))
+    mean = _mean(values)
+    return {"config": config_label(engine, procs), "label": label, "engine": engine, "processes": procs, "version": version,
+            "gbps": None if mean is None else mean / 1e9, "n": len(values), "failed": failed}
+
+
+def _stored_row(store: Any, study_id: int, rp: ResolvedPoint) -> dict[str, Any]:
+    """What the study itself measured at this point (its counted runs)."""
+    runs = [r for r in store.runs(study_id, include_warmup=False) if r.point_idx == rp.point.index]
+    ok = [r for r in runs if r.ok and r.total_bps is not None]
+    version = next((r.tool_version for r in ok if r.tool_version), "")
+    return _row(rp.workload.engine, int(rp.workload.processes or 1), version or "", [float(r.total_bps) for r in ok], len(runs) - len(ok))
+
+
+def _run_config(runner: Any, rp: ResolvedPoint, engine_name: str, procs: int, check_id: int, n: int) -> dict[str, Any] | None:
+    wl = rp.workload.model_copy(update={"engine": engine_name, "processes": procs})
+    client = workload_hosts(wl, runner.target)[-1]
+    version = runner.answers.version(engine_name, client)
+    if not version:
+        runner.progress.message(f"cross-check {rp.point.label()}: {engine_name} is not installed on {client}, left out")
+        return None
+    engine = get_engine(engine_name)
+    runner.enter(rp)
+    point = ResolvedPoint(rp.point, rp.target, wl, rp.extra)
+    params = dict(rp.point.params) | {"cross_check": config_label(engine_name, procs)}
+    pid = runner.store.add_point(check_id, n, params)
+    values: list[float] = []
+    failed = 0
+    for run in range(runner.study.repeat.min_counted):
+        def keep(r: TestResult, run: int = run) -> None:
+            runner.store.add_run(check_id, pid, run, False, r, runner.settings)
+
+        results = run_slot(engine, point.workload, runner.target, version, keep,
+                           on_round=lambda rs, run=run: runner.store.add_runs(check_id, pid, run, False, rs, runner.settings),
+                           access=runner.access)
+        ok = [r.total_bps for r in results if r.ok and r.total_bps is not None]
+        failed += len(results) - len(ok)
+        if ok and len(ok) == len(results):
+            values.append(float(sum(ok)))
+    return _row(engine_name, procs, version, values, failed)
+
+
+def verdict(rows: list[dict[str, Any]]) -> str:
+    """The rows side by side, and what they say about the path and the first number."""
+    shown = "; ".join(f"{r['label']}: " + ("failed" if r["gbps"] is None else f"{r['gbps']:.1f}") for r in rows)
+    good = [r for r in rows if r["gbps"] is not None]
+    if len(good) < 2:
+        return shown + " -> no comparison (fewer than two configurations measured)"
+    best = max(good, key=lambda r: r["gbps"])
+    first = rows[0]
+    if first["gbps"] is None:
+        return shown + f" -> the path carries at least {best['gbps']:.1f} Gbit/s"
+    if best["gbps"] > first["gbps"] * (1 + AGREE):
+        return shown + (f" -> the path carries at least {best['gbps']:.1f} Gbit/s; the first number measured {first['engine']}")
+    return shown + f" -> they agree within {AGREE * 100:.0f}%: the first number was not the tool's limit"

@@ -1,0 +1,174 @@
+"""Before a study runs: every point's `engine = "auto"` and `processes = "auto"` made
+concrete on the hosts at hand (engines/choice.py has the rules).
+
+Asked once per host, before the target is prepared (probe_run: a lab host's namespace
+does not exist yet): each tool's version (a tool missing on a host of the workload is
+not a candidate), the cores the client may use (`nproc`: its CPU affinity; half of them
+when server and client are the same machine, a lab or loopback, whose processes share
+them), and the
+client's machine name (`uname -n`), under which `nettune ceiling` stored its loopback
+ceilings. Each point's choice is printed once and stored with every test of the point
+(`extra["engine_choice"]`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..engines import ENGINES
+from ..engines.choice import Choice, auto_processes, choose, threaded
+from ..engines.fanout import split_streams
+from ..errors import ToolMissing
+from ..plan.points import ResolvedPoint
+from ..store import instrument_tables as instrument
+from .slots import workload_hosts
+
+
+class HostAnswers:
+    """What the hosts said, each asked once: tool versions, cores, machine name."""
+
+    def __init__(self, target: Any):
+        self.target = target
+        self._versions: dict[tuple[str, str], str] = {}
+        self._cores: dict[str, int] = {}
+        self._machine: dict[str, str] = {}
+
+    def version(self, engine: str, host: str) -> str:
+        """The engine's version on `host`; '' when it is not installed there."""
+        key = (engine, host)
+        if key not in self._versions:
+            e, h = ENGINES[engine], self.target.hosts[host]
+            found = ""
+            if h.which(e.binary) is not None:
+                r = h.probe_run(e.version_argv(), timeout=10)
+                found = e.version(r.stdout + r.stderr)
+            self._versions[key] = found
+        return self._versions[key]
+
+    def versions(self, hosts: list[str]) -> dict[str, str]:
+        """engine -> its version on the last host (the client), for engines on every host."""
+        out = {}
+        for name in ENGINES:
+            vs = [self.version(name, h) for h in hosts]
+            if all(vs):
+                out[name] = vs[-1]
+        return out
+
+    def cores(self, host: str) -> int:
+        if host not in self._cores:
+            self._cores[host] = 1  # unknown: one core, so nothing is fanned out on a guess
+            for argv in (["nproc"], ["getconf", "NPROCESSORS_ONLN"]):  # nproc honours CPU affinity; getconf: older BSDs
+                r = self.target.hosts[host].probe_run(argv, timeout=10)
+                if r.returncode == 0 and r.stdout.strip().isdigit():
+                    self._cores[host] = int(r.stdout.strip())
+                    break
+        return self._cores[host]
+
+    def same_machine(self, hosts: list[str]) -> bool:
+        """True when every host is the same machine (its node name): a lab or loopback."""
+        names = {self.machine(h) for h in hosts}
+        return len(names) == 1 and "" not in names
+
+    def machine(self, host: str) -> str:
+        if host not in self._machine:
+            r = self.target.hosts[host].probe_run(["uname", "-n"], timeout=10)
+            self._machine[host] = r.stdout.strip() if r.returncode == 0 else ""
+        return self._machine[host]
+
+
+def choose_engines(resolved: list[ResolvedPoint], target: Any, db: Any = None, answers: HostAnswers | None = None
+                   ) -> tuple[list[ResolvedPoint], dict[int, Choice], list[str]]:
+    """(the points with a concrete engine and process count, each auto point's choice,
+    one note per distinct choice naming its points). db: the results database's
+    connection, for the ceilings (None: rules without ceilings)."""
+    answers = answers or HostAnswers(target)
+    out: list[ResolvedPoint] = []
+    choices: dict[int, Choice] = {}
+    for rp in resolved:
+        wl = rp.workload
+        if wl.engine != "auto" and wl.processes != "auto":
+            out.append(rp if wl.processes is not None else _with(rp, wl.engine, 1))
+            continue
+        hosts = workload_hosts(wl, target)
+        client = hosts[-1]
+        streams, cores = int(wl.parallel), answers.cores(client)
+        shared = answers.same_machine(hosts)
+        if shared:  # lab namespaces, loopback: servers and clients share these cores
+            cores = max(1, cores // 2)
+        if wl.engine == "auto":
+            versions = answers.versions(hosts)
+            if not versions:
+                raise ToolMissing(f"engine = \"auto\" needs iperf3 or iperf2 on every host of the workload ({', '.join(hosts)}): "
+                                  "apt-get install iperf3 iperf (or: nettune setup)")
+            # loopback ceilings predict a loopback path, and bound each end of a path between
+            # machines; a lab's veth path on the same cores is neither (measured: iperf2 won on
+            # loopback, one iperf3 process on the lab), so the lab goes by the rules
+            use = db is not None and (rp.target.kind == "local" or not shared)
+            ceil = instrument.ceilings(db, answers.machine(client)) if use else {}
+            c = choose(streams, versions, cores, ceil, wl.processes if isinstance(wl.processes, int) else None)
+        else:
+            v = answers.version(wl.engine, client)
+            n = auto_processes(wl.engine, v, streams, cores)
+            why = f"{wl.engine} {v} is threaded" if wl.engine == "iperf2" or threaded(v) else f"one per core {client} may use"
+            c = Choice(wl.engine, n, f"processes = \"auto\": {n} for {streams} stream(s) ({why})", v)
+        if shared and not c.reason.startswith("fastest"):
+            c = Choice(c.engine, c.processes, c.reason + f" (half of {answers.cores(client)} cores: its servers run on the same machine)", c.version)
+        choices[rp.point.index] = c
+        out.append(_with(rp, c.engine, c.processes))
+    return out, choices, notes(resolved, choices)
+
+
+def _with(rp: ResolvedPoint, engine: str, processes: int) -> ResolvedPoint:
+    return ResolvedPoint(rp.point, rp.target, rp.workload.model_copy(update={"engine": engine, "processes": processes}), rp.extra)
+
+
+def notes(resolved: list[ResolvedPoint], choices: dict[int, Choice]) -> list[str]:
+    """One line per distinct choice: what was picked, why, and at which points."""
+    by: dict[tuple[str, str], list[str]] = {}
+    for rp in resolved:
+        c = choices.get(rp.point.index)
+        if c is not None:
+            by.setdefault((c.label, c.reason), []).append(rp.point.label())
+    out = []
+    for (label, reason), pts in by.items():
+        where = "" if len(pts) == len(resolved) else f" at {'; '.join(pts[:4])}{'...' if len(pts) > 4 else ''}"
+        out.append(f"engine auto: {label}{where}: {reason}")
+    return out
+
+
+class _ThisMachine:
+    """The hosts of a lab or local study as the dry run may ask them: this machine (they
+    run its binaries), asked without creating anything."""
+
+    def __init__(self, names: list[str]):
+        from ..targets.local import LocalHost  # noqa: PLC0415
+
+        self.hosts = {n: LocalHost(n) for n in names}
+        self.test_hosts = list(names)
+
+
+def planned_choices(study: Any, resolved: list[ResolvedPoint]) -> tuple[list[ResolvedPoint], list[str]]:
+    """For `nettune run --dry-run`: the choice a run would make where it can be known
+    without connecting (hosts on this machine), else iperf3 shown and a note that each
+    host's tools decide at run time; and how fanned-out points split their streams."""
+    out, said = _planned_choices(study, resolved)
+    for rp in out:
+        n = rp.workload.processes
+        if isinstance(n, int) and n > 1:
+            split = "+".join(str(x) for x in split_streams(int(rp.workload.parallel), n))
+            said.append(f"{rp.point.label()}: {n} {rp.workload.engine} processes on consecutive ports, -P {split} "
+                        f"(the command shown is the test's; each process runs its share)")
+    return out, said
+
+
+def _planned_choices(study: Any, resolved: list[ResolvedPoint]) -> tuple[list[ResolvedPoint], list[str]]:
+    if not any(rp.workload.engine == "auto" or rp.workload.processes == "auto" for rp in resolved):
+        return [_with(rp, rp.workload.engine, rp.workload.processes or 1) for rp in resolved], []
+    if study.target.on_this_machine:
+        try:
+            out, _, said = choose_engines(resolved, _ThisMachine(study.target.hosts))
+            return out, said
+        except ToolMissing as e:
+            return [_with(rp, "iperf3" if rp.workload.engine == "auto" else rp.workload.engine, 1) for rp in resolved], [str(e)]
+    shown = [_with(rp, "iperf3" if rp.workload.engine == "auto" else rp.workload.engine,
+                   rp.workload.processes if isinstance(rp.workload.processes, int) else 1) for rp in resolved]
+    return shown, ["engine/processes \"auto\": decided on each host's tools when connected (commands shown for iperf3, one process)"]

@@ -1,0 +1,118 @@
+"""One test as N tool processes at once (`[workload] processes`): N servers on consecutive
+ports, then N clients started together, each with its share of the streams; the
+machine's CPU sampled once over the whole window, each process's CPU on its own; the N
+results summed by engines.fanout.combine.
+
+The same rules as run/driver.py: no fixed sleeps (each client starts the moment every
+server listens), every wait bounded, every process stopped in `finally`, a failure
+recorded, never raised. No busy/taken retries here: a server another client took fails
+its process, and the test, with the reason.
+"""
+from __future__ import annotations
+
+import time
+
+from ..engines.access import Access, redact
+from ..engines.base import Engine, client_budget
+from ..engines.fanout import combine, process_workloads
+from ..engines.result import SideOutput, TestResult
+from ..probes.registry import process_probes, window_probes
+from ..spec.models import Workload
+from ..targets.base import Host, Proc
+from .driver import SERVER_START_TIMEOUT, _failed, _finish, _hidden, _wait_listening, _wait_server, pick_port
+
+
+def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None,
+               extra_machines: dict[str, Host], access: Access, processes: int) -> TestResult:
+    base = pick_port(server, wl.port)
+    wls, warnings = [], []
+    for w in process_workloads(wl, processes, base):  # each process within the tool's limits (iperf3: 128 streams)
+        w, notes = engine.warnings(w)
+        wls.append(w)
+        warnings += [n for n in notes if n not in warnings]
+    proto = engine.listen_proto(wl)
+    hide = access.secrets()
+    machine = machine or client
+    taken = [w.port for w in wls if w.port is not None and server.listening(w.port, proto)]
+    if taken:
+        return _failed(engine, tool_version, wl, f"port {taken[0]}/{proto} is already in use on {server.name} (processes = {len(wls)} use "
+                       f"ports {base}..{base + len(wls) - 1}); set [workload] port to the first of {len(wls)} free ones", warnings)
+    srvs: list[Proc] = []
+    clis: list[Proc] = []
+    srv_sides: list[SideOutput] = []
+    cli_sides: list[SideOutput] = []
+    probes: list[tuple[int, list]] = []
+    window: list = []
+    try:
+        for w in wls:
+            srv = server.spawn(engine.server_argv(w, int(w.port or 0), tool_version, access))
+            srvs.append(srv)
+            srv_sides.append(SideOutput(role="server", host=server.name, argv=_hidden(srv.argv, hide), started=time.time()))
+        for srv, side, w in zip(srvs, srv_sides, wls):
+            if not _wait_listening(server, srv, int(w.port or 0), proto):
+                for s in srvs:
+                    s.stop()
+                _finish(srv, side, hide)
+                why = "exited before listening" if srv.poll() is not None else f"did not listen on port {w.port} within {SERVER_START_TIMEOUT:.0f}s"
+                detail = [ln.strip() for ln in (side.stderr or side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
+                return _failed(engine, tool_version, wl, f"server of process {len(clis) + 1} {why} {detail[0]}".strip(), warnings, server=side)
+        window = window_probes(machine, extra_machines)
+        for p in window:
+            p.start()
+        env = engine.client_env(access)
+        for w in wls:
+            argv = engine.client_argv(w, server.address, int(w.port or 0), tool_version, access)
+            cli = client.spawn(argv, env=env) if env else client.spawn(argv)
+            clis.append(cli)
+            cli_sides.append(SideOutput(role="client", host=client.name, argv=_hidden(cli.argv, hide), started=time.time()))
+        for i, (cli, srv) in enumerate(zip(clis, srvs)):
+            pp = process_probes(client, cli, server, srv)
+            for p in pp:
+                p.start()
+            probes.append((i, pp))
+        deadline = time.monotonic() + client_budget(wl)
+        for cli, side in zip(clis, cli_sides):
+            try:
+                cli.wait(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                side.timed_out = True
+    finally:
+        for cli in clis:
+            cli.stop()  # no-op once exited; on Ctrl-C, an error or a hang it ends the client
+        try:
+            for _, pp in probes:
+                for p in pp:
+                    p.stop()
+            for p in window:
+                p.stop()
+            for cli, side in zip(clis, cli_sides):
+                _finish(cli, side, hide)
+            for w, srv, side, cside in zip(wls, srvs, srv_sides, cli_sides):
+                ok = cside.exit_code == 0 and not cside.timed_out
+                _wait_server(engine, w, srv, side, 10.0 if ok else 1.0)
+        finally:
+            for srv in srvs:
+                srv.stop()
+    for srv, side in zip(srvs, srv_sides):
+        _finish(srv, side, hide)
+
+    parts = []
+    for i, (w, cside, sside) in enumerate(zip(wls, cli_sides, srv_sides)):
+        r = engine.parse(w, cside, sside)
+        r.tool_version = r.tool_version or tool_version
+        r.client, r.server = cside, sside
+        if cside.timed_out:
+            r.ok, r.error = False, f"client did not finish within {client_budget(wl):.0f}s and was stopped"
+        for p in probes[i][1]:
+            p.write(r)
+        parts.append(r)
+    res = combine(engine.name, tool_version, wls, parts)
+    res.warnings = warnings + res.warnings
+    for p in window:
+        p.write(res)
+    lost = [proc.lost for proc in (*srvs, *clis) if proc.lost]
+    if lost:
+        res.ok, res.error = False, f"connection lost during the test: {lost[0]}"
+    if res.error:
+        res.error = redact(res.error, hide)
+    return res

@@ -1,0 +1,81 @@
+"""nettune run --cross-check on the real lab: a point re-measured with the other engine and
+with iperf3 fanned out, side by side with a verdict, in the run's outcome, the database,
+analyze and the report; the CLI cross-checks exactly the points analysis marks tool-bound."""
+
+from nettune import Store, parse_study, run_study
+from nettune.analysis.data import load
+from nettune.analysis.instrument import tool_bound_points
+from nettune.run.cross_check import verdict
+from nettune.store.instrument_tables import cross_checks
+
+from conftest import lab_leftovers, needs_iperf2, needs_iperf3, needs_root, nettune
+
+pytestmark = [needs_root, needs_iperf3, needs_iperf2]
+
+STUDY = """
+name = "nettune-t-xcheck"
+[target]
+kind = "lab"
+[workload]
+engine = "iperf3"
+parallel = "{p}"
+duration = 1
+[sweep]
+p = [1, 4]
+"""
+
+
+def test_cross_check_of_a_chosen_point_side_by_side(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as s:
+        out = run_study(parse_study(STUDY), s, cross_check=[1])  # the p=4 point, whatever its CPU was
+        stored = cross_checks(s.db, out.study_id)
+        names = {x["name"]: x for x in s.studies()}
+    assert out.status == "done" and len(out.cross_checks) == 1 and stored[0]["label"] == "p=4"
+    rows = stored[0]["rows"]
+    assert [r["config"] for r in rows][0] == "iperf3" and "iperf2" in [r["config"] for r in rows]
+    assert all(r["gbps"] and r["gbps"] > 0 and r["n"] == 1 for r in rows)
+    assert "iperf3 x2" in [r["config"] for r in rows] or len(__import__("os").sched_getaffinity(0)) == 1
+    text = stored[0]["verdict"]
+    assert text.startswith("iperf3 3.12 single process: ") and "->" in text
+    # the re-runs are stored whole in a study of their own
+    assert names["nettune-t-xcheck.cross-check"]["status"] == "done"
+    with Store(db) as s:
+        check = s.runs(names["nettune-t-xcheck.cross-check"]["id"])
+    assert sorted(r["engine"] for r in check) == sorted(r["engine"] for r in rows[1:])
+    assert all(r.ok and r.point["cross_check"] in [x["config"] for x in rows] for r in check)
+    # analyze and the report show it
+    analysis = nettune("analyze", "nettune-t-xcheck", "--db", str(db), check=True).stdout
+    assert "cross-check at p=4" in analysis.replace("\n", " ").replace("  ", " ")
+    nettune("report", "nettune-t-xcheck", "--db", str(db), "--out", str(tmp_path / "rep"), check=True)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Instrument cross-check" in md and "| iperf2 2.1.8 |" in md and f"Verdict: {text}" in md
+    assert not lab_leftovers()
+
+
+def test_cli_cross_checks_exactly_the_tool_bound_points(tmp_path):
+    db, f = tmp_path / "r.db", tmp_path / "x.toml"
+    f.write_text(STUDY)
+    out = nettune("run", str(f), "--cross-check", "--db", str(db), check=True).stdout
+    with Store(db) as s:
+        sid = s.find_study("nettune-t-xcheck")["id"]
+        data = load(s, str(sid))
+        checked = [c["point_idx"] for c in cross_checks(s.db, sid)]
+    bound = tool_bound_points(data, data.params)[2]
+    assert checked == bound
+    if bound:  # the summary puts each verdict next to the headline
+        assert "cross-check at" in out
+    else:
+        assert "no point was tool-bound" in out
+    assert not lab_leftovers()
+
+
+def test_verdict_words():
+    a = {"label": "iperf3 3.12 single process", "engine": "iperf3", "gbps": 32.7}
+    b = {"label": "iperf3 3.12 x4 processes", "engine": "iperf3", "gbps": 281.0}
+    c = {"label": "iperf2 2.1.8", "engine": "iperf2", "gbps": 286.0}
+    assert verdict([a, b, c]) == ("iperf3 3.12 single process: 32.7; iperf3 3.12 x4 processes: 281.0; iperf2 2.1.8: 286.0 "
+                                  "-> the path carries at least 286.0 Gbit/s; the first number measured iperf3")
+    same = verdict([a, dict(c, gbps=33.0)])
+    assert "agree within 10%" in same
+    assert "failed" in verdict([a, dict(c, gbps=None)]) and "no comparison" in verdict([a, dict(c, gbps=None)])

@@ -1,0 +1,133 @@
+"""engine = "auto" and processes = "auto": each branch of engines/choice.py, on versions
+read by the engines' own parsers from recorded `--version` outputs (tests/fixtures/versions,
+SOURCES.md says where each comes from), and the fan-out arithmetic."""
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_iperf3, nettune
+
+from nettune.engines import get_engine
+from nettune.engines.choice import auto_processes, choose, threaded
+from nettune.engines.fanout import combine, split_streams
+from nettune.engines.result import Interval, StreamResult
+from nettune.engines.result import TestResult as Result  # not "Test*": pytest would collect it
+from nettune.spec.models import Workload
+
+VERSIONS = Path(__file__).parent / "fixtures" / "versions"
+
+
+def version(engine: str, file: str) -> str:
+    return get_engine(engine).version((VERSIONS / file).read_text())
+
+
+V312, V319, V218 = version("iperf3", "iperf3-3.12.txt"), version("iperf3", "iperf3-3.19.txt"), version("iperf2", "iperf-2.1.8.txt")
+
+
+def test_recorded_versions_parse():
+    assert (V312, V319, V218) == ("3.12", "3.19", "2.1.8")
+    assert not threaded(V312) and threaded(V319)
+
+
+def test_threaded_iperf3_runs_one_process():
+    c = choose(8, {"iperf3": V319, "iperf2": V218}, cores=16)
+    assert (c.engine, c.processes) == ("iperf3", 1) and "own thread" in c.reason and c.label == "iperf3 3.19"
+
+
+def test_threaded_iperf3_past_128_streams_fans_out_for_the_cap():
+    c = choose(300, {"iperf3": V319}, cores=16)
+    assert (c.engine, c.processes) == ("iperf3", 3) and "128" in c.reason
+
+
+def test_old_iperf3_fans_out_one_process_per_core_at_most_one_per_stream():
+    c = choose(8, {"iperf3": V312, "iperf2": V218}, cores=4)
+    assert (c.engine, c.processes) == ("iperf3", 4) and "one thread" in c.reason and c.label == "iperf3 3.12 x4 processes"
+    assert choose(3, {"iperf3": V312}, cores=16).processes == 3
+
+
+def test_old_iperf3_single_stream_or_single_core_stays_one_process():
+    assert (choose(1, {"iperf3": V312, "iperf2": V218}, cores=16).processes, "one stream") == (1, "one stream")
+    c = choose(8, {"iperf3": V312}, cores=1)
+    assert (c.engine, c.processes) == ("iperf3", 1) and "1 core" in c.reason
+
+
+def test_without_iperf3_iperf2():
+    c = choose(8, {"iperf2": V218}, cores=4)
+    assert (c.engine, c.processes) == ("iperf2", 1) and "not installed" in c.reason
+
+
+def test_neither_tool_is_an_error():
+    with pytest.raises(ValueError, match="neither"):
+        choose(1, {}, cores=4)
+
+
+def test_ceilings_decide_when_measured():
+    # study D's machine: iperf3 3.12 alone 32.7, fanned out 281, iperf2 286 at -P 10
+    ceil = {"iperf3": {10: 32.7e9}, "iperf3 x4": {10: 281e9}, "iperf2": {8: 242e9, 10: 286e9, 12: 225e9}}
+    c = choose(10, {"iperf3": V312, "iperf2": V218}, cores=4, ceilings=ceil)
+    assert (c.engine, c.processes) == ("iperf2", 1) and "ceiling" in c.reason and "286" in c.reason and "281" in c.reason
+    # the nearest measured -P is used; fan-out wins where it was faster
+    ceil2 = {"iperf3": {2: 20e9}, "iperf3 x2": {2: 40e9}, "iperf2": {2: 30e9}}
+    c2 = choose(3, {"iperf3": V312, "iperf2": V218}, cores=2, ceilings=ceil2)
+    assert (c2.engine, c2.processes) == ("iperf3", 2)
+
+
+def test_auto_processes():
+    assert auto_processes("iperf3", V312, 8, 2) == 2
+    assert auto_processes("iperf3", V312, 1, 8) == 1
+    assert auto_processes("iperf3", V319, 8, 8) == 1
+    assert auto_processes("iperf2", V218, 8, 8) == 1
+
+
+def test_split_streams():
+    assert split_streams(10, 4) == [3, 3, 2, 2]
+    assert split_streams(2, 4) == [1, 1]
+    assert sum(split_streams(1000, 7)) == 1000
+
+
+def _part(bps: float, cpu: float, streams: int, rtt: float, sent: int) -> Result:
+    return Result(engine="iperf3", tool_version="3.12", receiver_bps=bps, sender_bps=bps * 1.01, receiver_bytes=int(bps / 8),
+                      sender_bytes=sent, retransmits=3, max_cwnd=1000 * streams, rtt_mean_us=rtt, cpu_client=cpu, cpu_server=cpu / 2,
+                      streams=[StreamResult(id=5 + i, receiver_bps=bps / streams) for i in range(streams)],
+                      intervals=[Interval(start=t, end=t + 1, bps=bps, retransmits=1) for t in range(2)],
+                      tool_cpu={"host_total": cpu}, extra={"num_streams": streams})
+
+
+def test_combine_sums_exactly_and_keeps_each_process():
+    wl = Workload(parallel=3, engine="iperf3")
+    parts = [_part(10e9, 90.0, 2, 100.0, 1000), _part(5e9, 60.0, 1, 400.0, 3000)]
+    wls = [wl.model_copy(update={"parallel": 2, "port": 5201}), wl.model_copy(update={"parallel": 1, "port": 5202})]
+    r = combine("iperf3", "3.12", wls, parts)
+    assert r.ok and r.receiver_bps == 15e9 and r.retransmits == 6 and r.cpu_client == 150.0 and r.cpu_server == 75.0
+    assert r.max_cwnd == 2000 and r.rtt_mean_us == pytest.approx((100 * 1000 + 400 * 3000) / 4000)
+    assert [s.id for s in r.streams] == [1, 2, 3] and r.extra["num_streams"] == 3 and r.extra["processes"] == 2
+    assert [iv.bps for iv in r.intervals] == [15e9, 15e9] and r.intervals[0].retransmits == 2
+    assert r.tool_cpu == {"host_total": 150.0}
+    rows = r.extra["per_process"]
+    assert [p["port"] for p in rows] == [5201, 5202] and sum(p["receiver_bps"] for p in rows) == r.receiver_bps
+
+
+def test_combine_fails_when_any_process_failed():
+    wl = Workload(parallel=2, engine="iperf3")
+    bad = Result(engine="iperf3", ok=False, error="iperf3: connection refused")
+    r = combine("iperf3", "3.12", [wl.model_copy(update={"port": 5201}), wl.model_copy(update={"port": 5202})],
+                [_part(1e9, 10, 1, 10, 1), bad])
+    assert not r.ok and "process 2 of 2 (port 5202)" in (r.error or "") and r.receiver_bps is None
+
+
+def test_processes_field_is_checked():
+    assert Workload(processes="auto").processes == "auto"
+    assert Workload(processes="{p}").processes == "{p}"
+    with pytest.raises(ValueError):
+        Workload(processes=0)
+    with pytest.raises(ValueError):
+        Workload(engine="iperf4")
+    assert Workload().engine == "auto" and Workload(engine="{engine}").engine == "{engine}"
+
+
+@needs_iperf3
+def test_dry_run_says_the_choice_and_the_split(tmp_path):
+    f = tmp_path / "d.toml"
+    f.write_text('name = "nettune-t-dry-auto"\n[target]\nkind = "local"\n[workload]\nparallel = 4\nprocesses = 3\n')
+    out = " ".join(nettune("run", str(f), "--dry-run", check=True).stdout.split())
+    assert "engine auto: iperf3 3.12 x3 processes" in out and "3 iperf3 processes on consecutive ports, -P 2+1+1" in out
