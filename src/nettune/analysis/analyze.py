@@ -15,6 +15,7 @@ from ..errors import NettuneError
 from .compare import compare_values
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .fairness import UNEVEN, fairness
+from .pairs import analyze_pairs
 from .stats import summarize
 from .verdicts import (Analysis, Best, Efficiency, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
                        PointOutliers, PointRow)
@@ -33,8 +34,9 @@ def _is_num(v: Any) -> bool:
 def point_row(p: PointData, m: Metric, params: list[str]) -> PointRow:
     s = p.summary(m).scaled(m.scale)
     counted = p.counted
+    runs = [run for run, _ in p.run_values(m)]
     row = PointRow.of({k: p.params.get(k) for k in params}, p.label(params), p.failed, m.name, m.label, s,
-                      [counted[i].run for i in s.outliers])
+                      [runs[i] for i in s.outliers])
     cpu = {side: summarize([v for v in (METRICS[col].value(r) for r in counted) if v is not None]) for side, col in CPU_SIDES.items()}
     row.cpu_client, row.cpu_client_ci = cpu["client"].mean, cpu["client"].half_width
     row.cpu_server, row.cpu_server_ci = cpu["server"].mean, cpu["server"].half_width
@@ -72,6 +74,9 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
     findings += _fairness_text(out.fairness)
     out.instrument = instrument(data, params)
     findings += out.instrument
+    if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
+        out.pairs = analyze_pairs(data, m, params)
+        findings += out.pairs.findings
     out.outliers = [PointOutliers(r.point, r.outlier_runs) for r in rows if r.outlier_runs]
     for r in rows:
         if r.outlier_runs:

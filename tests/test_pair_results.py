@@ -1,0 +1,149 @@
+"""Studies over host pairs downstream of the run (issue 17): pair, server, client, round
+and the round's aggregate are real columns of the store and of every export; the analysis
+treats a pair as a link (N = its repeats), never as a repeat of another pair."""
+import csv
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from nettune.analysis.analyze import analyze
+from nettune.analysis.data import load
+from nettune.engines.result import TestResult as Result  # not "Test*": pytest would collect it
+from nettune.plan.pairs import mesh_rounds
+from nettune.spec.models import Study
+from nettune.store import Store
+from nettune.store import sqlite as st
+
+from conftest import nettune
+
+HOSTS = ["h1", "h2", "h3", "h4"]
+
+
+def build_mesh(store: Store, name: str = "mesh", runs: int = 2, slow: str = "h3->h4", factor: float = 0.62,
+               parallel: bool = True, noise: tuple[float, ...] = (0.0, 0.01, -0.01)) -> int:
+    """A 4-host mesh, `runs` repeats: every link 10 Gbit/s but `slow` (x factor)."""
+    study = Study.model_validate({"name": name, "target": {"kind": "lab", "hosts": HOSTS},
+                                  "workload": {"pairs": "mesh", "parallel_pairs": parallel}})
+    sid = store.begin_study(study, f'name = "{name}"\n', f"{name}.toml")
+    pid = store.add_point(sid, 0, {})
+    rounds = mesh_rounds(HOSTS)
+    for run in range(runs):
+        for r, rnd in enumerate(rounds):
+            results = []
+            for k, (a, b) in enumerate(rnd):
+                label = f"{a}->{b}"
+                bps = 10e9 * (factor if label == slow else 1.0) * (1 + noise[(run + k) % len(noise)])
+                results.append(Result(engine="iperf3", tool_version="3.12", receiver_bps=bps, sender_bps=bps, duration=1.0,
+                                      extra={"pair": label, "server": a, "client": b, "round": r, "round_pairs": len(rnd),
+                                             "parallel": parallel}))
+            if parallel:
+                total = sum(x.total_bps or 0.0 for x in results)
+                for x in results:
+                    x.extra["round_total_bps"] = total
+            store.add_runs(sid, pid, run, False, results)
+    store.finish_study(sid, "done")
+    return sid
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "r.db"
+    with Store(path) as s:
+        build_mesh(s)
+    return path
+
+
+def test_pair_and_round_are_columns_of_the_stored_run(db):
+    with Store(db) as s:
+        runs = s.runs(s.find_study("mesh")["id"])
+        row = s.db.execute("SELECT pair, server, client, round, round_total_bps FROM runs ORDER BY id LIMIT 1").fetchone()
+    assert len(runs) == 12 and len({r.pair for r in runs}) == 6
+    assert tuple(row) == (runs[0].pair, runs[0].server, runs[0].client, runs[0].round, runs[0].round_total_bps)
+    assert runs[0].pair == f"{runs[0].server}->{runs[0].client}"
+    assert {r.round for r in runs} == {0, 1, 2}
+    by_round = {(r.run, r.round): r.round_total_bps for r in runs}
+    for r in runs:
+        assert r.round_total_bps == by_round[(r.run, r.round)]
+        assert r.round_total_bps == pytest.approx(sum(x.total_bps for x in runs if x.run == r.run and x.round == r.round))
+
+
+def test_every_export_carries_pair_and_round(db, tmp_path):
+    import pandas as pd
+
+    csv_rows = list(csv.DictReader(io.StringIO(nettune("export", "mesh", "--db", str(db), "--format", "csv", check=True).stdout)))
+    json_rows = json.loads(nettune("export", "mesh", "--db", str(db), "--format", "json", check=True).stdout)
+    nettune("export", "mesh", "--db", str(db), "--format", "parquet", "--out", str(tmp_path / "m.parquet"), check=True)
+    pq_rows = pd.read_parquet(tmp_path / "m.parquet").to_dict("records")
+    for rows in (csv_rows, json_rows, pq_rows):
+        assert len(rows) == 12
+        assert sorted({str(r["pair"]) for r in rows}) == sorted({f"{a}->{b}" for rnd in mesh_rounds(HOSTS) for a, b in rnd})
+        assert {int(r["round"]) for r in rows} == {0, 1, 2}
+        assert all(str(r["pair"]) == f"{r['server']}->{r['client']}" for r in rows)
+        assert all(float(r["round_total_bps"]) > float(r["total_bps"]) for r in rows)
+    res_csv = list(csv.DictReader(io.StringIO(nettune("results", "mesh", "--db", str(db), "--format", "csv", check=True).stdout)))
+    assert {(r["pair"], r["round"]) for r in res_csv} == {(r["pair"], str(r["round"])) for r in json_rows}
+    table = nettune("results", "mesh", "--db", str(db), check=True).stdout
+    assert "h3->h4" in table and "round" in table
+
+
+def test_analyze_gives_each_pair_its_repeats_and_names_the_slow_link(db):
+    with Store(db) as s:
+        a = analyze(load(s, "mesh"))
+    assert a.points[0].n == 2  # repeats, not 6 pairs x 2
+    assert a.pairs is not None and len(a.pairs.pairs) == 6
+    assert all(p.n == 2 for p in a.pairs.pairs)
+    slow = [x for x in a.pairs.spread if x.direction == "below"]
+    assert [x.pair for x in slow] == ["h3->h4"]
+    assert slow[0].pct == pytest.approx(38, abs=1.5)
+    assert any("link h3->h4 is 38% below the others" in f for f in a.findings)
+    assert len(a.pairs.rounds) == 3 and all(r.n == 2 and r.ci_low is not None for r in a.pairs.rounds)
+    js = json.loads(nettune("analyze", "mesh", "--db", str(db), "--format", "json", check=True).stdout)
+    assert [p["n"] for p in js["pairs"]["pairs"]] == [2] * 6
+    text = nettune("analyze", "mesh", "--db", str(db), check=True).stdout
+    assert "h3->h4" in text and "38% below" in text
+
+
+def test_equal_links_get_no_spread_verdict(tmp_path):
+    with Store(tmp_path / "r.db") as s:
+        build_mesh(s, "even", factor=1.0)
+        a = analyze(load(s, "even"))
+    assert a.pairs is not None and a.pairs.spread == []
+    assert any("do not differ beyond noise" in f for f in a.findings)
+
+
+def test_single_runs_give_no_spread_verdict(tmp_path):
+    with Store(tmp_path / "r.db") as s:
+        build_mesh(s, "once", runs=1)
+        a = analyze(load(s, "once"))
+    assert a.pairs is not None and a.pairs.spread == [] and all(p.n == 1 for p in a.pairs.pairs)
+    assert any("one counted run each" in f for f in a.findings)
+
+
+def test_a_schema_2_database_gets_the_pair_columns_from_extra(tmp_path):
+    db = tmp_path / "old.db"
+    with Store(db) as s:
+        build_mesh(s, "old")
+    # make it a schema-2 database: the runs table as it was, without the pair columns
+    con = sqlite3.connect(db)
+    for col in ("pair", "server", "client", "round", "round_total_bps"):
+        con.execute(f"ALTER TABLE runs DROP COLUMN {col}")
+    con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    with Store(db) as s:
+        assert s.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(st.SCHEMA_VERSION)
+        runs = s.runs(s.find_study("old")["id"])
+    assert len({r.pair for r in runs}) == 6 and all(r.pair == r.extra["pair"] and r.round == r.extra["round"] for r in runs)
+    assert all(r.round_total_bps == r.extra["round_total_bps"] for r in runs)
+
+
+def test_a_single_pair_study_has_null_pair_columns(tmp_path):
+    from study_builders import build
+
+    with Store(tmp_path / "r.db") as s:
+        build(s, "one", [({"q": 1}, 1.0)], runs=2)
+        runs = s.runs(s.find_study("one")["id"])
+    assert all(r.pair is None and r.round is None and r.round_total_bps is None for r in runs)
