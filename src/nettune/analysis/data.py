@@ -7,7 +7,7 @@ runs than planned is visible.
 
 A point of a study over host pairs (`[workload] pairs`) holds one test per pair per run:
 different links, not repeats. Its values are one per run (repeat), the mean over that
-run's pairs, so N is the number of repeats; each pair's own statistics are analysis.pairs'.
+run's pairs, so N is the number of repeats; each pair's own statistics are analysis.links'.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..errors import NettuneError
 from ..store.records import RunRecord
 from ..store.sqlite import Store
-from .stats import Summary, clean, summarize
+from .stats import Summary, summarize
 
 
 @dataclass(frozen=True)

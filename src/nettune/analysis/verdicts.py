@@ -8,7 +8,7 @@ from typing import Any
 
 from .compare import Comparison
 from .fairness import Fairness
-from .pairs import PairAnalysis
+from .links import PairAnalysis
 from .serial import JsonRecord
 from .stats import Summary
 from .sweep import Curve, Effect

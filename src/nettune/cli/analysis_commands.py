@@ -148,7 +148,7 @@ def export(
 @app.command("import")
 @user_errors
 def import_(
-    files: list[Path] = typer.Argument(..., help="iperf3 -J logs and/or iperf2 -y C outputs; each file is one run."),
+    files: list[Path] = typer.Argument(..., help="iperf3 -J logs and/or iperf2 -y C outputs (each file is one run), or files `nettune export` wrote (CSV, JSON, Parquet)."),
     study: str = typer.Option(..., "--study", "-s", help="Study to create (or add to, if it is an imported study)."),
     set_: list[str] = typer.Option([], "--set", help="Point parameters KEY=VAL[,KEY=VAL] (repeatable); protocol/parallel/reverse/bidir/duration also guide the parser."),
     description: str = typer.Option("", "--description", help="Description of a new imported study."),
@@ -159,6 +159,16 @@ def import_(
     Every file is read first: each unusable one gets an `error: FILE: reason` line. Exit 0
     when all were imported, 1 when some were, 2 (and nothing written) when none was."""
     from ..importers import check_args, parse_sets, read_files, store_files
+    from ..importers.nettune_export import import_exports, is_export, read_exports
+
+    if any(is_export(f) for f in files):  # nettune's own exports: a whole study each, read back
+        if set_ or not all(is_export(f) for f in files):
+            raise NettuneError("nettune exports are imported on their own (no iperf logs, no --set: the points are in the files)")
+        exports = read_exports(files)
+        with open_store(db, must_exist=False) as store:
+            sid, n = import_exports(store, exports, study, description)
+        console.print(f"imported {n} runs from {len(files)} export file(s) into study {study!r} (#{sid})", highlight=False)
+        return
 
     params = parse_sets(set_)
     check_args(study, params)
