@@ -147,3 +147,34 @@ def test_a_single_pair_study_has_null_pair_columns(tmp_path):
         build(s, "one", [({"q": 1}, 1.0)], runs=2)
         runs = s.runs(s.find_study("one")["id"])
     assert all(r.pair is None and r.round is None and r.round_total_bps is None for r in runs)
+
+
+def test_a_mesh_report_draws_the_pair_matrix_and_rounds(db, tmp_path):
+    out = tmp_path / "rep"
+    nettune("report", "mesh", "--db", str(db), "--out", str(out), check=True)
+    md = (out / "report.md").read_text()
+    assert "## Pairs" in md and "| h3->h4 | h3 | h4 | 2 |" in md
+    assert "Parallel rounds" in md and (out / "charts" / "pairs.png").is_file()
+    svg = (out / "charts" / "pairs.svg").read_text()
+    assert "pair matrix" in svg
+    html = (out / "report.html").read_text()
+    assert 'id="pairs"' in html and "h3-&gt;h4" in html
+    text = nettune("analyze", "mesh", "--db", str(db), check=True).stdout
+    assert "pairs: each link on its own" in text
+
+
+def test_a_star_report_draws_one_bar_per_spoke(tmp_path):
+    with Store(tmp_path / "r.db") as s:
+        study = Study.model_validate({"name": "star", "target": {"kind": "lab", "hosts": HOSTS}, "workload": {"pairs": "star:h1"}})
+        sid = s.begin_study(study, 'name = "star"\n', "star.toml")
+        pid = s.add_point(sid, 0, {})
+        for run in range(2):
+            for r, client in enumerate(HOSTS[1:]):
+                bps = (5e9 if client == "h4" else 9e9) * (1 + 0.01 * run)
+                s.add_run(sid, pid, run, False, Result(engine="iperf3", receiver_bps=bps, sender_bps=bps,
+                                                       extra={"pair": f"h1->{client}", "server": "h1", "client": client, "round": r}))
+        s.finish_study(sid, "done")
+    out = tmp_path / "rep"
+    nettune("report", "star", "--db", str(tmp_path / "r.db"), "--out", str(out), check=True)
+    assert "one bar per spoke" in (out / "charts" / "pairs.svg").read_text()
+    assert "link h1->h4 is 44% below the others" in (out / "report.md").read_text()

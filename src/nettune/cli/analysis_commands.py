@@ -104,6 +104,12 @@ def analyze(
     title = f"{result.study} (study #{result.study_id}): {result.unit} of counted runs, ± = 95% CI (Student's t)"
     print_fitted(fit_table([head[i] for i in keep], [[row[i][0] for i in keep] for row in rows], console.width,
                            drop_order=["CV %", "sd", "median", "min to max"], boxed=False, title=title, title_justify="left"))
+    from ..report.pair_matrix import pair_table
+
+    phead, prows = pair_table(result)  # a study over host pairs: each link on its own
+    if prows:
+        print_fitted(fit_table(phead, prows, console.width, drop_order=["failed", "server", "client", "95% CI"], boxed=False,
+                               title="pairs: each link on its own (N = its repeats)", title_justify="left"))
     print_items(result.findings)
 
 
