@@ -18,35 +18,7 @@ from nettune.store import Store
 from nettune.store import sqlite as st
 
 from conftest import nettune
-
-HOSTS = ["h1", "h2", "h3", "h4"]
-
-
-def build_mesh(store: Store, name: str = "mesh", runs: int = 2, slow: str = "h3->h4", factor: float = 0.62,
-               parallel: bool = True, noise: tuple[float, ...] = (0.0, 0.01, -0.01)) -> int:
-    """A 4-host mesh, `runs` repeats: every link 10 Gbit/s but `slow` (x factor)."""
-    study = Study.model_validate({"name": name, "target": {"kind": "lab", "hosts": HOSTS},
-                                  "workload": {"pairs": "mesh", "parallel_pairs": parallel}})
-    sid = store.begin_study(study, f'name = "{name}"\n', f"{name}.toml")
-    pid = store.add_point(sid, 0, {})
-    rounds = mesh_rounds(HOSTS)
-    for run in range(runs):
-        for r, rnd in enumerate(rounds):
-            results = []
-            for k, (a, b) in enumerate(rnd):
-                label = f"{a}->{b}"
-                bps = 10e9 * (factor if label == slow else 1.0) * (1 + noise[(run + k) % len(noise)])
-                results.append(Result(engine="iperf3", tool_version="3.12", receiver_bps=bps, sender_bps=bps, duration=1.0,
-                                      extra={"pair": label, "server": a, "client": b, "round": r, "round_pairs": len(rnd),
-                                             "parallel": parallel}))
-            if parallel:
-                total = sum(x.total_bps or 0.0 for x in results)
-                for x in results:
-                    x.extra["round_total_bps"] = total
-            store.add_runs(sid, pid, run, False, results)
-    store.finish_study(sid, "done")
-    return sid
-
+from study_builders import HOSTS, build_mesh
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
