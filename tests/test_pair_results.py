@@ -17,7 +17,7 @@ from nettune.spec.models import Study
 from nettune.store import Store
 from nettune.store import sqlite as st
 
-from conftest import nettune
+from conftest import ROOT, nettune
 from study_builders import HOSTS, build_mesh
 
 @pytest.fixture
@@ -150,3 +150,49 @@ def test_a_star_report_draws_one_bar_per_spoke(tmp_path):
     nettune("report", "star", "--db", str(tmp_path / "r.db"), "--out", str(out), check=True)
     assert "one bar per spoke" in (out / "charts" / "pairs.svg").read_text()
     assert "link h1->h4 is 44% below the others" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_an_export_imports_back_with_its_points_and_numbers(tmp_path, fmt):
+    """Parameters of every kind (bool, float, text, one named like a run column) and the
+    run columns come back from each format as they were (no lab: a synthetic study)."""
+    from study_builders import build
+
+    db = tmp_path / "r.db"
+    pts = [({"rev": r, "rate": 1.5, "cc": cc, "protocol": "udp", "q": q}, 2.0 * q) for r in (True, False) for cc in ("bbr", "cubic") for q in (1, 2)]
+    with Store(db) as s:
+        build(s, "kinds", pts, runs=2, warmup=1, failed=1, version="3.10")
+        before = s.runs(s.find_study("kinds")["id"])
+    out = tmp_path / f"e.{fmt}"
+    nettune("export", "kinds", "--db", str(db), "--format", fmt, "--out", str(out), check=True)
+    r = nettune("import", str(out), "--study", "back", "--db", str(db), check=True)
+    assert f"imported {len(before)} runs" in r.stdout
+    with Store(db) as s:
+        after = s.runs(s.find_study("back")["id"])
+    assert [a.point for a in after] == [b.point for b in before]
+    for a, b in zip(before, after):
+        for k in ("run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "duration", "receiver_bps", "sender_bps",
+                  "cpu_client", "cpu_server", "cpu_host", "pair", "round"):
+            assert a[k] == b[k], (k, a[k], b[k])
+    assert after[0].tool_version == "3.10"
+    again = nettune("import", str(out), "--study", "back", "--db", str(db))
+    assert again.returncode == 2 and "already" in again.stderr
+
+
+def test_a_broken_export_is_one_error_line_and_nothing_is_written(db, tmp_path):
+    out = tmp_path / "e.json"
+    nettune("export", "mesh", "--db", str(db), "--format", "json", "--out", str(out), check=True)
+    cut = tmp_path / "cut.json"
+    cut.write_text(out.read_text()[:1500])
+    csv_out = tmp_path / "e.csv"
+    nettune("export", "mesh", "--db", str(db), "--format", "csv", "--out", str(csv_out), check=True)
+    lines = csv_out.read_text().splitlines()
+    short = tmp_path / "short.csv"
+    short.write_text(",".join(lines[0].split(",")[:20]) + "\n")  # the header of another table
+    new_db = tmp_path / "new.db"
+    for bad, why in ((cut, "not valid JSON"), (short, "not a `nettune export` file")):
+        r = nettune("import", str(bad), "--study", "x", "--db", str(new_db))
+        assert r.returncode == 2 and r.stderr.startswith("error:") and why in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and not new_db.exists()
+    mixed = nettune("import", str(out), str(ROOT / "tests" / "fixtures" / "iperf3" / "udp" / "client.stdout"), "--study", "x", "--db", str(new_db))
+    assert mixed.returncode == 2 and "on their own" in mixed.stderr and not new_db.exists()

@@ -26,6 +26,7 @@ BASE = ["study", "study_id", "point_idx"]  # exporters.runs.EXPORT_BASE: how an 
 RUN = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration", *PAIR_COLUMNS]
 AFTER = ["total_bps", *METRICS, "n_streams", "warnings"]
 PARQUET_MAGIC = b"PAR1"
+TEXT = {"study", "error", "engine", "tool_version", "protocol", "pair", "server", "client", "warnings"}
 INTS = {"run", "round", "sender_bytes", "receiver_bytes", "retransmits", "max_cwnd", "lost_packets", "packets", "reverse_retransmits"}
 
 
@@ -91,11 +92,14 @@ def _parquet(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def _csv_value(key: str, text: str | None) -> Any:
-    """A CSV cell back to its value: empty is None, numbers are numbers, flags are flags."""
+    """A CSV cell back to its value: empty is None, text columns stay text ("3.10" is a
+    version, not 3.1), flags and numbers (a parameter's too) are flags and numbers."""
     if text is None or text == "":
         return None
-    if key in ("warmup", "ok"):
-        return text in ("True", "true", "1")
+    if key in TEXT:
+        return text
+    if text in ("True", "False"):  # Python's csv writes a bool as True / False
+        return text == "True"
     for conv in (int, float):
         try:
             return conv(text)
