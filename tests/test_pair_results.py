@@ -71,6 +71,7 @@ def test_analyze_gives_each_pair_its_repeats_and_names_the_slow_link(db):
     assert [x.pair for x in slow] == ["h3->h4"]
     assert slow[0].pct == pytest.approx(38, abs=1.5)
     assert any("link h3->h4 is 38% below the others" in f for f in a.findings)
+    assert any("link h3->h4 is 38% below" in h for h in a.headline)
     assert len(a.pairs.rounds) == 3 and all(r.n == 2 and r.ci_low is not None for r in a.pairs.rounds)
     js = json.loads(nettune("analyze", "mesh", "--db", str(db), "--format", "json", check=True).stdout)
     assert [p["n"] for p in js["pairs"]["pairs"]] == [2] * 6

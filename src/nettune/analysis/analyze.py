@@ -74,9 +74,6 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
     findings += _fairness_text(out.fairness)
     out.instrument = instrument(data, params)
     findings += out.instrument
-    if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
-        out.pairs = analyze_pairs(data, m, params)
-        findings += out.pairs.findings
     out.outliers = [PointOutliers(r.point, r.outlier_runs) for r in rows if r.outlier_runs]
     for r in rows:
         if r.outlier_runs:
@@ -88,8 +85,13 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
         worst, worst_cv = max(noisy, key=lambda t: t[1])
         findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
                         f"{worst_cv * 100:.0f}% at {worst.label}): add runs, or set [repeat] target_margin")
+    if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
+        out.pairs = analyze_pairs(data, m, params)
+        findings += out.pairs.findings
     out.findings = findings
     out.headline = headline(out, bp.label(params) if params else "", hits=_tool_bound(data))
+    if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
+        out.headline.append(out.pairs.spread[0].text)
     return out
 
 
