@@ -142,3 +142,18 @@ def test_check_a_study_imported_from_iperf_logs(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     (pt,) = json.loads(out.read_text())["points"]
     assert pt["verdict"] == "unchanged" and pt["n_before"] == pt["n_after"] == 3
+
+
+def test_a_point_whose_rerun_tests_all_failed_is_a_regression(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    with Store(a) as s:
+        build(s, "s", [({"q": 0}, 10.0), ({"q": 1}, 10.0)], runs=3)
+    with Store(b) as s:
+        build(s, "s", [({"q": 0}, 10.0), ({"q": 1}, 10.0)], runs=3)
+        s.db.execute("UPDATE runs SET ok=0, error='connection refused', receiver_bps=NULL, sender_bps=NULL WHERE point_id="
+                     "(SELECT id FROM points WHERE idx=1)")
+        s.db.commit()
+    with Store(a) as sa, Store(b) as sb:
+        res = check(load(sa, "s"), load(sb, "s"))
+    assert [p.verdict for p in res.points][1] == "failed" and res.regressed == ["q=1"] and res.exit_code == 1
+    assert "every rerun test failed (3)" in res.points[1].text

@@ -6,7 +6,9 @@ over host pairs, each pair on its own) with Welch's test on their counted runs. 
 *improved* when significantly better by more than the tolerance. A significant change
 within the tolerance is reported as such and never fails the check; neither does a point
 with fewer than 2 runs on a side (no noise estimate: "untested"), but a check in which no
-point could be tested at all is an error, as is one with no point in common.
+point could be tested at all is an error, as is one with no point in common. A point whose
+every rerun test failed (the baseline measured it) got worse than any tolerance: "failed",
+counted as a regression.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .serial import JsonRecord
 from .sweep import num
 
 Key = tuple[str, str | None]  # (the point's parameters as JSON, the pair or None)
+Sample = tuple[dict[str, Any], str, list[float], int]  # parameters, label, counted values, failed tests
 
 
 @dataclass
@@ -34,7 +37,7 @@ class CheckPoint(JsonRecord):
     after: float | None
     change_pct: float | None  # (after / before - 1) * 100
     p_value: float | None
-    verdict: str  # regressed, improved, within-tolerance, unchanged, untested, missing
+    verdict: str  # regressed, failed, improved, within-tolerance, unchanged, untested, missing
     text: str
 
 
@@ -68,18 +71,23 @@ def parse_tolerance(text: str) -> float:
     return v
 
 
-def samples(data: StudyData, m: Metric) -> dict[Key, tuple[dict[str, Any], str, list[float]]]:
-    """Counted values per point (per pair over host pairs), in the metric's unit."""
-    out: dict[Key, tuple[dict[str, Any], str, list[float]]] = {}
+def samples(data: StudyData, m: Metric) -> dict[Key, Sample]:
+    """Counted values (in the metric's unit) and failed tests per point, per pair over host pairs."""
+    out: dict[Key, Sample] = {}
     for p in data.points:
         key = json.dumps(p.params, sort_keys=True, default=str)
         label = p.label()
         if p.has_pairs:
-            for pair, runs in p.by_pair().items():
-                vals = [v * m.scale for v in (m.value(r) for r in runs) if v is not None]
-                out[(key, pair)] = (p.params, f"{label} {pair}" if p.params else pair, vals)
+            runs = p.by_pair()
+            for r in p.runs:  # a pair whose every test failed has no counted run
+                if r.pair is not None and not r.warmup:
+                    runs.setdefault(r.pair, [])
+            for pair, rs in runs.items():
+                vals = [v * m.scale for v in (m.value(r) for r in rs) if v is not None]
+                failed = sum(1 for r in p.runs if r.pair == pair and not r.ok and not r.warmup)
+                out[(key, pair)] = (p.params, f"{label} {pair}" if p.params else pair, vals, failed)
         else:
-            out[(key, None)] = (p.params, label, [v * m.scale for v in p.values(m)])
+            out[(key, None)] = (p.params, label, [v * m.scale for v in p.values(m)], p.failed)
     return out
 
 
@@ -94,24 +102,30 @@ def check(baseline: StudyData, rerun: StudyData, metric: str = "total", toleranc
                       m.higher_is_better, tolerance_pct)
     tol = tolerance_pct / 100
     for key in list(after) + [k for k in before if k not in after]:
-        params, label, _ = after.get(key) or before[key]
+        params, label, _, _ = after.get(key) or before[key]
         va = after[key][2] if key in after else []
         vb = before[key][2] if key in before else []
-        res.points.append(_point(params, key[1], label, vb, va, m, tol))
-    res.regressed = [c.label for c in res.points if c.verdict == "regressed"]
+        failed = after[key][3] if key in after else 0
+        res.points.append(_point(params, key[1], label, vb, va, m, tol, failed))
+    res.regressed = [c.label for c in res.points if c.verdict in ("regressed", "failed")]
     res.improved = [c.label for c in res.points if c.verdict == "improved"]
-    if all(c.verdict in ("untested", "missing") for c in res.points):
+    if all(c.verdict in ("untested", "missing") for c in res.points):  # (a failed point is a verdict)
         raise NettuneError("no point has 2 counted runs on both sides, so no change can be told from noise; "
                            "set [repeat] runs >= 2 in the study (and in its baseline)")
     res.verdict = "fail" if res.regressed else "pass"
     return res
 
 
-def _point(params: dict[str, Any], pair: str | None, label: str, vb: list[float], va: list[float], m: Metric, tol: float) -> CheckPoint:
+def _point(params: dict[str, Any], pair: str | None, label: str, vb: list[float], va: list[float], m: Metric, tol: float,
+           failed: int = 0) -> CheckPoint:
     mean_b = sum(vb) / len(vb) if vb else None
     mean_a = sum(va) / len(va) if va else None
     change = (mean_a / mean_b - 1) * 100 if mean_a is not None and mean_b else None
     base = CheckPoint(params, pair, label, len(vb), len(va), mean_b, mean_a, change, None, "untested", "")
+    if vb and not va and failed:
+        base.verdict = "failed"
+        base.text = f"{label}: every rerun test failed ({failed}); the baseline measured {num(mean_b)} {m.label}"
+        return base
     if not vb or not va:
         base.verdict = "missing"
         base.text = f"{label}: only in the {'rerun' if va else 'baseline'}"

@@ -122,7 +122,7 @@ def _print(result: Any) -> None:
     rows = [[c.label, str(c.n_before), str(c.n_after), num(c.before) if c.before is not None else "",
              num(c.after) if c.after is not None else "", f"{c.change_pct:+.1f}" if c.change_pct is not None else "",
              f"{c.p_value:.3g}" if c.p_value is not None else "", c.verdict] for c in result.points]
-    styles = ["red" if c.verdict == "regressed" else "green" if c.verdict == "improved" else None for c in result.points]
+    styles = ["red" if c.verdict in ("regressed", "failed") else "green" if c.verdict == "improved" else None for c in result.points]
     title = f"{result.rerun} vs baseline {result.baseline}: {result.metric}, tolerance {result.tolerance_pct:g}%"
     print_fitted(fit_table(head, rows, console.width, drop_order=["p", "N before", "N after"], prose=["point", "verdict"],
                            styles=styles, title=title, title_justify="left"))
