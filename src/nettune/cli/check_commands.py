@@ -74,8 +74,7 @@ def check(
 ) -> None:
     """Is a rerun worse than its baseline? Welch's test per point (per pair); exit 1 on a regression.
 
-    Exit 0 when no point got significantly worse by more than --tolerance, 1 when one did,
-    2 on an error. Points that improved are named too."""
+    Exit 0 when no point got significantly worse by more than --tolerance, 1 when one did, 2 on an error. Points that improved are named too."""
     from ..analysis.data import get_metric, jsonable, load
     from ..analysis.regression import check as run_check, parse_tolerance
     from ..plan.study_file import parse_study
