@@ -102,7 +102,7 @@ def test_every_mode_round_trips_through_every_export_and_import(tmp_path, engine
                                              pairs=pairs, parallel_pairs=True, **opts))
         nettune("run", str(f), "--db", str(db), check=True)
     assert not lab_leftovers()
-    keep = ["run", "warmup", "ok", "engine", "tool_version", "protocol", "duration", *PAIR_COLS, *METRICS]
+    keep = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration", *PAIR_COLS, *METRICS]
     for mode in MODES:
         name = f"nt-h17-rt-{engine}-{mode}"
         with Store(db) as s:
@@ -121,6 +121,7 @@ def test_every_mode_round_trips_through_every_export_and_import(tmp_path, engine
                 diff = {k: (a[k], b[k]) for k in keep if not _same(a[k], b[k])}
                 assert not diff, (mode, fmt, diff)
                 assert a.total_bps == b.total_bps
+                assert "; ".join(a.warnings) == "; ".join(b.warnings)  # exported joined, imported as one text
         if mode == "bidir":
             assert all(r.reverse_receiver_bps for r in before)
         if mode == "udp":

@@ -172,9 +172,10 @@ def test_an_export_imports_back_with_its_points_and_numbers(tmp_path, fmt):
         after = s.runs(s.find_study("back")["id"])
     assert [a.point for a in after] == [b.point for b in before]
     for a, b in zip(before, after):
-        for k in ("run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "duration", "receiver_bps", "sender_bps",
+        for k in ("run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration", "receiver_bps", "sender_bps",
                   "cpu_client", "cpu_server", "cpu_host", "pair", "round"):
             assert a[k] == b[k], (k, a[k], b[k])
+        assert "; ".join(a.warnings) == "; ".join(b.warnings)
     assert after[0].tool_version == "3.10"
     again = nettune("import", str(out), "--study", "back", "--db", str(db))
     assert again.returncode == 2 and "already" in again.stderr

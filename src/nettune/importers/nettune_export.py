@@ -130,11 +130,12 @@ def _result(row: dict[str, Any], path: Path) -> TestResult:
     place = {k: row.get(k) for k in PAIR_COLUMNS if row.get(k) is not None}
     if "round" in place:
         place["round"] = int(place["round"])
-    warnings = str(row.get("warnings") or "")
+    # the export joins warnings with "; ", which a warning may itself contain: kept as one text
+    warnings = [str(row["warnings"])] if row.get("warnings") else []
     side = SideOutput(role="client", host="imported", argv=["nettune-import", str(path)], started=row.get("started"))
     return TestResult(engine=str(row["engine"]), tool_version=str(row.get("tool_version") or ""), ok=bool(row["ok"]),
                       error=row.get("error"), protocol=str(row.get("protocol") or "tcp"), duration=row.get("duration"),
-                      warnings=[w for w in warnings.split("; ") if w], client=side, extra=place, **metrics)
+                      warnings=warnings, client=side, extra=place, **metrics)
 
 
 def read_exports(files: list[Path]) -> list[ExportRows]:
