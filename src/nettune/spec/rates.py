@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_RATE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgtKMGT])(i?))?\s*$")
+RATE_PATTERN = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgtKMGT])(i?))?\s*$"  # also the JSON Schema's
+_RATE = re.compile(RATE_PATTERN)
 _POWER = {"k": 1, "m": 2, "g": 3, "t": 4}
 MAX_BPS = 10**15  # a petabit per second: past any link, so a typo (1000G) is caught
 
