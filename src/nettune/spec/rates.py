@@ -34,10 +34,8 @@ def parse_rate(value: Any) -> int:
         num, prefix, binary = m.groups()
         base = 1024 if binary else 1000
         bps = round(float(num) * base ** _POWER[prefix.lower()]) if prefix else round(float(num))
-    if bps < 0:
-        raise ValueError(f"a rate cannot be negative, got {value!r}")
-    if bps > MAX_BPS:
-        raise ValueError(f"{value!r} is more than 1000T bit/s; a typo?")
+    if not 0 <= bps <= MAX_BPS:
+        raise ValueError(f"{value!r} is out of range: allowed 0 to 1000T bit/s ({MAX_BPS})")
     return int(bps)
 
 
