@@ -4,6 +4,7 @@ import random
 from typing import Any, Callable
 
 from nettune.engines.result import Interval, StreamResult
+from nettune.plan.pairs import mesh_rounds
 from nettune.engines.result import TestResult as Result  # not "Test*": pytest would try to collect it
 from nettune.spec.models import Study
 from nettune.store import Store
@@ -59,3 +60,32 @@ def study_a(store: Store, name: str = "A") -> int:
 # a sweep of parallel streams that peaks, then declines
 DP = [1, 2, 8, 10, 12, 20]
 DG = [33, 61, 242, 288, 225, 163]
+
+
+HOSTS = ["h1", "h2", "h3", "h4"]  # the mesh studies (issue 17)
+
+
+def build_mesh(store: Store, name: str = "mesh", runs: int = 2, slow: str = "h3->h4", factor: float = 0.62,
+               parallel: bool = True, noise: tuple[float, ...] = (0.0, 0.01, -0.01)) -> int:
+    """A 4-host mesh, `runs` repeats: every link 10 Gbit/s but `slow` (x factor)."""
+    study = Study.model_validate({"name": name, "target": {"kind": "lab", "hosts": HOSTS},
+                                  "workload": {"pairs": "mesh", "parallel_pairs": parallel}})
+    sid = store.begin_study(study, f'name = "{name}"\n', f"{name}.toml")
+    pid = store.add_point(sid, 0, {})
+    rounds = mesh_rounds(HOSTS)
+    for run in range(runs):
+        for r, rnd in enumerate(rounds):
+            results = []
+            for k, (a, b) in enumerate(rnd):
+                label = f"{a}->{b}"
+                bps = 10e9 * (factor if label == slow else 1.0) * (1 + noise[(run + k) % len(noise)])
+                results.append(Result(engine="iperf3", tool_version="3.12", receiver_bps=bps, sender_bps=bps, duration=1.0,
+                                      extra={"pair": label, "server": a, "client": b, "round": r, "round_pairs": len(rnd),
+                                             "parallel": parallel}))
+            if parallel:
+                total = sum(x.total_bps or 0.0 for x in results)
+                for x in results:
+                    x.extra["round_total_bps"] = total
+            store.add_runs(sid, pid, run, False, results)
+    store.finish_study(sid, "done")
+    return sid

@@ -352,7 +352,7 @@ def test_client_argv() -> None:
 @pytest.mark.parametrize(
     "opts,flag,value",
     [
-        ({"protocol": "udp", "bitrate": "100M"}, "-b", "100M"),
+        ({"protocol": "udp", "bitrate": "100M"}, "-b", "100000000"),  # bits/s: iperf2 would read "100M" as 100 * 2^20
         ({"protocol": "udp"}, "-u", None),
         ({"reverse": True}, "-R", None),
         ({"bidir": True}, "--full-duplex", None),

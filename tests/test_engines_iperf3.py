@@ -327,9 +327,9 @@ def test_client_argv_basics() -> None:
 @pytest.mark.parametrize(
     "opts,flag,value",
     [
-        ({"protocol": "udp", "bitrate": "100M"}, "-b", "100M"),
+        ({"protocol": "udp", "bitrate": "100M"}, "-b", "100000000"),  # bits/s (spec.rates)
         ({"protocol": "udp"}, "-u", None),
-        ({"bitrate": "2G"}, "-b", "2G"),
+        ({"bitrate": "2G"}, "-b", "2000000000"),
         ({"reverse": True}, "-R", None),
         ({"bidir": True}, "--bidir", None),
         ({"omit": 2}, "-O", "2"),

@@ -71,6 +71,18 @@ def test_the_documented_json_fields_are_the_json_keys(db):
     assert [f for cell in first_cells for f in re.findall(r"`([a-z_]+)`", cell)] == list(recs[0])
 
 
+def test_the_documented_export_columns_are_the_export_header(db, tmp_path):
+    """`nettune export` writes the columns docs/results.md lists, in every format."""
+    want = ["study", "study_id", "point_idx", "param_protocol", "param_duration", "queues"]
+    want += _documented("<!-- export-columns -->", "<!-- /export-columns -->")
+    assert _header(nettune("export", "proto", "--db", str(db), "--format", "csv", check=True).stdout) == want
+    assert list(json.loads(nettune("export", "proto", "--db", str(db), "--format", "json", check=True).stdout)[0]) == want
+    import pandas as pd
+
+    nettune("export", "proto", "--db", str(db), "--format", "parquet", "--out", str(tmp_path / "e.parquet"), check=True)
+    assert list(pd.read_parquet(tmp_path / "e.parquet").columns) == want
+
+
 def test_every_member_is_registered_and_unknown_formats_are_refused(tmp_path):
     table = Table(["a", "b"], [{"a": 1, "b": "x|y"}, {"a": None, "b": ["w1", "w2"]}], left=frozenset({"b"}))
     for name in MEMBERS:

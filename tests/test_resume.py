@@ -394,7 +394,7 @@ def test_schema_1_database_is_upgraded_and_its_study_resumed(tmp_path):
     con.commit()
     con.close()
     with Store(db) as s:
-        assert s.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+        assert s.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(st.SCHEMA_VERSION)  # upgraded to the newest
         assert s.find_study(name)["spec_hash"] == hashlib.sha256(text.encode()).hexdigest()
     p = nettune("run", str(f), "--db", str(db), "--resume")
     assert p.returncode == 0, p.stdout + p.stderr

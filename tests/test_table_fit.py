@@ -110,7 +110,7 @@ def test_too_narrow_for_any_table_stacks_rows_as_blocks():
 def test_dry_run_at_80_columns_breaks_commands_only_between_arguments(tmp_path):
     r = nettune("run", str(ROOT / "examples" / "mesh.toml"), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "80"})
     assert r.returncode == 0, r.stderr
-    assert "1 points x 1 runs (6 host pairs per point) = 6 tests" in " ".join(r.stdout.split())
+    assert "1 points x 1 runs x 6 host pairs (6 tests per point and run) = 6 tests" in " ".join(r.stdout.split())
     assert all(len(line) <= 80 for line in r.stdout.splitlines())
     wide = nettune("run", str(ROOT / "examples" / "mesh.toml"), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"}).stdout
     client = next(line for line in wide.splitlines() if line.strip().startswith("client"))

@@ -15,6 +15,7 @@ from .compare import compare_values
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .fairness import UNEVEN, fairness
 from .instrument import best_near_ceiling, instrument, tool_bound
+from .links import analyze_pairs
 from .stats import summarize
 from .verdicts import (Analysis, Best, Efficiency, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
                        PointOutliers, PointRow)
@@ -31,8 +32,9 @@ def _is_num(v: Any) -> bool:
 def point_row(p: PointData, m: Metric, params: list[str]) -> PointRow:
     s = p.summary(m).scaled(m.scale)
     counted = p.counted
+    runs = [run for run, _ in p.run_values(m)]
     row = PointRow.of({k: p.params.get(k) for k in params}, p.label(params), p.failed, m.name, m.label, s,
-                      [counted[i].run for i in s.outliers])
+                      [runs[i] for i in s.outliers])
     cpu = {side: summarize([v for v in (METRICS[col].value(r) for r in counted) if v is not None]) for side, col in CPU_SIDES.items()}
     row.cpu_client, row.cpu_client_ci = cpu["client"].mean, cpu["client"].half_width
     row.cpu_server, row.cpu_server_ci = cpu["server"].mean, cpu["server"].half_width
@@ -81,8 +83,13 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
         worst, worst_cv = max(noisy, key=lambda t: t[1])
         findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
                         f"{worst_cv * 100:.0f}% at {worst.label}): add runs, or set [repeat] target_margin")
+    if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
+        out.pairs = analyze_pairs(data, m, params)
+        findings += out.pairs.findings
     out.findings = findings
     out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx)
+    if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
+        out.headline.append(out.pairs.spread[0].text)
     return out
 
 

@@ -4,6 +4,10 @@ parameters, and the metrics a comparison or a chart can use.
 Counted runs are the ok, non-warm-up ones. Failed runs are never averaged in (a
 failure has no throughput) but they are counted and shown, so a point with fewer
 runs than planned is visible.
+
+A point of a study over host pairs (`[workload] pairs`) holds one test per pair per run:
+different links, not repeats. Its values are one per run (repeat), the mean over that
+run's pairs, so N is the number of repeats; each pair's own statistics are analysis.links'.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from ..errors import NettuneError
 from ..store.records import RunRecord
 from ..store.instrument_tables import cross_checks
 from ..store.sqlite import Store
-from .stats import Summary, clean, summarize
+from .stats import Summary, summarize
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,32 @@ class PointData:
     def failed(self) -> int:
         return sum(1 for r in self.runs if not r.ok and not r.warmup)
 
+    @property
+    def has_pairs(self) -> bool:
+        """Whether the point's tests ran over host pairs (a mesh, a star, a pair list)."""
+        return any(r.pair is not None for r in self.runs)
+
+    def by_pair(self) -> dict[str, list[RunRecord]]:
+        """The counted runs of each pair (in first-seen order): N per pair = its repeats."""
+        out: dict[str, list[RunRecord]] = {}
+        for r in self.counted:
+            if r.pair is not None:
+                out.setdefault(r.pair, []).append(r)
+        return out
+
+    def run_values(self, metric: Metric) -> list[tuple[int, float]]:
+        """(run number, value) per counted run; over pairs, one per run: the mean of its pairs."""
+        if not self.has_pairs:
+            return [(r.run, v) for r in self.counted if (v := metric.value(r)) is not None and v == v]
+        per_run: dict[int, list[float]] = {}
+        for r in self.counted:
+            v = metric.value(r)
+            if v is not None and v == v:
+                per_run.setdefault(r.run, []).append(v)
+        return [(run, sum(vs) / len(vs)) for run, vs in sorted(per_run.items())]
+
     def values(self, metric: Metric) -> list[float]:
-        return clean([metric.value(r) for r in self.counted])
+        return [v for _, v in self.run_values(metric)]
 
     def summary(self, metric: Metric) -> Summary:
         return summarize(self.values(metric))

@@ -8,6 +8,7 @@ from typing import Any
 
 from .compare import Comparison
 from .fairness import Fairness
+from .links import PairAnalysis
 from .serial import JsonRecord
 from .stats import Summary
 from .sweep import Curve, Effect
@@ -156,5 +157,6 @@ class Analysis(JsonRecord):
     instrument: list[str] = field(default_factory=list)
     outliers: list[PointOutliers] = field(default_factory=list)
     noisy: list[NoisyPoint] = field(default_factory=list)
+    pairs: PairAnalysis | None = None  # a study over host pairs: per pair, per round, spread
     findings: list[str] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)

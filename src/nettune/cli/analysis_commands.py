@@ -104,6 +104,12 @@ def analyze(
     title = f"{result.study} (study #{result.study_id}): {result.unit} of counted runs, ± = 95% CI (Student's t)"
     print_fitted(fit_table([head[i] for i in keep], [[row[i][0] for i in keep] for row in rows], console.width,
                            drop_order=["CV %", "sd", "median", "min to max"], boxed=False, title=title, title_justify="left"))
+    from ..report.pair_matrix import pair_table
+
+    phead, prows = pair_table(result)  # a study over host pairs: each link on its own
+    if prows:
+        print_fitted(fit_table(phead, prows, console.width, drop_order=["failed", "server", "client", "95% CI"], boxed=False,
+                               title="pairs: each link on its own (N = its repeats)", title_justify="left"))
     print_items(result.findings)
 
 
@@ -148,7 +154,7 @@ def export(
 @app.command("import")
 @user_errors
 def import_(
-    files: list[Path] = typer.Argument(..., help="iperf3 -J logs or text output, iperf2 -y C or text output (several tests per file are split), or tables with --columns."),
+    files: list[Path] = typer.Argument(..., help="iperf3 -J logs or text output, iperf2 -y C or text output (several tests per file are split), tables with --columns, or files `nettune export` wrote (CSV, JSON, Parquet)."),
     study: str = typer.Option(..., "--study", "-s", help="Study to create (or add to, if it is an imported study)."),
     set_: list[str] = typer.Option([], "--set", help="Point parameters KEY=VAL[,KEY=VAL] (repeatable); protocol/parallel/reverse/bidir/duration also guide the parser."),
     from_name: list[str] = typer.Option([], "--param-from-name", help="Regex with named groups read from each file name, e.g. 'queue_(?P<queues>\\d+)' (repeatable)."),
@@ -164,6 +170,16 @@ def import_(
     from ..importers import check_args, parse_sets, read_files, store_files
     from ..importers.params import compile_rules
     from ..importers.table_csv import table_importer
+    from ..importers.nettune_export import import_exports, is_export, read_exports
+
+    if any(is_export(f) for f in files):  # nettune's own exports: a whole study each, read back
+        if set_ or from_name or from_header or columns or not all(is_export(f) for f in files):
+            raise NettuneError("nettune exports are imported on their own (no iperf logs, no --set, --param-from-*, --columns: the points are in the files)")
+        exports = read_exports(files)
+        with open_store(db, must_exist=False) as store:
+            sid, n = import_exports(store, exports, study, description)
+        console.print(f"imported {n} runs from {len(files)} export file(s) into study {study!r} (#{sid})", highlight=False)
+        return
 
     params = parse_sets(set_)
     check_args(study, params)

@@ -30,7 +30,7 @@ def print_plan(study: Study, text: str, file: str) -> None:
 
 
 def print_dry_run(plan: DryRun) -> None:
-    pairs = f" ({plan.host_pairs} host pairs per point)" if plan.host_pairs is not None else ""
+    pairs = f" x {plan.host_pairs} host pairs ({plan.host_pairs} tests per point and run)" if plan.host_pairs is not None else ""
     console.print(f"[bold]{escape(plan.name)}[/]: {plan.points} points x {plan.runs_per_point} runs{pairs} = {plan.tests} tests, "
                   f"order {plan.order}; target {plan.target_kind}", highlight=False)
     long = f" [yellow](more than {plan.max_hours} hours: `nettune run` needs --allow-long)[/]" if plan.too_long else ""

@@ -9,7 +9,7 @@ from .app import app
 
 def _register() -> None:
     # one import per command group; each module adds its commands to `app`
-    from . import analysis_commands, doctor_commands, hosts_commands, knobs_commands, lab_commands, results_commands, run_commands  # noqa: F401
+    from . import analysis_commands, check_commands, doctor_commands, hosts_commands, knobs_commands, lab_commands, results_commands, run_commands  # noqa: F401
     from . import ceiling_commands  # noqa: F401
 
 

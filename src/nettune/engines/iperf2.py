@@ -28,6 +28,7 @@ from collections import Counter
 from typing import Any
 
 from ..spec.models import Workload
+from ..spec.rates import rate_arg
 from .access import Access
 from .base import EngineBase, client_budget
 from .iperf2_reader import Row, parse_rows, parse_version
@@ -130,7 +131,7 @@ class Iperf2Engine(EngineBase):
         if wl.protocol == "udp":
             argv.append("-u")
         if wl.bitrate is not None:
-            argv += ["-b", str(wl.bitrate)]
+            argv += ["-b", rate_arg(wl.bitrate)]  # bits/s: iperf2 reads "1G" as 2^30 (spec.rates)
         if wl.reverse is True:
             argv.append("-R")  # 2.1+: same socket, server sends (needs a 2.1+ server)
         if wl.bidir is True:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.models import Workload
+from ..spec.rates import rate_arg
 from .access import Access, Iperf3Credentials, iperf3_has_auth
 from .base import EngineBase
 from .iperf3_reader import json_objects, load_json, parse_version, version_tuple, stream_receive_bps
@@ -99,7 +100,7 @@ class Iperf3Engine(EngineBase):
         if wl.protocol == "udp":
             argv.append("-u")
         if wl.bitrate is not None:
-            argv += ["-b", str(wl.bitrate)]  # TCP too: iperf3 paces TCP when asked
+            argv += ["-b", rate_arg(wl.bitrate)]  # bits/s (spec.rates); TCP too: iperf3 paces TCP when asked
         if wl.reverse is True:
             argv.append("-R")
         if wl.bidir is True:

@@ -95,6 +95,22 @@ class TestResult(BaseModel):
         return total_throughput(self.receiver_bps, self.reverse_receiver_bps)
 
 
+# Where a test sat in a study over many host pairs (`[workload] pairs`): run.slots puts
+# these in `extra` ("pair" = "server->client", "round" 0-based, "round_total_bps" the sum of
+# a parallel round's ok pairs); the store keeps them as real columns of the same names.
+PAIR_COLUMNS = ("pair", "server", "client", "round", "round_total_bps")
+
+
+def pair_columns(extra: dict[str, Any]) -> dict[str, Any]:
+    """The pair columns of a result, from its `extra` (None where the test ran no pair)."""
+    out: dict[str, Any] = {k: extra.get(k) for k in PAIR_COLUMNS}
+    for k in ("pair", "server", "client"):
+        out[k] = None if out[k] is None else str(out[k])
+    out["round"] = None if out["round"] is None else int(out["round"])
+    out["round_total_bps"] = None if out["round_total_bps"] is None else float(out["round_total_bps"])
+    return out
+
+
 def total_throughput(receiver_bps: float | None, reverse_receiver_bps: float | None) -> float | None:
     """The one definition of a test's total throughput, for live results and stored runs
     alike: what the receiver got in the main direction plus, in a bidir test, what the

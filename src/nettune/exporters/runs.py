@@ -14,25 +14,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..engines.result import PAIR_COLUMNS
 from ..errors import NettuneError
 from ..store.records import RunRecord
 from ..store.sqlite import METRICS
 from .base import MEMBERS, Table, export_table as write_table, one_of
 
-# Fields every `results --format json` record carries (documented in docs/results.md).
+# Fields every `results --format json` record carries (docs/results.md lists them; a test
+# checks that the doc and these lists agree).
 JSON_FIELDS = [
     "study", "study_id", "point", "run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "duration",
     "sender_bps", "receiver_bps", "total_bps", "sender_bytes", "receiver_bytes", "retransmits", "max_cwnd",
     "rtt_mean_us", "rtt_min_us", "rtt_max_us", "jitter_ms", "lost_packets", "packets", "lost_percent",
     "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits",
     "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq", "cpu_extra", "tool_cpu", "warnings", "settings", "streams",
-    "pair",
+    *PAIR_COLUMNS,
 ]
 # The JSON fields a CSV cell can hold (after the parameters; warnings joined with '; ').
 CSV_FIELDS = [f for f in JSON_FIELDS if f not in ("point", "cpu_extra", "tool_cpu", "settings", "streams")]
 
 EXPORT_BASE = ["study", "study_id", "point_idx"]
-EXPORT_RUN = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration"]
+EXPORT_RUN = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration", *PAIR_COLUMNS]
 EXPORT_AFTER = ["total_bps", *METRICS, "n_streams", "warnings"]
 
 
@@ -50,7 +52,7 @@ def param_column(name: str, taken: Iterable[str]) -> str:
 
 
 def _record(r: RunRecord) -> dict[str, Any]:
-    return r.to_dict() | {"total_bps": r.total_bps, "pair": r.pair}
+    return r.to_dict() | {"total_bps": r.total_bps}
 
 
 def results_table(runs: list[RunRecord], flat: bool = False) -> Table:

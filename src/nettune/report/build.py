@@ -21,6 +21,7 @@ from ..exporters.base import Table, export_table
 from .charts import Chart, all_charts
 from .cross_check_section import cross_check_md
 from .html import render_html
+from .pair_matrix import pair_chart, pair_table, round_table
 
 Cell = tuple[str, Any]  # (text shown, value to sort by)
 
@@ -77,6 +78,19 @@ def _md_table(columns: list[str], rows: list[list[str]], left: bool = False) -> 
     return (export_table(table, "markdown", None) or "").splitlines()
 
 
+def _pairs_md(analysis: Analysis) -> list[str]:
+    """A study over host pairs: every link with its own N and CI, and the parallel rounds."""
+    head, rows = pair_table(analysis)
+    if not rows:
+        return []
+    lines = ["", "## Pairs", "", "Each pair is a link of its own: N counts its repeats, never the other pairs.", ""]
+    lines += _md_table(head, rows)
+    rhead, rrows = round_table(analysis)
+    if rrows:
+        lines += ["", "Parallel rounds: what their pairs reached together.", ""] + _md_table(rhead, rrows)
+    return lines
+
+
 def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
@@ -89,6 +103,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
               "with Student-t 95% intervals.", "", "## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
+    lines += _pairs_md(analysis)
     lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:
@@ -121,9 +136,11 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
     except OSError as e:
         raise NettuneError(f"--out {out}: cannot create the directory ({e.strerror})") from None
     charts = all_charts(data, out / "charts", m, chosen)
+    pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
+    charts += [pairs] if pairs else []
     md = out / "report.md"
     md.write_text(render_markdown(data, analysis, charts, out))
     head, rows = summary_table(analysis, data.params)
     html = out / "report.html"
-    html.write_text(render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None))
+    html.write_text(render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis)))
     return Report(out, md, html, charts, analysis)

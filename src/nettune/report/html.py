@@ -78,7 +78,7 @@ def _script_json(obj: Any) -> str:
 
 
 def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list[list[tuple[str, Any]]],
-                charts: list[Chart], point_label: str | None) -> str:
+                charts: list[Chart], point_label: str | None, pairs: tuple[list[str], list[list[str]]] = ([], [])) -> str:
     s = data.study
     nparams = len(data.params)
     started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
@@ -98,6 +98,10 @@ def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list
                         for i, (t, v) in enumerate(row))
         out.append(f"<tr>{cells}</tr>")
     out.append("</tbody></table>")
+    if pairs[1]:  # a study over host pairs: each link with its own N and CI
+        out.append('<h2>Pairs</h2><table id="pairs"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in pairs[0]) + "</tr></thead><tbody>")
+        out += ["<tr>" + "".join(f'<td class="l">{_e(c)}</td>' for c in row) + "</tr>" for row in pairs[1]]
+        out.append("</tbody></table>")
     out.append('<h2>Verdicts</h2><ul id="findings">' + "".join(f"<li>{_e(f)}</li>" for f in analysis.findings) + "</ul>")
     if charts:
         out.append("<h2>Charts</h2>")

@@ -16,7 +16,7 @@ def _pct(v: float | None) -> str:
 
 
 # The table's own columns; a parameter of one of these names is shown as param_<name>.
-FIXED = ["pair", "run", "Gbit/s", "rev Gbit/s", "client CPU%", "server CPU%", "host CPU%", "softirq%",
+FIXED = ["pair", "round", "run", "Gbit/s", "round Gbit/s", "rev Gbit/s", "client CPU%", "server CPU%", "host CPU%", "softirq%",
          "retrans", "loss %", "jitter ms", "status"]
 
 
@@ -26,21 +26,25 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     pairs = any(r.pair for r in runs)
     has_retr = any(r.retransmits is not None for r in runs)
     has_rev = any(r.reverse_receiver_bps is not None for r in runs)
+    has_agg = any(r.round_total_bps is not None for r in runs)  # parallel rounds: what the pairs reached together
     has_udp = any(r.lost_percent is not None for r in runs)
     head = [param_column(p, FIXED) for p in params]
-    head += (["pair"] if pairs else []) + (["run"] if multi else []) + ["Gbit/s"] + (["rev Gbit/s"] if has_rev else [])
+    head += (["pair", "round"] if pairs else []) + (["run"] if multi else []) + ["Gbit/s"] + (["rev Gbit/s"] if has_rev else [])
+    head += ["round Gbit/s"] if has_agg else []
     head += ["client CPU%", "server CPU%", "host CPU%", "softirq%"]
     head += (["retrans"] if has_retr else []) + (["loss %", "jitter ms"] if has_udp else []) + ["status"]
     rows = []
     for r in runs:
         row = [str(r.point.get(p, "")) for p in params]
         if pairs:
-            row.append(r.pair or "")
+            row += [r.pair or "", "" if r.round is None else str(r.round + 1)]
         if multi:
             row.append(f"{r.run + 1}" + (" (warm-up)" if r.warmup else ""))
         row.append(_g(r.receiver_bps))
         if has_rev:
             row.append(_g(r.reverse_receiver_bps))
+        if has_agg:
+            row.append(_g(r.round_total_bps))
         row += [_pct(r.cpu_client), _pct(r.cpu_server), _pct(r.cpu_host), _pct(r.cpu_host_softirq)]
         if has_retr:
             row.append("" if r.retransmits is None else str(r.retransmits))
@@ -55,7 +59,7 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
 
 
 # Hidden first when the terminal is too narrow for every column (least important first).
-DROP_ORDER = ["softirq%", "jitter ms", "loss %", "retrans", "host CPU%", "rev Gbit/s", "run", "server CPU%", "client CPU%"]
+DROP_ORDER = ["softirq%", "jitter ms", "loss %", "retrans", "host CPU%", "round", "rev Gbit/s", "round Gbit/s", "run", "server CPU%", "client CPU%"]
 
 
 def rich_table(title: str, runs: list[RunRecord], width: int) -> Fitted:

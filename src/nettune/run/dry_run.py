@@ -61,7 +61,7 @@ class DryRun:
     points: int
     runs_per_point: int  # warm-up + counted runs each point gets up front
     tests: int
-    host_pairs: int | None  # per point, when the workload runs over pairs
+    host_pairs: int | None  # tests per run of a point when the workload runs over host pairs (one per pair)
     order: str
     expected: str  # "about 12m05s", with the adaptive upper bound if any
     too_long: bool  # longer than MAX_HOURS: the run needs --allow-long
@@ -76,8 +76,9 @@ def dry_run(study: Study, text: str, file: str) -> DryRun:
 
     resolved, choice_notes = planned_choices(study, expand_and_check(study, text, file))  # engine = "auto" made concrete
     per_point = study.repeat.warmup + study.repeat.min_counted
-    tests = sum(per_point * tests_per_slot(rp, rp.target) for rp in resolved)
-    pairs = tests // per_point // len(resolved) if tests != per_point * len(resolved) else None
+    per_run = [tests_per_slot(rp, rp.target) for rp in resolved]  # every host pair is a test of its own
+    tests = per_point * sum(per_run)
+    pairs = per_run[0] if study.workload.pairs is not None and len(set(per_run)) == 1 else None
     versions: dict[str, ToolVersion] = {}
     planned = []
     for rp in resolved:

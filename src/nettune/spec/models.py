@@ -9,10 +9,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema, field_validator,
+                      model_validator)
 from pydantic_core import PydanticCustomError
 
 from .knobs_section import KnobsSpec
+from .rates import RATE_PATTERN, parse_rate
 
 from .ssh_hosts import SshHostSpec, SshTargetSpec  # noqa: F401 - the ssh target spec lives in its own file
 
@@ -36,6 +38,22 @@ Duration = Annotated[int, NotBool, Field(ge=1, le=86400)]
 Omit = Annotated[int, NotBool, Field(ge=0, le=60)]
 Streams = Annotated[int, NotBool, Field(ge=1, le=1024)]
 Bytes = Annotated[int, NotBool, Field(ge=1)]  # -w / -l as a number of bytes
+
+
+def _rate(value: Any) -> Any:
+    # a template ("{rate}") is left to the Template member of the union; anything else is
+    # read once into bits/s (spec.rates: one meaning for "1G" on every engine)
+    if isinstance(value, str) and "{" in value:
+        raise PydanticCustomError("template", "a template")
+    try:
+        return parse_rate(value)
+    except ValueError as e:
+        raise PydanticCustomError("rate", "{why}", {"why": str(e)}) from None
+
+
+# bits per second; the schema says what the file may hold: a whole number or a rate text
+Rate = Annotated[int, BeforeValidator(_rate), WithJsonSchema({"anyOf": [
+    {"type": "integer", "minimum": 0}, {"type": "string", "pattern": RATE_PATTERN}]})]
 MAX_LAB_HOSTS = 245  # host i is at .(10+i) of a /24
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")  # the lab's addresses are only ever in here
 
@@ -145,7 +163,7 @@ class Workload(Strict):
     protocol: Literal["tcp", "udp"] | Template = "tcp"
     duration: Duration | Template = Field(default=10, description="Seconds of measured traffic per test (1..86400, iperf3's limit).")
     parallel: Streams | Template = Field(default=1, description="Parallel streams (-P, 1..1024). iperf3 caps at 128.")
-    bitrate: str | Annotated[int, NotBool, Field(ge=0)] | None | Template = Field(default=None, description="Target rate, e.g. '1G', '500M' (UDP default is the tool's own).")
+    bitrate: Rate | None | Template = Field(default=None, description="Target rate per stream (-b), e.g. '1G' (10^9 bit/s on every engine; k/M/G/T are powers of 1000, Ki/Mi/Gi/Ti of 1024) or bits/s as a number; stored as bits/s (UDP default is the tool's own).")
     reverse: StrictBool | Template = Field(default=False, description="Server sends, client receives (-R; iperf2: -R).")
     bidir: StrictBool | Template = Field(default=False, description="Both directions at once (iperf3 --bidir, iperf2 --full-duplex).")
     omit: Omit | Template = Field(default=0, description="Seconds omitted at the start (iperf3 -O, 0..60).")

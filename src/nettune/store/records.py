@@ -1,6 +1,6 @@
 """The stored test as readers get it: `Store.runs` returns one `RunRecord` per row of
 `runs`, its JSON columns decoded, with the values derived from them (total throughput,
-the main direction's streams, the pair) computed here and nowhere else.
+the main direction's streams) computed here and nowhere else.
 """
 from __future__ import annotations
 
@@ -56,6 +56,12 @@ class RunRecord:
     intervals: list[dict[str, Any]] = field(default_factory=list)  # Interval dumps
     settings: dict[str, Any] = field(default_factory=dict)  # target state and knob values in force
     extra: dict[str, Any] = field(default_factory=dict)
+    # where the test sat in a study over host pairs (None for a single-pair study)
+    pair: str | None = None  # "server->client"
+    server: str | None = None
+    client: str | None = None
+    round: int | None = None  # 0-based round within its point's run
+    round_total_bps: float | None = None  # a parallel round: the sum of its ok pairs' throughput
     point_idx: int = 0
     point: dict[str, Any] = field(default_factory=dict)  # the sweep parameters of this test
     study: str = ""  # the study's name
@@ -80,12 +86,6 @@ class RunRecord:
     def forward_streams(self) -> list[dict[str, Any]]:
         """The streams of the main direction (a bidir test also has 'reverse' ones)."""
         return [s for s in self.streams if s.get("direction", "forward") == "forward"]
-
-    @property
-    def pair(self) -> str | None:
-        """'server->client' in a study with [workload] pairs, else None."""
-        pair = self.extra.get("pair")
-        return None if pair is None else str(pair)
 
     # -- plain forms ----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

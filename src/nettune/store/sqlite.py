@@ -7,6 +7,11 @@ Schema 2 adds to `studies` the SHA-256 of the study file's text (`spec_hash`: `-
 continues a study only with the same file) and the process running it (`owner`, '<pid>
 <kernel start time>': a `running` study whose owner is gone was killed). Schema-1 databases
 get both columns when opened (the hash computed from the stored text).
+
+Schema 3 gives `runs` the place of a test in a study over host pairs as real columns
+(`pair` "server->client", `server`, `client`, `round`, `round_total_bps`; NULL for a
+single-pair test), so exports and the analysis can tell the pairs of a mesh apart. Older
+databases get them when opened, filled from each run's `extra_json` where run.slots put them.
 """
 from __future__ import annotations
 
@@ -17,12 +22,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..engines.result import TestResult
+from ..engines.result import PAIR_COLUMNS, TestResult, pair_columns
 from ..errors import NettuneError
 from . import instrument_tables as instrument
 from .records import RunRecord
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,7 +78,9 @@ CREATE TABLE IF NOT EXISTS runs (
   streams_json TEXT NOT NULL DEFAULT '[]',
   intervals_json TEXT NOT NULL DEFAULT '[]',
   settings_json TEXT NOT NULL DEFAULT '{}',   -- target state and knob values in force
-  extra_json TEXT NOT NULL DEFAULT '{}'
+  extra_json TEXT NOT NULL DEFAULT '{}',
+  pair TEXT, server TEXT, client TEXT,        -- '[workload] pairs': which pair (schema 3)
+  round INTEGER, round_total_bps REAL         -- its round (0-based) and a parallel round's sum
 );
 CREATE INDEX IF NOT EXISTS runs_study ON runs(study_id);
 CREATE TABLE IF NOT EXISTS raw_outputs (
@@ -130,7 +137,23 @@ class Store:
         elif int(row[0]) > SCHEMA_VERSION:
             raise NettuneError(f"{self.path}: written by a newer nettune (schema {row[0]} > {SCHEMA_VERSION}); upgrade nettune")
         elif int(row[0]) < SCHEMA_VERSION:
-            self._upgrade_from_1()
+            if int(row[0]) < 2:
+                self._upgrade_from_1()
+            self._upgrade_from_2()
+
+    def _upgrade_from_2(self) -> None:
+        """Schema 2 -> 3: the pair columns of `runs`, filled from extra_json, in one transaction."""
+        types = {"pair": "TEXT", "server": "TEXT", "client": "TEXT", "round": "INTEGER", "round_total_bps": "REAL"}
+        with self.db:
+            have = {r["name"] for r in self.db.execute("PRAGMA table_info(runs)")}
+            for col in PAIR_COLUMNS:
+                if col not in have:
+                    self.db.execute(f"ALTER TABLE runs ADD COLUMN {col} {types[col]}")
+            rows = self.db.execute("SELECT id, extra_json FROM runs WHERE pair IS NULL").fetchall()
+            fill = [(r["id"], pair_columns(json.loads(r["extra_json"] or "{}"))) for r in rows]
+            self.db.executemany(f"UPDATE runs SET {', '.join(f'{c}=?' for c in PAIR_COLUMNS)} WHERE id=?",
+                                [(*(cols[c] for c in PAIR_COLUMNS), rid) for rid, cols in fill if cols["pair"] is not None])
+            self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def _upgrade_from_1(self) -> None:
         """Schema 1 -> 2: the studies' file hash and owner, in one transaction."""
@@ -200,15 +223,16 @@ class Store:
         r = result
         started = r.client.started if r.client else time.time()
         metrics = r.model_dump(include=set(METRICS))
+        place = pair_columns(r.extra)
         cur = self.db.execute(
             f"INSERT INTO runs (study_id, point_id, run, warmup, ok, error, engine, tool_version, protocol, started, duration, {', '.join(METRICS)},"
-            " cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json)"
-            f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7))})",
+            f" cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json, {', '.join(PAIR_COLUMNS)})"
+            f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7 + len(PAIR_COLUMNS)))})",
             (study_id, point_id, run, int(warmup), int(r.ok), r.error, r.engine, r.tool_version, r.protocol, started, r.duration,
              *(metrics[m] for m in METRICS), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
              json.dumps([s.model_dump(exclude_none=True) for s in r.streams]),
              json.dumps([i.model_dump(exclude_none=True) for i in r.intervals]),
-             json.dumps(settings or {}), json.dumps(r.extra)),
+             json.dumps(settings or {}), json.dumps(r.extra), *(place[c] for c in PAIR_COLUMNS)),
         )
         run_id = int(cur.lastrowid or 0)
         for side in (r.client, r.server):
