@@ -39,6 +39,8 @@ class ExportRows:
 
 def is_export(path: Path) -> bool:
     """Whether `path` is a file `nettune export` wrote (by its first bytes and header)."""
+    if not path.is_file():  # a named pipe would block open() until someone writes to it
+        return False
     try:
         with path.open("rb") as f:
             head = f.read(4096)
