@@ -45,3 +45,25 @@ def test_a_host_without_counters_says_why(tmp_path):
     seed_tree(tmp_path / "b")  # a machine without /sys/class/powercap (like this VM)
     w, why = open_window(SandboxHost("b", tmp_path / "b"))
     assert w is None and "no powercap (RAPL) package zones" in why
+
+
+def test_probe_writes_joules_and_watts_or_why(tmp_path):
+    from nettune.engines.result import TestResult
+    from nettune.probes.powercap import PowercapProbe
+
+    root = tmp_path / "a"
+    seed(root, {"intel-rapl:0": 0})
+    p = PowercapProbe(SandboxHost("a", root))
+    p.start()
+    (root / PC / "intel-rapl:0/energy_uj").write_text("5000000\n")
+    p.stop()
+    res = TestResult(engine="iperf3", ok=True)
+    p.write(res)
+    e = res.extra["energy"]["machine"]
+    assert e["joules"] == {"package-0": 5.0, "dram": 0.0, "package-1": 0.0} and e["watts"] > 0
+    seed_tree(tmp_path / "b")
+    q = PowercapProbe(SandboxHost("b", tmp_path / "b"), "hypervisor:pve")
+    q.start()
+    q.stop()
+    q.write(res)
+    assert "no powercap" in res.extra["energy"]["hypervisor:pve"]["why"]

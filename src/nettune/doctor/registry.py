@@ -1,10 +1,10 @@
 """Every doctor check, by area (one file per area); the order is the report's order."""
 from __future__ import annotations
 
-from . import cpu_power, instrument, kernel_net, nic, path_mtu, pcie, virt
+from . import cpu_power, kernel_net, nic, path_mtu, pcie, tool_versions, virt
 from .base import Check, StudyCheck
 
-CHECKS: tuple[Check, ...] = (*cpu_power.CHECKS, *virt.CHECKS, *nic.CHECKS, *pcie.CHECKS, *kernel_net.CHECKS, *instrument.CHECKS)
+CHECKS: tuple[Check, ...] = (*cpu_power.CHECKS, *virt.CHECKS, *nic.CHECKS, *pcie.CHECKS, *kernel_net.CHECKS, *tool_versions.CHECKS)
 STUDY_CHECKS: tuple[StudyCheck, ...] = path_mtu.CHECKS
 
 

@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engines.result import TestResult
+from .base import ProbeBase
+
 ROOT = "/sys/class/powercap/"
 SUMMED = re.compile(r"^(package-\d+|dram)$")
 
@@ -97,3 +100,32 @@ def close_window(host: Any, w: EnergyWindow) -> dict[str, float] | None:
         return None
     w.end, w.t1 = end, time.monotonic()
     return joules(w)
+
+
+class PowercapProbe(ProbeBase):
+    """Joules per domain and average watts of one machine over the test window, written to
+    extra["energy"][key] = {"joules": {...}, "watts": W} (key "machine" for the test
+    machine, "hypervisor:NAME" for an extra one), or {"why": reason} when it has none."""
+
+    def __init__(self, host: Any, key: str = "machine"):
+        self.host, self.key = host, key
+        self.window: EnergyWindow | None = None
+        self.why = ""
+        self.measured: dict[str, float] | None = None
+
+    def start(self) -> None:
+        self.window, self.why = open_window(self.host)
+
+    def stop(self) -> None:
+        if self.window is not None:
+            self.measured = close_window(self.host, self.window)
+            if self.measured is None:
+                self.why = "powercap energy_uj could not be read at the end of the test"
+
+    def write(self, res: TestResult) -> None:
+        energy = res.extra.setdefault("energy", {})
+        w = self.window
+        if self.measured is not None and w is not None and w.t1 > w.t0:
+            energy[self.key] = {"joules": self.measured, "watts": round(sum(self.measured.values()) / (w.t1 - w.t0), 2)}
+        else:
+            energy[self.key] = {"why": self.why}

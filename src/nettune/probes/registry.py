@@ -11,6 +11,7 @@ from .base import Probe
 from .freebsd_cpu import CpTimeCpu
 from .linux_cpu import ProcStatCpu
 from .machine_cpu import MachineCpu
+from .powercap import PowercapProbe
 from .process_cpu import ProcessCpu
 from .self_cpu import SelfCpu
 
@@ -22,9 +23,10 @@ def machine_cpu(host: Host, key: str | None = None) -> MachineCpu:
 
 
 def window_probes(machine: Host, extra_machines: dict[str, Host]) -> list[Probe]:
-    """Started before the client: the test machine's CPU, nettune's own, and each extra
-    machine's (e.g. "hypervisor:pve") as cpu_extra[key]."""
-    return [machine_cpu(machine), SelfCpu(), *(machine_cpu(h, k) for k, h in extra_machines.items())]
+    """Started before the client: the test machine's CPU and energy, nettune's own CPU, and
+    each extra machine's (e.g. "hypervisor:pve") as cpu_extra[key] and energy[key]."""
+    return [machine_cpu(machine), PowercapProbe(machine), SelfCpu(),
+            *(machine_cpu(h, k) for k, h in extra_machines.items()), *(PowercapProbe(h, k) for k, h in extra_machines.items())]
 
 
 def process_probes(client: Host, cli: Proc, server: Host, srv: Proc) -> list[Probe]:
