@@ -13,8 +13,8 @@ FIX = Path(__file__).parent / "fixtures" / "doctor"
 
 
 class RecordedHost(HostBase):
-    def __init__(self, case: str, os: str = "linux"):
-        data = json.loads((FIX / f"{case}.json").read_text())
+    def __init__(self, case: str, os: str = "linux", data: dict | None = None):
+        data = data or json.loads((FIX / f"{case}.json").read_text())
         self.name, self.os, self.netns = case, os, None
         self.address = "198.18.0.10"
         self.interface = data.get("interface")

@@ -87,3 +87,13 @@ def test_every_check_has_an_id_a_title_and_a_source_and_is_documented():
     assert len(ids) == len(set(ids)) and all(c.title and c.source for c in CHECKS)
     doc = (Path(__file__).parent.parent / "docs" / "doctor.md").read_text()
     assert [i for i in check_ids() if f"| `{i}` |" not in doc] == []
+
+
+def test_freebsd_lro_and_tso_supported_but_off():
+    # a real `ifconfig -m` capture (opnsense/core issue #1946, tests/fixtures/freebsd/real/SOURCES.md)
+    text = (Path(__file__).parent / "fixtures" / "freebsd" / "real" / "lagg0_failover_ifconfig_m.txt").read_text()
+    h = RecordedHost("lagg0", os="freebsd", data={"files": {}, "commands": {"ifconfig -m lagg0": [0, text, ""]}, "interface": "lagg0"})
+    rep = audit([HostView("fbsd", h, interface="lagg0")], only={"nic.offloads"})
+    assert not rep.errors
+    assert [f.seen for f in rep.findings] == ["lagg0: LRO supported but off (LRO)", "lagg0: TSO supported but off (TSO4, TSO6)"]
+    assert rep.findings[0].knob == {"key": "offload:lro@lagg0", "value": "on"} and rep.findings[0].revert == "ifconfig lagg0 -lro"

@@ -56,7 +56,7 @@ class RichProgress:
 
 
 def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False, resume: bool = False,
-            cross_check: bool = False) -> None:
+            cross_check: bool = False, doctor: bool = True) -> None:
     from ..run.study import run_study
     from ..run.summary import summarize
 
@@ -64,7 +64,7 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
     with open_store(db, must_exist=resume) as store:
         try:
             outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first, resume=resume,
-                                cross_check=cross_check)
+                                cross_check=cross_check, doctor=doctor)
         finally:
             prog.stop()
         done = summarize(store, outcome, study.name, db, resume)
@@ -95,6 +95,7 @@ def run(
     max_points: int = typer.Option(MAX_POINTS, "--max-points", min=1, help="Refuse a sweep of more points than this (counted before anything is expanded)."),
     allow_long: bool = typer.Option(False, "--allow-long", help=f"Run a plan expected to take more than {MAX_HOURS} hours."),
     cross_check: bool = typer.Option(False, "--cross-check", help="After the study, re-run every point analysis marks tool-bound with the other engine and with iperf3 fanned out, and show them side by side with a verdict."),
+    doctor: str = typer.Option("on", "--doctor", help="on: audit the hosts before the first point (nettune doctor's checks; stored with the study, listed by the report); off: skip."),
 ) -> None:
     """Run a study: every point of the sweep, repeated, stored as it goes."""
     text = read_study_text(file)
@@ -107,7 +108,9 @@ def run(
         print_plan(study, text, str(file))
         return
     check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)
-    execute(study, text, str(file), db, restore_first, resume, cross_check)
+    if doctor not in ("on", "off"):
+        raise NettuneError(f"--doctor {doctor!r}: on or off")
+    execute(study, text, str(file), db, restore_first, resume, cross_check, doctor == "on")
 
 
 @app.command()

@@ -104,13 +104,13 @@ class Offloads(Check):
         opts = set(re.findall(r"options=\w+<([^>]*)>", text)[0].split(",")) if "options=" in text else set()
         caps = set(re.findall(r"capabilities=\w+<([^>]*)>", text)[0].split(",")) if "capabilities=" in text else set()
         out = []
-        for cap in ("LRO", "TSO4", "TSO6"):
-            if cap in caps and cap not in opts:
-                word = cap.lower().rstrip("46") if cap != "LRO" else "lro"
-                out.append(Finding(self.id, h.name, "warn", f"{dev}: {cap} supported but off", f"ifconfig -m {dev}: capabilities has {cap}, options lacks it",
+        for label, bits, word in (("LRO", ("LRO",), "lro"), ("TSO", ("TSO4", "TSO6"), "tso")):
+            missing = [b for b in bits if b in caps and b not in opts]
+            if missing:
+                out.append(Finding(self.id, h.name, "warn", f"{dev}: {label} supported but off ({', '.join(missing)})",
+                                   f"ifconfig -m {dev}: capabilities has {', '.join(missing)}, options lacks it",
                                    "study B: FreeBSD on vmx ran 7x slower than Debian until LRO was on",
-                                   f"ifconfig {q(dev)} {word.lower()}", f"ifconfig {q(dev)} -{word.lower()}",
-                                   {"key": f"offload:{'lro' if cap == 'LRO' else 'tso'}@{dev}", "value": "on"}))
+                                   f"ifconfig {q(dev)} {word}", f"ifconfig {q(dev)} -{word}", {"key": f"offload:{word}@{dev}", "value": "on"}))
         if not out:
             out.append(Finding(self.id, h.name, "info", f"{dev}: options {','.join(sorted(opts)) or 'none'}", f"ifconfig -m {dev}"))
         return out

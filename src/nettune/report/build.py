@@ -19,6 +19,7 @@ from ..analysis.verdicts import Analysis, PointRow
 from ..errors import NettuneError
 from ..exporters.base import Table, export_table
 from .charts import Chart, all_charts
+from .audit_section import audit_rows
 from .cross_check_section import cross_check_md
 from .html import render_html
 from .pair_matrix import pair_chart, pair_table, round_table
@@ -91,6 +92,14 @@ def _pairs_md(analysis: Analysis) -> list[str]:
     return lines
 
 
+def _audit_md(facts: dict[str, Any]) -> list[str]:
+    if not any("doctor" in f for f in facts.values()):
+        return []
+    rows = audit_rows(facts)
+    lines = ["## Host audit", "", "What `nettune doctor` found on the hosts before the first test (nothing was changed)."]
+    return lines + ([""] + _md_table(["severity", "host", "check", "seen", "fix"], rows, left=True) if rows else ["", "Nothing above info."]) + [""]
+
+
 def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
@@ -105,6 +114,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]
+    lines += _audit_md(data.facts)
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:
         lines += ["## Charts", ""]
@@ -113,7 +123,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
             lines += [f"### {c.title}", "", f"![{c.title}]({rel_png})", "", f"[SVG]({rel_svg})", ""]
     lines += ["## Host facts", ""]
     if data.facts:
-        for host, facts in data.facts.items():
+        for host, facts in ((h, {k: v for k, v in f.items() if k != "doctor"}) for h, f in data.facts.items()):
             lines += [f"### {host}", ""]
             lines += _md_table(["fact", "value"], [[str(k), json.dumps(v) if isinstance(v, (dict, list)) else str(v)] for k, v in facts.items()], left=True)
             lines.append("")

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..analysis.data import StudyData, jsonable
 from ..analysis.verdicts import Analysis
+from .audit_section import audit_rows
 from .charts import Chart
 
 CSS = """
@@ -108,9 +109,15 @@ def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list
         if point_label:
             out.append(f'<p class="meta">Time series shown for {_e(point_label)}.</p>')
         out += [_img(c) for c in charts]
+    if any("doctor" in f for f in data.facts.values()):
+        rows = audit_rows(data.facts)
+        out.append('<h2>Host audit</h2><p class="meta">What nettune doctor found on the hosts before the first test (nothing was changed).</p>')
+        out.append('<table id="audit"><thead><tr>' + "".join(f"<th>{h}</th>" for h in ("severity", "host", "check", "seen", "fix")) + "</tr></thead><tbody>"
+                   + "".join("<tr>" + "".join(f'<td class="l">{_e(c)}</td>' for c in r) + "</tr>" for r in rows) + "</tbody></table>"
+                   if rows else "<p>Nothing above info.</p>")
     out.append("<h2>Host facts</h2>")
     if data.facts:
-        for host, facts in data.facts.items():
+        for host, facts in ((h, {k: v for k, v in f.items() if k != "doctor"}) for h, f in data.facts.items()):
             out.append(f"<h3>{_e(host)}</h3><table><tbody>")
             out += [f'<tr><td class="l">{_e(k)}</td><td class="l">{_e(json.dumps(v) if isinstance(v, (dict, list)) else v)}</td></tr>'
                     for k, v in facts.items()]

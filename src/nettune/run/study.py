@@ -121,12 +121,14 @@ def run_study(
     restore_first: bool = False,
     resume: bool = False,
     cross_check: bool | list[int] = False,
+    doctor: bool = True,
 ) -> Outcome:
     """Run a study into `store`. resume=True continues the latest interrupted study of the
     same name and file text instead (see run/resume.py): settings restored first, only
     the missing tests run, into the same study id. cross_check: afterwards, re-run every
     point analysis marks tool-bound (or these point indices) with the other engine and
-    with iperf3 fanned out, side by side (run/cross_check.py)."""
+    with iperf3 fanned out, side by side (run/cross_check.py). doctor: audit the hosts once
+    before the first point's knobs and store the findings with the host facts."""
     progress = progress or NoProgress()
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
     by_index = {r.point.index: r for r in resolved}
@@ -174,6 +176,7 @@ def run_study(
     per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
     runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot, access)
     runner.choices, runner.answers = choices, answers
+    runner.doctor = doctor
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     total = sum(n for _, n in left)
     extra = 0
@@ -236,6 +239,8 @@ class _PointRunner:
                 self.values[idx].append(_slot_value(list(have.values())))
                 self.last_run[idx] = max(run, self.last_run.get(idx, run))
         self.facts_stored = bool(store.facts(outcome.study_id))  # a resumed study has them
+        self.doctor = True
+        self.findings: dict[str, list[dict[str, Any]]] = {}  # the host audit, stored with the facts
 
     def enter(self, rp: ResolvedPoint) -> None:
         """Bring the target (and knobs) to this point's state, unless it is there already."""
