@@ -247,6 +247,11 @@ class _PointRunner:
         if self.current == rp.point.index:
             return
         self.settings = self.target.prepare(rp)
+        if self.current is None and not self.facts_stored and self.doctor:
+            from .host_audit import audit_target  # noqa: PLC0415 - only runs that audit load the checks
+
+            self.findings, said = audit_target(self.study, self.target)  # before the knobs: the hosts as found
+            self.progress.message(said)
         if self.knobs is not None:
             self.settings["knobs"] = self.knobs.apply_point(rp)
             self.settings.update(self.target.state())  # read back what the knobs changed
@@ -257,6 +262,8 @@ class _PointRunner:
             for host, f in facts.items():  # the machine each host is (nettune ceiling's key)
                 if host in self.target.hosts and self.answers is not None:
                     f.setdefault("machine", self.answers.machine(host))
+            for host, found in self.findings.items():
+                facts.setdefault(host, {})["doctor"] = found
             self.store.add_facts(self.outcome.study_id, facts)
         self.current = rp.point.index
 
