@@ -128,3 +128,43 @@ def cut_sessions_when_client_runs(layout: LabLayout, client: str, host: str, sto
                     cut.append(s)
                 return
         time.sleep(0.02)
+
+
+def kill_9_once_changed(f: Path, db: Path, changes: int, log: Path) -> None:
+    """`nettune run f` as a user starts it, SIGKILLed once the journal shows `changes` values
+    in force (op "actual"): settings left changed for `nettune restore`."""
+    from nettune.knobs.journal import Journal
+
+    with open(log, "w") as fh:
+        p = subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(db)], stdout=fh, stderr=fh, env=os.environ)
+    try:
+        end = time.monotonic() + 120
+        while sum(r["op"] == "actual" for r in Journal().records()) < changes:
+            assert p.poll() is None and time.monotonic() < end, log.read_text()
+            time.sleep(0.02)
+        os.kill(p.pid, 9)
+        p.wait()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def run_with_cut_sessions(layout: LabLayout, f: Path, db: Path, cut_host: str) -> tuple[Any, list[dict], list[int]]:
+    """Run study file `f`, killing `cut_host`'s ssh sessions once the client's iperf3 runs
+    (the first test); returns (outcome, runs, PIDs cut)."""
+    from nettune import load_study, run_study
+    from nettune.store import Store
+
+    study = load_study(f)
+    stop, cut = threading.Event(), []
+    th = threading.Thread(target=cut_sessions_when_client_runs, args=(layout, "client", cut_host, stop, cut))
+    th.start()
+    try:
+        with Store(db) as store:
+            out = run_study(study, store, f.read_text(), str(f))
+            runs = store.runs(out.study_id)
+    finally:
+        stop.set()
+        th.join()
+    return out, runs, cut

@@ -6,19 +6,13 @@ Real sshds, real asyncssh, real iperf3; only 198.18.0.0/15 lab addresses."""
 from __future__ import annotations
 
 import ipaddress
-import os
-import signal
 import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from nettune import load_study, parse_study
 from nettune.errors import NettuneError
-from nettune.knobs.journal import Journal
 from nettune.run.study import run_study
 from nettune.spec.ssh_hosts import SshHostSpec
 from nettune.store import Store
@@ -28,7 +22,7 @@ from nettune.targets.ssh import SshError, SshHost, SshTarget
 from nettune.targets.sshproc import EventLoopThread
 
 from conftest import needs_iperf3, needs_root, nettune
-from sshlab_util import cut_sessions_when_client_runs, lab_text, netns_read, private_state  # noqa: F401 - private_state is an autouse fixture
+from sshlab_util import kill_9_once_changed, lab_text, netns_read, private_state, run_with_cut_sessions  # noqa: F401 - private_state is an autouse fixture
 
 pytestmark = [needs_root, needs_iperf3]
 NAME, HOSTS, SUBNET = "t-bastion", ["server", "client"], "198.19.217.0/24"
@@ -129,20 +123,7 @@ def test_kill_9_mid_sweep_then_restore_through_the_bastion(lab, tmp_path):
     before = {h: netns_read(lay, h, SOMAXCONN) for h in HOSTS}
     f = quick(f'ssh_config = "{lab["ssh_config"]}"\n[target.hosts.server]\n[target.hosts.client]', tmp_path, "t-bastion-kill")
     f.write_text(f.read_text().replace("duration = 1", "duration = 3") + '[sweep]\nmc = [1001, 1002]\n[knobs]\n"sysctl:net.core.somaxconn" = "{mc}"\n')
-    out = tmp_path / "run.out"
-    with open(out, "w") as fh:
-        p = subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(tmp_path / "r.db")], stdout=fh, stderr=fh, env=os.environ)
-    try:
-        end = time.monotonic() + 120
-        while sum(r["op"] == "actual" for r in Journal().records()) < len(HOSTS):
-            assert p.poll() is None and time.monotonic() < end, out.read_text()
-            time.sleep(0.02)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    kill_9_once_changed(f, tmp_path / "r.db", len(HOSTS), tmp_path / "run.out")
     assert {netns_read(lay, h, SOMAXCONN) for h in HOSTS} == {"1001"}
     r = nettune("restore")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -167,18 +148,8 @@ def test_hosts_command_shows_the_jump_chain_and_a_host_that_is_down(lab, tmp_pat
 def test_a_lost_bastion_fails_that_test_and_the_study_goes_on(lab, tmp_path):
     f = quick(f'ssh_config = "{lab["ssh_config"]}"\n[target.hosts.server]\n[target.hosts.client]', tmp_path, "t-bastion-cut")
     f.write_text(f.read_text().replace("duration = 1", "duration = 2").replace("runs = 1", "runs = 3"))
-    study = load_study(f)
-    stop, cut = threading.Event(), []
     # the bastion's sessions (every tunnel through it) are killed mid-test
-    th = threading.Thread(target=cut_sessions_when_client_runs, args=(lab["layout"], "client", "bastion", stop, cut))
-    th.start()
-    try:
-        with Store(tmp_path / "r.db") as store:
-            out = run_study(study, store, f.read_text(), str(f))
-            runs = store.runs(out.study_id)
-    finally:
-        stop.set()
-        th.join()
+    out, runs, cut = run_with_cut_sessions(lab["layout"], f, tmp_path / "r.db", "bastion")
     assert cut, "no bastion session was cut"
     assert out.status == "done" and [r["ok"] for r in runs] == [False, True, True]
     assert "connection lost during the test" in runs[0]["error"], runs[0]["error"]

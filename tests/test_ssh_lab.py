@@ -25,7 +25,7 @@ from nettune.targets.procs import PROC_DIR, start_time
 from nettune.targets.ssh import SshError, SshTarget
 
 from conftest import needs_iperf3, needs_root, nettune
-from sshlab_util import cut_sessions_when_client_runs
+from sshlab_util import run_with_cut_sessions
 
 pytestmark = [needs_root, needs_iperf3]
 
@@ -245,17 +245,7 @@ def test_strict_host_keys_and_trust_on_first_use(lab, tmp_path, tofu_file):
 def test_cut_connection_fails_that_test_and_the_study_goes_on(lab, tmp_path):
     f = tmp_path / "cut.toml"
     f.write_text(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 2\n', name="t-ssh-cut") + "[repeat]\nruns = 3\n")
-    study = load_study(f)
-    stop, cut = threading.Event(), []
-    th = threading.Thread(target=cut_sessions_when_client_runs, args=(lab["layout"], "client", "client", stop, cut))
-    th.start()
-    try:
-        with Store(tmp_path / "r.db") as store:
-            out = run_study(study, store, f.read_text(), str(f))
-            runs = store.runs(out.study_id)
-    finally:
-        stop.set()
-        th.join()
+    out, runs, cut = run_with_cut_sessions(lab["layout"], f, tmp_path / "r.db", "client")
     assert cut, "no ssh session was cut"
     assert out.status == "done" and [r["ok"] for r in runs] == [False, True, True]
     assert "connection lost" in runs[0]["error"] and "client" in runs[0]["error"]

@@ -10,10 +10,7 @@ Values are read back with `ip netns exec`, never through nettune. The sysctls us
 machine changes. The last test removes this module's lab with `nettune lab down NAME`.
 """
 import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 
@@ -21,7 +18,7 @@ from nettune.knobs.journal import Journal
 from nettune.targets import sshlab
 
 from conftest import needs_iperf3, needs_root, nettune
-from sshlab_util import lab_fixture, netns_read, private_state, restart_plain_sshd  # noqa: F401 - private_state: autouse fixture
+from sshlab_util import kill_9_once_changed, lab_fixture, netns_read, private_state, restart_plain_sshd  # noqa: F401 - private_state: autouse fixture
 
 pytestmark = [needs_root, needs_iperf3]
 
@@ -71,20 +68,7 @@ def killed_sweep(lab, tmp_path: Path) -> dict[tuple[str, str], str]:
     before = values(lab)
     f = tmp_path / "sweep.toml"
     f.write_text(SWEEP.format(inv=lab["inventory"]))
-    out = tmp_path / "run.out"
-    with open(out, "w") as fh:
-        p = subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(tmp_path / "r.db")], stdout=fh, stderr=fh, env=os.environ)
-    try:
-        end = time.monotonic() + 120
-        while sum(r["op"] == "actual" for r in Journal().records()) < IN_FORCE:
-            assert p.poll() is None and time.monotonic() < end, out.read_text()
-            time.sleep(0.02)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    kill_9_once_changed(f, tmp_path / "r.db", IN_FORCE, tmp_path / "run.out")
     now = values(lab)
     assert all(now[(h, RMEM)].endswith(" 3000000") for h in HOSTS)
     assert now[("server", SOMAXCONN)] == now[("client", SOMAXCONN)] == "1000" and now[("other", SOMAXCONN)] == before[("other", SOMAXCONN)]
