@@ -13,6 +13,8 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..knobs.base import cpu_list
+
 SEVERITIES = ("info", "warn", "problem")
 
 
@@ -78,12 +80,7 @@ class HostView:
         return {p: "\n".join(lines).strip() for p, lines in out.items()}
 
     def cpus(self) -> int:
-        text = self.read("/sys/devices/system/cpu/online") or "0"
-        n = 0
-        for part in text.split(","):
-            lo, _, hi = part.partition("-")
-            n += (int(hi) - int(lo) + 1) if hi else 1
-        return max(n, 1)
+        return max(len(cpu_list(self.read("/sys/devices/system/cpu/online") or "0")), 1)
 
     def _default_interface(self) -> str | None:
         """The interface of the default route (/proc/net/route), else the first non-loopback."""

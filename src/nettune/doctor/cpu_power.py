@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ..knobs.cpu_files import natural_key
 from .base import Check, Finding, HostView
 
 BASE = "/sys/devices/system/cpu/"
@@ -16,8 +17,7 @@ CPUFREQ = BASE + "cpu*/cpufreq/"
 
 def per_file(values: dict[str, str]) -> str:
     """"cpu0/cpufreq/scaling_governor=schedutil ..." (each CPU's own value, for the revert text)."""
-    key = lambda kv: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", kv[0])]  # noqa: E731
-    return " ".join(f"{p.removeprefix(BASE)}={v}" for p, v in sorted(values.items(), key=key))
+    return " ".join(f"{p.removeprefix(BASE)}={v}" for p, v in sorted(values.items(), key=lambda kv: natural_key(kv[0])))
 
 
 def _cmdline_fix(arg: str) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from .base import Kind, KnobError, Loc, Persisted, read_file, run_ok, write_file
 BASE = "/sys/devices/system/cpu/"
 
 
-def _natural(rel: str) -> list[Any]:
+def natural_key(rel: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", rel)]
 
 
@@ -41,7 +41,7 @@ class CpuFiles(Kind):
 
     def cpus(self, ex: Host, loc: Loc) -> list[str]:
         names = [n for n in run_ok(ex, ["ls", BASE], loc.key).split() if re.fullmatch(r"cpu\d+", n)]
-        return sorted(names, key=_natural)
+        return sorted(names, key=natural_key)
 
     def read(self, ex: Host, loc: Loc) -> dict[str, str]:
         return {rel: read_file(ex, BASE + rel, loc.key).strip() for rel in self.rel_files(ex, loc)}
@@ -73,7 +73,7 @@ class CpuFiles(Kind):
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         if isinstance(value, dict):
-            return [f"echo {v} > {BASE}{rel}" for rel, v in sorted(value.items(), key=lambda kv: _natural(kv[0]))]
+            return [f"echo {v} > {BASE}{rel}" for rel, v in sorted(value.items(), key=lambda kv: natural_key(kv[0]))]
         return [self.loop_command(loc, value)]
 
     def loop_command(self, loc: Loc, value: Any) -> str:

@@ -160,6 +160,16 @@ def wait_state(ex: Host, dom: str, key: str, want: str, timeout: float, poll: fl
     raise KnobError(f"{key}: domain {dom} is not '{want}' after {timeout:.0f}s; check it (virsh domstate {dom})")
 
 
+
+def define_xml(ex: Host, key: str, xml: str) -> None:
+    """`virsh define` a domain's XML through a temporary file on the host (removed after)."""
+    path = run_ok(ex, ["mktemp", "-t", "nettune-libvirt.XXXXXX"], f"{key}: mktemp").strip()
+    try:
+        ex.write_text(path, xml)
+        run_ok(ex, ["virsh", "define", path], f"{key}: virsh define")
+    finally:
+        ex.run(["rm", "-f", path])
+
 class LibvirtQueues(Kind):
     name = "libvirt_queues"
     takes_arg, example_arg = "required", "myvm"
@@ -218,12 +228,7 @@ class LibvirtQueues(Kind):
         except KnobError as e:
             raise KnobError(f"{loc.key}: {e}") from None
         if new != old:
-            path = run_ok(ex, ["mktemp", "-t", "nettune-libvirt.XXXXXX"], f"{loc.key}: mktemp").strip()
-            try:
-                ex.write_text(path, new)
-                run_ok(ex, ["virsh", "define", path], f"{loc.key}: virsh define")
-            finally:
-                ex.run(["rm", "-f", path])
+            define_xml(ex, loc.key, new)
         if queues_in(self._xml(ex, loc), self._sel(loc)[1]) != queues_in(new, self._sel(loc)[1]):
             self.restart(ex, loc, dom)
 

@@ -30,7 +30,7 @@ from typing import Any
 from ..targets.base import Host
 from . import libvirt_xml as lx
 from .base import Ctx, Kind, KnobError, Loc, catalog_row, cpu_list, cpu_list_text, run_ok
-from .libvirt_queues import domain_of, domstate
+from .libvirt_queues import define_xml, domain_of, domstate
 
 CPUTUNE = ("domain", "cputune")
 
@@ -160,7 +160,7 @@ class LibvirtVcpupin(Kind):
         # vCPUs pinned only by nettune: their <vcpupin> line goes (pinning to all CPUs would keep one)
         extra = {v for v in now_pins if v not in want_pins}
         if extra:
-            self._define(ex, loc, dom, unpin(xml, extra))
+            define_xml(ex, loc.key, unpin(xml, extra))
         for v, cpus in sorted(want_pins.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1):
             if now_pins.get(v) is None or _cpus(now_pins[v]) != _cpus(cpus):
                 run_ok(ex, ["virsh", "vcpupin", dom, v, cpus, "--config"], f"{loc.key}: virsh vcpupin")
@@ -169,14 +169,6 @@ class LibvirtVcpupin(Kind):
             for vcpu, cpus in sorted(want_map.items()):
                 if live.get(vcpu) != cpus:
                     run_ok(ex, ["virsh", "vcpupin", dom, str(vcpu), cpus, "--live"], f"{loc.key}: virsh vcpupin")
-
-    def _define(self, ex: Host, loc: Loc, dom: str, xml: str) -> None:
-        path = run_ok(ex, ["mktemp", "-t", "nettune-libvirt.XXXXXX"], f"{loc.key}: mktemp").strip()
-        try:
-            ex.write_text(path, xml)
-            run_ok(ex, ["virsh", "define", path], f"{loc.key}: virsh define")
-        finally:
-            ex.run(["rm", "-f", path])
 
     def same(self, a: Any, b: Any) -> bool:
         if isinstance(a, dict) and isinstance(b, dict):  # two readings: the persistent pins too
