@@ -26,11 +26,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .ssh_config import ansible_jump, parse_jump
 
-ANSIBLE_SUFFIXES = {".ini", ".yml", ".yaml", ".cfg", ".hosts", ""}
 _RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::(\d+))?\]")
 # Connection variables nettune does not honour: named as ignored (a warning), never silent.
 _IGNORED = {
@@ -124,6 +121,8 @@ def _read_ini(path: Path, text: str) -> tuple[dict[str, dict[str, Any]], dict[st
 
 
 def _read_yaml(path: Path, text: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    import yaml  # noqa: PLC0415 - only YAML inventories need it
+
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:

@@ -24,8 +24,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from .ansible_inventory import is_ansible, load_ansible
-from .ssh_config import SshConfigError, resolve, resolve_jump
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # dots: inventory and ssh_config names (pve1.example.com)
 DNS_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$")
@@ -86,8 +84,12 @@ class SshHostSpec(_Strict):
     @field_validator("jump", mode="before")
     @classmethod
     def _jump(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        from .ssh_config import resolve_jump  # noqa: PLC0415 - asyncssh's config reader: only for ssh targets
+
         # a jump written as text in an inventory checked alone: address hops (the target resolves ssh_config)
-        return resolve_jump(v, None) if isinstance(v, str) else v
+        return resolve_jump(v, None)
 
     @field_validator("address")
     @classmethod
@@ -126,6 +128,10 @@ class SshTargetSpec(_Strict):
     def _merge_inventory(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, dict):
             return data
+        # loaded here, not at import: asyncssh and yaml cost every command ~0.1 s at start-up
+        from .ansible_inventory import is_ansible, load_ansible  # noqa: PLC0415
+        from .ssh_config import SshConfigError, resolve  # noqa: PLC0415
+
         base = Path((info.context or {}).get("base_dir") or ".")
         data = dict(data)
         cfg = None
