@@ -57,7 +57,10 @@ def names_in(text: str) -> set[str]:
 
 def evaluate(expr: str, env: dict[str, Any]) -> Any:
     """Evaluate an arithmetic expression; '{name}' and bare 'name' both mean a parameter."""
-    return _eval(_parse(expr).body, env, expr)
+    body = _parse(expr).body
+    if isinstance(body, ast.Name) and body.id in env:
+        return env[body.id]  # a sweep value as written: the field it fills says its own range
+    return _eval(body, env, expr)
 
 
 def _checked(value: Any, expr: str) -> Any:
