@@ -18,7 +18,7 @@ from ..engines.result import TestResult
 from ..errors import NettuneError, ToolMissing
 from ..analysis.stats import adaptive_rounds, stopping_value
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
-from ..targets.procs import owner_token
+from ..targets.procs import kill_pid, owner_token, started_by
 from .credentials import StudyAccess
 from .engine_choice import HostAnswers, choose_engines
 from .slots import pair_rounds, run_slot, workload_hosts
@@ -210,6 +210,9 @@ def run_study(
                 outcome.warnings += access.close()  # the hosts' credential files, while they are reachable
             finally:
                 target.close()
+                if status == "interrupted":  # a Ctrl-C between a spawn and its bookkeeping must not leave a tool running
+                    for pid in started_by({owner_token()}):
+                        kill_pid(pid)
             store.finish_study(study_id, status)
             outcome.status = status
     return outcome
