@@ -62,6 +62,8 @@ def test_best_point_near_its_ceiling_is_in_the_headline(tmp_path):
 
 
 def test_ceiling_refuses_what_it_cannot_measure(tmp_path):
-    r = nettune("ceiling", "some-remote-host", "--db", str(tmp_path / "r.db"))
-    assert r.returncode != 0 and r.stderr.startswith("error: some-remote-host") and "Traceback" not in r.stderr
+    inv = tmp_path / "inv.toml"  # an inventory, so the name is never looked up anywhere else
+    inv.write_text('[hosts.web-1]\naddress = "198.18.250.10"\n')
+    r = nettune("ceiling", "some-remote-host", "--inventory", str(inv), "--db", str(tmp_path / "r.db"))
+    assert r.returncode != 0 and r.stderr.startswith("error: ceiling some-remote-host") and "Traceback" not in r.stderr
     assert not (tmp_path / "r.db").exists()

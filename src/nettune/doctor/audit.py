@@ -116,32 +116,7 @@ def gather(names: list[str], inventory: str | None = None, study: Any = None) ->
     if not names:
         yield this_machine(), {}
         return
-    from ..spec.ssh_hosts import SshTargetSpec
-    from ..targets.ssh import SshError, SshHost
-    from ..targets.sshproc import EventLoopThread
+    from ..targets.ssh_named import named_ssh_hosts
 
-    raw: dict[str, Any] = {"kind": "ssh", "hosts": {n: {} for n in names}}
-    if inventory:
-        raw["inventory"] = inventory
-    from pydantic import ValidationError
-
-    from ..errors import NettuneError
-
-    try:
-        spec = SshTargetSpec.model_validate(raw)
-    except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        raise NettuneError(f"doctor {' '.join(names)}: {first['msg'].removeprefix('Value error, ')}") from None
-    loop = EventLoopThread()
-    hosts = [SshHost(n, spec.hosts[n], loop, spec.trust_on_first_use, spec.connect_timeout) for n in names]
-    try:
-        for h in hosts:
-            try:
-                h.connect()
-            except SshError as e:
-                raise NettuneError(str(e)) from None
+    with named_ssh_hosts(names, inventory, "doctor") as hosts:
         yield [HostView(h.name, h) for h in hosts], {h.name: h.address for h in hosts}
-    finally:
-        for h in hosts:
-            h.close()
-        loop.stop()

@@ -6,12 +6,16 @@ path, is the limit), and engine = "auto" picks the configuration that went faste
 Configurations: iperf3 in one process; iperf3 fanned out over one process per stream up
 to the cores (only where iperf3 runs every stream of a process on one thread, before
 3.16); iperf2. Each test is a real run_test (server and client on the host, 127.0.0.1),
-so the numbers are measured exactly as a study's are.
+so the numbers are measured exactly as a study's are. A remote host (ssh) is measured on
+its own loopback, through the same connection a study uses.
 """
 from __future__ import annotations
 
+import socket
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from ..engines import get_engine
 from ..engines.choice import config_label, threaded
@@ -76,4 +80,48 @@ def best(rows: list[dict[str, Any]]) -> dict[str, tuple[float, int]]:
         fam = "iperf3 fanned out" if r["processes"] > 1 else r["engine"]
         if fam not in out or r["bps"] > out[fam][0]:
             out[fam] = (float(r["bps"]), int(r["streams"]))
+    return out
+
+
+LOCAL_NAMES = ("localhost", "local", "127.0.0.1")
+
+
+@contextmanager
+def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[list[Any]]:
+    """The loopbacks `nettune ceiling` measures: this machine (no argument, `localhost`, or a
+    study whose hosts are this machine); a study's ssh test hosts; or hosts named in an
+    inventory / ssh_config. One per machine: hosts sharing a machine share its ceiling."""
+    from ..plan.study_file import load_study
+    from ..targets import make_target
+    from ..targets.local import LocalHost
+    from ..targets.loopback import LoopbackView
+    from ..targets.ssh_named import named_ssh_hosts
+
+    me = socket.gethostname()
+    studies = [w for w in what if w.endswith(".toml") or Path(w).is_file()]
+    names = [w for w in what if w not in studies and w not in LOCAL_NAMES and w != me]
+    local = not what or len(names) + len(studies) < len(what)
+    with ExitStack() as stack:
+        found: list[Any] = [LocalHost("loopback")] if local else []
+        for path in studies:
+            study = load_study(Path(path))
+            if study.target.on_this_machine:  # a lab or loopback study: this machine (counted once below)
+                found.append(LocalHost("loopback"))
+                continue
+            target = make_target(study)
+            stack.callback(target.close)
+            found += [LoopbackView(target.hosts[n]) for n in target.test_hosts]
+        if names:
+            found += [LoopbackView(h) for h in stack.enter_context(named_ssh_hosts(names, inventory, "ceiling"))]
+        yield _one_per_machine(found)
+
+
+def _one_per_machine(hosts: list[Any]) -> list[Any]:
+    seen: set[str] = set()
+    out = []
+    for h in hosts:
+        machine = HostAnswers(_One(h)).machine(h.name) or h.name
+        if machine not in seen:
+            seen.add(machine)
+            out.append(h)
     return out
