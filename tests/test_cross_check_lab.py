@@ -53,6 +53,19 @@ def test_cross_check_of_a_chosen_point_side_by_side(tmp_path):
     assert not lab_leftovers()
 
 
+def test_the_other_engine_is_protected_like_the_study(tmp_path):
+    """auth = "auto" made iperf3 credentials for the study; the cross-check's iperf2 (-P 1,
+    TCP: a permit key holds) gets its own key instead of running an open server."""
+    with Store(tmp_path / "r.db") as s:
+        out = run_study(parse_study(STUDY.replace("p = [1, 4]", "p = [1]")), s, cross_check=[0])
+        check = next(x for x in s.studies() if x["name"].endswith(".cross-check"))
+        iperf2 = [r for r in s.runs(check["id"]) if r.engine == "iperf2"]
+        cmds = [o["command"] for r in iperf2 for o in s.raw_outputs(r.id)]
+    assert out.status == "done" and iperf2 and all(r.ok for r in iperf2)
+    assert len(cmds) == 2 and all(any(a.startswith("--permit-key=") for a in c) for c in cmds)  # server and client
+    assert not lab_leftovers()
+
+
 def test_cli_cross_checks_exactly_the_tool_bound_points(tmp_path):
     db, f = tmp_path / "r.db", tmp_path / "x.toml"
     f.write_text(STUDY)

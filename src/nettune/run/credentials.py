@@ -59,30 +59,46 @@ class StudyAccess:
         if self.auth is False:
             return ["auth = false: test servers accept any client that reaches their address"]
         for wl in self.workloads:
-            engine = get_engine(wl.engine)
-            for name in workload_hosts(wl, self.target):
-                self._probe(engine, name)
-            probed = [h for (e, h) in self.tools if e == engine.name]
-            lacking = sorted(h for (e, h), t in self.tools.items() if e == engine.name and not t.can_auth)
-            if engine.auth == "password":  # per pair: hosts that can use the credentials, the others not
-                if lacking and self.auth is True:
-                    raise SpecError(self.file, "workload.auth", f"true, but {engine.auth_missing(lacking, True)}; use auth = \"auto\" or false")
-                msg = engine.auth_missing(lacking, False)
-                if lacking and msg not in notes:
-                    notes.append(msg)
-                if self.creds is None and len(lacking) < len(probed):
-                    self.creds = new_iperf3_credentials()
-            else:  # one key for the whole workload, or none
-                why = engine.permit_key_usable(wl)
-                if lacking:
-                    why = why or engine.auth_missing(lacking, self.auth is True)
-                if why and self.auth is True:
-                    raise SpecError(self.file, "workload.auth", f"true, but {why}; use auth = \"auto\" or false")
-                if why and why not in notes:
-                    notes.append(why)
-                if not why and self.permit_key is None:
-                    self.permit_key = new_permit_key()
+            self._admit(wl, notes)
         return notes
+
+    def admit(self, wl: Any) -> str | None:
+        """A workload the study did not plan (cross-check's other engine or fan-out): its
+        tools are probed and its credentials made as for the study's own, so its servers
+        are protected the same way. Returns why it cannot be when auth = true (then it
+        must not run unprotected), else None."""
+        if self.auth is False:
+            return None
+        try:
+            self._admit(wl, [])
+        except SpecError as e:
+            return e.problem
+        return None
+
+    def _admit(self, wl: Any, notes: list[str]) -> None:
+        engine = get_engine(wl.engine)
+        for name in workload_hosts(wl, self.target):
+            self._probe(engine, name)
+        probed = [h for (e, h) in self.tools if e == engine.name]
+        lacking = sorted(h for (e, h), t in self.tools.items() if e == engine.name and not t.can_auth)
+        if engine.auth == "password":  # per pair: hosts that can use the credentials, the others not
+            if lacking and self.auth is True:
+                raise SpecError(self.file, "workload.auth", f"true, but {engine.auth_missing(lacking, True)}; use auth = \"auto\" or false")
+            msg = engine.auth_missing(lacking, False)
+            if lacking and msg not in notes:
+                notes.append(msg)
+            if self.creds is None and len(lacking) < len(probed):
+                self.creds = new_iperf3_credentials()
+        else:  # one key for the whole workload, or none
+            why = engine.permit_key_usable(wl)
+            if lacking:
+                why = why or engine.auth_missing(lacking, self.auth is True)
+            if why and self.auth is True:
+                raise SpecError(self.file, "workload.auth", f"true, but {why}; use auth = \"auto\" or false")
+            if why and why not in notes:
+                notes.append(why)
+            if not why and self.permit_key is None:
+                self.permit_key = new_permit_key()
 
     def _probe(self, engine: Engine, name: str) -> None:
         if (engine.name, name) in self.tools:

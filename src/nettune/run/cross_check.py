@@ -103,6 +103,10 @@ def _run_config(runner: Any, rp: ResolvedPoint, engine_name: str, procs: int, ch
     if not version:
         runner.progress.message(f"cross-check {rp.point.label()}: {engine_name} is not installed on {client}, left out")
         return None
+    refused = runner.access.admit(wl) if runner.access is not None else None  # its servers protected like the study's
+    if refused:
+        runner.progress.message(f"cross-check {rp.point.label()}: {config_label(engine_name, procs)} left out: auth = {refused}")
+        return None
     engine = get_engine(engine_name)
     runner.enter(rp)
     point = ResolvedPoint(rp.point, rp.target, wl, rp.extra)
