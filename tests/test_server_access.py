@@ -212,6 +212,25 @@ def test_a_scan_that_ends_the_one_off_server_is_retried(tmp_path: Path) -> None:
     assert len(w.of("server")) == 2
 
 
+def test_fanned_out_test_is_retried_whole_when_one_server_is_taken(tmp_path: Path) -> None:
+    """processes = 2: a scan ends the first of the two one-off servers before the clients
+    start; a sum missing one process would be wrong, so the whole test runs again."""
+    name = "h5-fanscan"
+    lay = layout(name)
+    f = study_file(tmp_path, name, 'engine = "iperf3"\nprocesses = 2\nparallel = 2\nduration = 1\n')
+
+    def scan(p: Any, argv: list[str]) -> None:
+        in_ns(lay, "intruder", [sys.executable, "-c", f"import socket; socket.create_connection(('{lay.address('server')}', {port_of(argv)}), 2).close()"])
+        _until(lambda: p.poll() is not None)
+
+    with Watch(on_server=scan) as w:
+        out, runs, store = run(f, tmp_path / "r.db")
+    store.close()
+    assert runs[0]["ok"], runs[0]["error"]
+    assert any("ended the one-off server" in x and "one of 2 processes" in x and "retried" in x for x in runs[0]["warnings"])
+    assert len(w.of("server")) == 4 and len(w.of("client")) == 2  # two servers per attempt; clients only in the second
+
+
 def test_auth_false_is_the_old_behaviour(tmp_path: Path) -> None:
     """Without credentials a client from another host can use the server first; nettune
     then finds it busy and retries (what issue 8 saw)."""

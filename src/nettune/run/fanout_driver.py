@@ -5,12 +5,15 @@ results summed by engines.fanout.combine.
 
 The same rules as run/driver.py: no fixed sleeps (each client starts the moment every
 server listens), every wait bounded, every process stopped in `finally`, a failure
-recorded, never raised. No busy/taken retries here: a server another client took fails
-its process, and the test, with the reason.
+recorded, never raised. When another client took one of the servers (busy, or a
+one-off server ended by someone else's connection), the whole test is run again with
+fresh servers after a backoff, as run/driver.py does for one process: a sum with one
+process missing would be a wrong number.
 """
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ..engines.access import Access, redact
 from ..engines.base import Engine, client_budget
@@ -19,7 +22,7 @@ from ..engines.result import SideOutput, TestResult
 from ..probes.registry import process_probes, window_probes
 from ..spec.models import Workload
 from ..targets.base import Host, Proc
-from .driver import SERVER_START_TIMEOUT, _failed, _finish, _hidden, _wait_listening, _wait_server, pick_port
+from .driver import BUSY_RETRIES, SERVER_START_TIMEOUT, _failed, _finish, _hidden, _retry_reason, _wait_listening, _wait_server, pick_port
 
 
 def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None,
@@ -37,6 +40,51 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
     if taken:
         return _failed(engine, tool_version, wl, f"port {taken[0]}/{proto} is already in use on {server.name} (processes = {len(wls)} use "
                        f"ports {base}..{base + len(wls) - 1}); set [workload] port to the first of {len(wls)} free ones", warnings)
+    for attempt in range(BUSY_RETRIES):
+        got = _attempt(engine, wl, wls, server, client, tool_version, machine, extra_machines, access, proto, warnings)
+        if isinstance(got, TestResult):
+            return got
+        if isinstance(got, str):  # a server was taken before any client started
+            if attempt + 1 < BUSY_RETRIES:
+                warnings.append(f"{got} (one of {len(wls)} processes), retried with new servers (attempt {attempt + 2})")
+                continue
+            return _failed(engine, tool_version, wl, f"{got} ({BUSY_RETRIES} attempts)", warnings)
+        srvs, clis, srv_sides, cli_sides, probes, window = got
+        why = next((w for w in (_retry_reason(engine, c, s) for c, s in zip(cli_sides, srv_sides)) if w), None)
+        if why and attempt + 1 < BUSY_RETRIES:
+            time.sleep(0.5 * 2**attempt)  # backoff: someone else's test holds a server
+            warnings.append(f"{why} (one of {len(wls)} processes), retried with new servers (attempt {attempt + 2})")
+            continue
+        break
+
+    parts = []
+    for i, (w, cside, sside) in enumerate(zip(wls, cli_sides, srv_sides)):
+        r = engine.parse(w, cside, sside)
+        r.tool_version = r.tool_version or tool_version
+        r.client, r.server = cside, sside
+        if cside.timed_out:
+            r.ok, r.error = False, f"client did not finish within {client_budget(wl):.0f}s and was stopped"
+        for p in probes[i][1]:
+            p.write(r)
+        parts.append(r)
+    res = combine(engine.name, tool_version, wls, parts)
+    res.warnings = warnings + res.warnings
+    for p in window:
+        p.write(res)
+    lost = [proc.lost for proc in (*srvs, *clis) if proc.lost]
+    if lost:
+        res.ok, res.error = False, f"connection lost during the test: {lost[0]}"
+    if res.error:
+        res.error = redact(res.error, hide)
+    return res
+
+
+def _attempt(engine: Engine, wl: Workload, wls: list[Workload], server: Host, client: Host, tool_version: str, machine: Host,
+             extra_machines: dict[str, Host], access: Access, proto: str, warnings: list[str]) -> Any:
+    """One try: every server, then every client at once; returns the processes, their
+    outputs and probes; or the TestResult of a server that never listened; or why a
+    server was taken by someone else's connection before our clients started (retry)."""
+    hide = access.secrets()
     srvs: list[Proc] = []
     clis: list[Proc] = []
     srv_sides: list[SideOutput] = []
@@ -53,6 +101,9 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
                 for s in srvs:
                     s.stop()
                 _finish(srv, side, hide)
+                retry = _retry_reason(engine, None, side)
+                if retry:  # someone else's connection ended it before our clients started
+                    return retry
                 why = "exited before listening" if srv.poll() is not None else f"did not listen on port {w.port} within {SERVER_START_TIMEOUT:.0f}s"
                 detail = [ln.strip() for ln in (side.stderr or side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
                 return _failed(engine, tool_version, wl, f"server of process {len(clis) + 1} {why} {detail[0]}".strip(), warnings, server=side)
@@ -95,24 +146,4 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
                 srv.stop()
     for srv, side in zip(srvs, srv_sides):
         _finish(srv, side, hide)
-
-    parts = []
-    for i, (w, cside, sside) in enumerate(zip(wls, cli_sides, srv_sides)):
-        r = engine.parse(w, cside, sside)
-        r.tool_version = r.tool_version or tool_version
-        r.client, r.server = cside, sside
-        if cside.timed_out:
-            r.ok, r.error = False, f"client did not finish within {client_budget(wl):.0f}s and was stopped"
-        for p in probes[i][1]:
-            p.write(r)
-        parts.append(r)
-    res = combine(engine.name, tool_version, wls, parts)
-    res.warnings = warnings + res.warnings
-    for p in window:
-        p.write(res)
-    lost = [proc.lost for proc in (*srvs, *clis) if proc.lost]
-    if lost:
-        res.ok, res.error = False, f"connection lost during the test: {lost[0]}"
-    if res.error:
-        res.error = redact(res.error, hide)
-    return res
+    return srvs, clis, srv_sides, cli_sides, probes, window
