@@ -175,13 +175,17 @@ def _wait_listening(host: Host, proc: Proc, port: int, proto: str) -> bool:
 def _wait_server(engine: Engine, wl: Workload, srv: Proc, side: SideOutput, limit: float = 10.0) -> None:
     """Let the server write its final report: iperf3 -1 exits by itself; iperf2 is done
     when the engine sees its final report in the output."""
+    if engine.server_exits:  # iperf3 -1: its exit is the signal, and wait() wakes at that moment
+        try:
+            srv.wait(limit)
+        except TimeoutError:
+            side.timed_out = True
+        return
     end = time.monotonic() + limit
     while time.monotonic() < end and srv.poll() is None:
-        if not engine.server_exits and engine.server_done(wl, srv.output()[0]):
+        if engine.server_done(wl, srv.output()[0]):
             return
         time.sleep(0.02)
-    if srv.poll() is None and engine.server_exits:
-        side.timed_out = True
 
 
 def _finish(proc: Proc, side: SideOutput, secret_values: list[str] | None = None) -> None:
