@@ -131,7 +131,7 @@ TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec], Fie
 
 
 Pairs = Union[
-    Annotated[str, StringConstraints(pattern=r"^(mesh|star:[A-Za-z0-9_-]{1,32})$")],
+    Annotated[str, StringConstraints(pattern=r"^(mesh|star:[A-Za-z0-9_-]{1,32})$")], Template,  # "star:{os}-a": per point
     Annotated[list[Annotated[list[str], Field(min_length=2, max_length=2)]], Field(min_length=1)],
 ]
 
@@ -265,6 +265,8 @@ class Study(Strict):
         hosts = self.target.test_hosts
         if self.workload.pairs is not None:
             for h in pairs_hosts(self.workload.pairs):
+                if "{" in h:  # follows the sweep: checked at every point (plan.point_hosts)
+                    continue
                 if h not in hosts:
                     raise ValueError(f"workload.pairs: {h!r} is not a target host that runs tests ({', '.join(hosts)})")
             problem = pairs_problem(self.workload.pairs, hosts)  # e.g. "mesh" over one host
@@ -272,7 +274,7 @@ class Study(Strict):
                 raise ValueError(problem)
             return self
         for role, h in (("server", self.workload.server), ("client", self.workload.client)):
-            if h not in hosts:
+            if h not in hosts and "{" not in h:  # a template ("{os}-a") is checked at every point
                 raise ValueError(f"workload.{role} = {h!r} is not a target host that runs tests ({', '.join(hosts)})")
         return self
 
