@@ -171,6 +171,7 @@ class Workload(Strict):
     congestion: str | None | Template = Field(default=None, description="TCP congestion control (-C / -Z), e.g. 'bbr'.")
     length: str | Bytes | None | Template = Field(default=None, description="Read/write buffer or datagram length (-l).")
     port: Port | None | Template = Field(default=None, description="Server port; default 5201 in the lab, a free one on loopback.")
+    interval: Annotated[float, NotBool, Field(ge=0.1, le=60)] | None | Template = Field(default=None, description="Seconds between the per-interval reports stored with each test (iperf3/iperf2 -i; 0.1..60, iperf3's limits). Default 1.")
     timeout: Annotated[float, NotBool] | None = Field(default=None, gt=0, le=3600, description="Extra seconds allowed beyond duration+omit before a side is killed (at most 3600).")
     pairs: Pairs | None = Field(default=None, description='Many hosts: "mesh" (every pair once), "star:HOST" (HOST serves every other host) or [["server", "client"], ...]; server/client are then ignored. Run in rounds where no host is in two tests.')
     parallel_pairs: StrictBool = Field(default=False, description="Run the pairs of a round at the same time (aggregate reported), instead of one after another.")
