@@ -8,6 +8,7 @@ from typing import Any
 
 from .compare import Comparison
 from .fairness import Fairness
+from .groups import GroupAnalysis
 from .links import PairAnalysis
 from .serial import JsonRecord
 from .stats import Summary
@@ -158,5 +159,6 @@ class Analysis(JsonRecord):
     outliers: list[PointOutliers] = field(default_factory=list)
     noisy: list[NoisyPoint] = field(default_factory=list)
     pairs: PairAnalysis | None = None  # a study over host pairs: per pair, per round, spread
+    groups: GroupAnalysis | None = None  # analyze --by PARAM: each group's effects, interactions (analysis/groups.py)
     findings: list[str] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)
