@@ -15,6 +15,7 @@ from .compare import compare_values
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .fairness import UNEVEN, fairness
 from .groups import analyze_groups
+from .stability import stability
 from .instrument import best_near_ceiling, instrument, tool_bound
 from .links import analyze_pairs
 from .stats import summarize
@@ -87,6 +88,8 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
     if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
         out.pairs = analyze_pairs(data, m, params)
         findings += out.pairs.findings
+    out.stability, said = stability(data, params)  # per run, from its intervals
+    findings += said
     if by is not None:  # verdicts per group: each group's own knob effects and how they differ
         out.groups = analyze_groups(data, by, m)
         findings += [f"by {by}: {f}" if not f.startswith("  ") else f for f in out.groups.findings]
