@@ -180,3 +180,13 @@ cc = "htcp"
     assert "sysctl net.inet.tcp.cc.algorithm=htcp" in fb
     assert "ip link set dev vmx0 mtu 9000; ethtool -K vmx0 lro on; sysctl -w net.core.rmem_max=8388608" in lx
     assert "sysctl -w net.ipv4.tcp_congestion_control=htcp" in lx
+
+
+def test_persist_reads_the_stored_settings_of_a_neutral_knob(tmp_path):
+    from nettune.knobs.persist import write_files
+
+    settings = {"knobs": {"machine": {"sockbuf:max (sysctl:net.core.rmem_max)": "8388608"},
+                          "h1": {"sockbuf:max (sysctl_field:net.ipv4.tcp_rmem:3)": "* * 8388608"}}}
+    write_files("s", {"os": "debian"}, settings, tmp_path)
+    assert "net.core.rmem_max = 8388608" in (tmp_path / "machine" / "99-nettune-s.conf").read_text()
+    assert "awk '{$3=8388608; print}'" in (tmp_path / "h1" / "apply.sh").read_text()
