@@ -190,3 +190,27 @@ def test_persist_reads_the_stored_settings_of_a_neutral_knob(tmp_path):
     write_files("s", {"os": "debian"}, settings, tmp_path)
     assert "net.core.rmem_max = 8388608" in (tmp_path / "machine" / "99-nettune-s.conf").read_text()
     assert "awk '{$3=8388608; print}'" in (tmp_path / "h1" / "apply.sh").read_text()
+
+
+def test_study_b_example_with_vms_prints_each_pairs_freebsd_and_linux_commands():
+    """examples/study-b.toml with an ssh [target] instead of the lab (what its comment says to
+    do with real VMs) and the lab stand-ins removed: each point's pair gets both forms."""
+    import re
+
+    from conftest import EXAMPLES
+    from nettune.run.dry_run import dry_run
+
+    text = (EXAMPLES / "study-b.toml").read_text()
+    hosts = "".join(f'[target.hosts.{h}]\naddress = "192.0.2.{10 + i}"\ninterface = "vmx0"\n'
+                    for i, h in enumerate(["freebsd-a", "freebsd-b", "debian-a", "debian-b"]))
+    text = re.sub(r'\[target\]\nkind = "lab"\nhosts = \[[^\]]*\]\n', '[target]\nkind = "ssh"\n' + hosts, text)
+    text = "\n".join(ln for ln in text.splitlines() if "lab stand-in only" not in ln) + "\n"
+    plan = dry_run(parse_study(text, "b.toml"), text, "b.toml")
+    for p in plan.planned:
+        os_, mtu = p.label.split(", ")[0].split("=")[1], p.label.split(", ")[1].split("=")[1]
+        notes = [n for n in p.notes if n.startswith("knobs on ")]
+        assert {n.split(" (")[0] for n in notes} == {f"knobs on {os_}-a", f"knobs on {os_}-b"}  # only the point's pair
+        fb = next(n for n in notes if n.startswith(f"knobs on {os_}-a (freebsd, if it is): "))
+        lx = next(n for n in notes if n.startswith(f"knobs on {os_}-a (linux, if it is): "))
+        assert f"ifconfig vmx0 mtu {mtu}" in fb and re.search(r"ifconfig vmx0 -?tso", fb)
+        assert f"ip link set dev vmx0 mtu {mtu}" in lx and "ethtool -K vmx0 tso" in lx
