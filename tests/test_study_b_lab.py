@@ -48,5 +48,6 @@ def test_study_b_example_on_the_lab(tmp_path):
         fb, deb = i["effects"]
         assert fb["group"] == "freebsd" and fb["verdict"] == "faster", said
         assert deb["group"] == "debian" and abs(deb["ratio"] - 1) < 0.1, said  # at its "line rate" either way
+    print(said)  # shown with pytest -s: the rehearsal's verdicts
     assert len(res["stability"]) == 16
     assert not lab_leftovers()
