@@ -103,3 +103,33 @@ def test_dry_run_shows_each_points_pair_and_its_knob_hosts():
     assert (deb.server_host, deb.client_host) == ("debian-a", "debian-b")
     assert fb.server_argv[fb.server_argv.index("-B") + 1] != deb.server_argv[deb.server_argv.index("-B") + 1]
     assert any("mtu=1500 (debian-a,debian-b)" in n or "mtu=9000 (debian-a,debian-b)" in n for n in deb.notes)
+
+
+def test_hypervisors_keep_their_knobs_when_the_sweep_picks_the_pair():
+    text = """name = "nt-hv"
+[target]
+kind = "ssh"
+[target.hosts.a1]
+address = "192.0.2.11"
+[target.hosts.a2]
+address = "192.0.2.12"
+[target.hosts.b1]
+address = "192.0.2.13"
+[target.hosts.b2]
+address = "192.0.2.14"
+[target.hosts.pve]
+address = "192.0.2.2"
+role = "hypervisor"
+[workload]
+server = "{g}1"
+client = "{g}2"
+[sweep]
+g = ["a", "b"]
+[knobs]
+"sysctl:net.core.somaxconn" = 4096
+"""
+    _, pts = _points(text)
+    assert [knob_items(rp.extra["knobs"])[1]["sysctl:net.core.somaxconn"] for rp in pts] == [["a1", "a2", "pve"], ["b1", "b2", "pve"]]
+    with pytest.raises(SpecError) as e:
+        parse_study(text.replace('server = "{g}1"', 'server = "{g}"').replace('client = "{g}2"', 'client = "a2"').replace('["a", "b"]', '["a1", "pve"]'), "hv.toml")
+    assert "workload.server: 'pve' (at point g=pve) is not a target host that runs tests (a1, a2, b1, b2)" in str(e.value)
