@@ -95,7 +95,8 @@ def _factor(ratio: float) -> str:
     """x3.7 for big changes, +12% / -10% for small ones."""
     if ratio >= 1.5 or (0 < ratio <= 1 / 1.5):
         return f"x{ratio:.2g}" if ratio < 10 else f"x{ratio:.0f}"
-    return f"{(ratio - 1) * 100:+.0f}%"
+    pct = (ratio - 1) * 100
+    return f"{pct:+.1f}%" if abs(pct) < 1 else f"{pct:+.0f}%"  # a tiny but significant change is not "+0%"
 
 
 def _effect(group: Any, param: str, fixed: dict[str, Any], levels: list[Any], vals: list[list[float]], m: Metric) -> GroupEffect | None:
