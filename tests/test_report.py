@@ -52,7 +52,7 @@ def test_markdown_report(db, tmp_path):
 
 def test_streams_chart_and_chosen_point(db, tmp_path):
     rep = make(db, tmp_path / "d", "D", point={"parallel": "2"})
-    assert {c.name for c in rep.charts} == {"throughput", "cpu", "intervals", "streams"}
+    assert {c.name for c in rep.charts} == {"throughput", "cpu", "intervals", "streams", "stability"}
     assert "parallel=2" in next(c for c in rep.charts if c.name == "intervals").title
     with pytest.raises(NettuneError, match="no point matches"):
         make(db, tmp_path / "x", "D", point={"parallel": "3"})

@@ -14,6 +14,8 @@ from ..errors import NettuneError
 from .compare import compare_values
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .fairness import UNEVEN, fairness
+from .groups import analyze_groups
+from .stability import stability
 from .instrument import best_near_ceiling, instrument, tool_bound
 from .links import analyze_pairs
 from .stats import summarize
@@ -43,7 +45,7 @@ def point_row(p: PointData, m: Metric, params: list[str]) -> PointRow:
     return row
 
 
-def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATION) -> Analysis:
+def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATION, by: str | None = None) -> Analysis:
     m = get_metric(metric)
     if not 0 < threshold < 1:
         raise NettuneError(f"--saturation {threshold}: give a gain per doubling between 0 and 1 (e.g. 0.1 = 10%)")
@@ -86,8 +88,15 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
     if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
         out.pairs = analyze_pairs(data, m, params)
         findings += out.pairs.findings
+    out.stability, said = stability(data, params)  # per run, from its intervals
+    findings += said
+    if by is not None:  # verdicts per group: each group's own knob effects and how they differ
+        out.groups = analyze_groups(data, by, m)
+        findings += [f"by {by}: {f}" if not f.startswith("  ") else f for f in out.groups.findings]
     out.findings = findings
     out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx)
+    if out.groups is not None:
+        out.headline += [i.text for i in out.groups.interactions if i.depends]
     if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
         out.headline.append(out.pairs.spread[0].text)
     return out

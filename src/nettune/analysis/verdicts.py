@@ -8,6 +8,8 @@ from typing import Any
 
 from .compare import Comparison
 from .fairness import Fairness
+from .groups import GroupAnalysis
+from .stability import RunStability
 from .links import PairAnalysis
 from .serial import JsonRecord
 from .stats import Summary
@@ -158,5 +160,7 @@ class Analysis(JsonRecord):
     outliers: list[PointOutliers] = field(default_factory=list)
     noisy: list[NoisyPoint] = field(default_factory=list)
     pairs: PairAnalysis | None = None  # a study over host pairs: per pair, per round, spread
+    groups: GroupAnalysis | None = None  # analyze --by PARAM: each group's effects, interactions (analysis/groups.py)
+    stability: list[RunStability] = field(default_factory=list)  # per run: steady, a step or a trend over time (analysis/stability.py)
     findings: list[str] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)

@@ -80,6 +80,7 @@ def analyze(
     study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
     metric: str = METRIC_OPT,
     saturation: float = typer.Option(0.10, "--saturation", help="Gain per doubling below which a parameter has saturated (0.10 = 10%)."),
+    by: Optional[str] = typer.Option(None, "--by", help="Verdicts per group of this swept parameter (e.g. os): each group's knob effects with CIs, the interaction in one sentence, efficiency per group."),
     format: str = FORMAT_OPT,
     db: Path = DB_OPT,
 ) -> None:
@@ -91,7 +92,7 @@ def analyze(
 
     _fmt(format)
     with open_store(db) as store:
-        result = run_analysis(load(store, study), metric, saturation)
+        result = run_analysis(load(store, study), metric, saturation, by)
     if format == "json":
         _print_json(result.to_dict())
         return

@@ -71,6 +71,12 @@ def _port_from_argv(argv: list[str]) -> int | None:
     return None
 
 
+def interval_arg(wl: Workload) -> str:
+    """-i: the workload's interval in seconds (default 1), as iperf reads it ("2", "0.5")."""
+    v = 1.0 if wl.interval is None else float(wl.interval)
+    return f"{v:g}"
+
+
 class Iperf2Engine(EngineBase):
     name = "iperf2"
     binary = "iperf"
@@ -107,7 +113,7 @@ class Iperf2Engine(EngineBase):
     def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         argv = [self.binary, "-s", "-p", str(port), *_format_args(tool_version), "-t", str(self.server_lifetime(wl))]
         if not csv_output(tool_version):
-            argv += ["-i", "1"]  # the sender's cwnd/RTT per interval when it is the server (-R)
+            argv += ["-i", interval_arg(wl)]  # the sender's cwnd/RTT per interval when it is the server (-R)
         if access is not None and access.bind:
             argv += ["-B", access.bind]
         if access is not None and access.permit_key:
@@ -127,7 +133,7 @@ class Iperf2Engine(EngineBase):
         return argv
 
     def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        argv = [self.binary, "-c", server_address, "-p", str(port), *_format_args(tool_version), "-t", str(wl.duration), "-P", str(wl.parallel), "-i", "1"]
+        argv = [self.binary, "-c", server_address, "-p", str(port), *_format_args(tool_version), "-t", str(wl.duration), "-P", str(wl.parallel), "-i", interval_arg(wl)]
         if wl.protocol == "udp":
             argv.append("-u")
         if wl.bitrate is not None:

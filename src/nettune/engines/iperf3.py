@@ -44,6 +44,12 @@ def _l(x: Any) -> list[dict[str, Any]]:
     return [e for e in x if isinstance(e, dict)] if isinstance(x, list) else []
 
 
+def interval_args(wl: Workload) -> list[str]:
+    """-i N when the workload sets an interval (iperf3's default is 1 s); on both sides, so
+    the server's intervals (the sender's TCP_INFO with -R) line up with the client's."""
+    return [] if wl.interval is None else ["-i", f"{float(wl.interval):g}"]
+
+
 class Iperf3Engine(EngineBase):
     name = "iperf3"
     binary = "iperf3"
@@ -81,7 +87,7 @@ class Iperf3Engine(EngineBase):
                       server_pkcs1=new_s and not new_c, client_pkcs1=new_c and not new_s)
 
     def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        argv = [self.binary, "-s", "-1", "-J", "-p", str(port)]
+        argv = [self.binary, "-s", "-1", "-J", "-p", str(port), *interval_args(wl)]
         # --idle-timeout exists since 3.10 (#1101), but only from 3.11 does a one-off
         # server exit when it expires (#1197) instead of waiting again. Unknown version:
         # leave it out, an unknown option would stop the server.
@@ -96,7 +102,7 @@ class Iperf3Engine(EngineBase):
         return argv
 
     def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        argv = [self.binary, "-c", server_address, "-p", str(port), "-J", "-t", str(wl.duration), "-P", str(wl.parallel)]
+        argv = [self.binary, "-c", server_address, "-p", str(port), "-J", "-t", str(wl.duration), "-P", str(wl.parallel), *interval_args(wl)]
         if wl.protocol == "udp":
             argv.append("-u")
         if wl.bitrate is not None:

@@ -13,6 +13,7 @@ original values go to an on-disk journal instead of RAM).
     persisted(loc, v)          the value as sysctl.d / tuned / udev / NetworkManager / shell forms
     acts_on_interface(loc)     is the setting void once loc.device is re-created
     slot_key(loc)              what tells two settings of the kind apart beyond KIND:ARG@DEV
+    forms(os, loc, v)          the settings it is on a host of that OS (OS-neutral kinds)
     catalog()                  rows for `nettune knobs list`
 and declares its key's shape (takes_arg, example_arg, needs_device, table_value), which the
 study file's key check reads through the registry.
@@ -133,6 +134,12 @@ class Kind:
         """Does the setting belong to loc.device, so that it is void (nothing to restore)
         once that interface is re-created?"""
         return loc.device is not None
+
+    def forms(self, os: str, loc: Loc, value: Any) -> list[tuple[Loc, Any]]:
+        """The settings this knob is on a host of this OS (`host.os`), each set, journaled
+        and restored by its own kind: itself (the default); an OS-neutral kind (sockbuf)
+        names the real sysctls of each OS (knobs/sockbuf.py)."""
+        return [(loc, value)]
 
     def slot_key(self, loc: Loc) -> str:
         """What tells two settings of this kind apart beyond kind, ARG and device."""

@@ -48,6 +48,7 @@ class SpecLocator:
         self.file, self.text = file, text
 
     def error(self, key: str, msg: str, field: str = "") -> SpecError:
+        key = key.split(" (", 1)[0]  # an OS-neutral knob's setting, "sockbuf:max (sysctl:kern.ipc.maxsockbuf)": its line
         for prefix in (f"{key}: ", f"{key!r}: "):
             msg = msg.removeprefix(prefix)
         loc = ["knobs", "hosts", key] if field == "hosts" else ["knobs", key]
@@ -87,19 +88,21 @@ def point_items(rp: Any, hosts: dict[str, Host], scopes: dict[Any, str] | None, 
                 if not host.interface:
                     raise where.error(key, f"host {name} has no default interface: name one, e.g. '{key}@eth0'")
                 loc = dataclasses.replace(loc0, device=host.interface)
-            scope = "ns"
-            if scopes is not None:
-                # hosts alike in these respects get the same answer from kind.scope
-                ck = (bool(host.netns), host.on_this_machine, host.os, kk.kind, kk.arg, json.dumps(loc.spec, sort_keys=True))
-                if ck not in scopes:
-                    scopes[ck] = kind.scope(host, loc)
-                scope = scopes[ck]
-            item = Item(name, place_for(host, scope), loc, value)
-            prev = seen.get(item.slot)
-            if prev is not None:
-                if not kind.same(prev.value, value):
-                    raise where.error(key, f"{prev.host} and {name} share {item.place.label} but want different values")
-                continue
-            seen[item.slot] = item
-            items.append(item)
+            for sloc, svalue in kind.forms(host.os, loc, value):  # an OS-neutral knob: this OS's settings
+                skind = KINDS[sloc.kind]
+                scope = "ns"
+                if scopes is not None:
+                    # hosts alike in these respects get the same answer from kind.scope
+                    ck = (bool(host.netns), host.on_this_machine, host.os, sloc.kind, sloc.arg, json.dumps(sloc.spec, sort_keys=True))
+                    if ck not in scopes:
+                        scopes[ck] = skind.scope(host, sloc)
+                    scope = scopes[ck]
+                item = Item(name, place_for(host, scope), sloc, svalue)
+                prev = seen.get(item.slot)
+                if prev is not None:
+                    if not skind.same(prev.value, svalue):
+                        raise where.error(key, f"{prev.host} and {name} share {item.place.label} but want different values")
+                    continue
+                seen[item.slot] = item
+                items.append(item)
     return items

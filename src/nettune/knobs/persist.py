@@ -98,7 +98,8 @@ class _Files:
 
     def add(self, key: str, value: Any) -> None:
         """Merge one knob's persisted forms (its kind knows them) into this host's files."""
-        kk = parse_key(key)
+        # an OS-neutral knob is stored as the settings it was, "sockbuf:max (sysctl:net.core.rmem_max)"
+        kk = parse_key(key.split(" (", 1)[1].rstrip(")") if " (" in key else key)
         dev = kk.device or self.iface
         forms = KINDS[kk.kind].persisted(Loc(key, kk.kind, kk.arg, dev), value)
         self.sh += forms.shell

@@ -19,7 +19,9 @@ from .proxmox_queues import ProxmoxQueues
 from .qdisc import Qdisc
 from .ring import Ring
 from .rps import Rps
+from .sockbuf import SockBuf
 from .sysctl import Sysctl
+from .sysctl_field import SysctlField
 from .tuned import Tuned
 from .txqueuelen import TxQueueLen
 from .xps import Xps
@@ -31,6 +33,7 @@ KINDS: dict[str, Kind] = {
         CongestionControl(), Qdisc(), Tuned(), Command(),
         CpuFreq(), CpuIdle(), AmdPstate(), Smt(),
         ProxmoxQueues(), LibvirtQueues(), LibvirtVcpupin(),
+        SockBuf(), SysctlField(),  # OS-neutral socket buffers and the sysctl field they use on Linux
     )
 }
 

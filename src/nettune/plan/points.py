@@ -16,6 +16,7 @@ from ..errors import SpecError
 from ..spec import expr
 from ..spec.load import find_line, spec_error
 from ..spec.models import Study, Workload
+from .point_hosts import check_point_hosts
 
 
 # Default limit on a sweep's points (`nettune run --max-points N` raises it): past this a
@@ -131,6 +132,7 @@ def expand_and_check(study: Study, text: str = "", file: str = "<study>") -> lis
             err = spec_error(e, model, text, file)
             field = f"{section}.{err.field}" if section else err.field
             raise SpecError(file, field, f"{err.problem} (at point {p.label()})", find_line(text, field.split("."))) from None
+        check_point_hosts(study, resolved[-1], text, file)  # hosts the sweep names ("{os}-a") exist at this point
     return resolved
 
 

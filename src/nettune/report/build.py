@@ -23,6 +23,7 @@ from .audit_section import audit_rows
 from .cross_check_section import cross_check_md
 from .html import render_html
 from .pair_matrix import pair_chart, pair_table, round_table
+from .stability_chart import stability_chart
 
 Cell = tuple[str, Any]  # (text shown, value to sort by)
 
@@ -146,6 +147,7 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
     except OSError as e:
         raise NettuneError(f"--out {out}: cannot create the directory ({e.strerror})") from None
     charts = all_charts(data, out / "charts", m, chosen)
+    charts += [c for c in [stability_chart(data, analysis, out / "charts")] if c is not None]  # every point's intervals over time
     pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
     charts += [pairs] if pairs else []
     md = out / "report.md"

@@ -23,6 +23,7 @@ from ..knobs.keys import summary as knob_summary
 from ..plan.points import ResolvedPoint, expand_and_check
 from ..spec.models import Study, Workload
 from ..targets.footprint import server_address
+from .dry_run_knobs import knob_lines
 from .engine_choice import planned_choices
 from .eta import MAX_HOURS, describe, plan_seconds
 from .slots import pair_rounds
@@ -101,7 +102,7 @@ def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVers
     """A point's commands as the run builds them (engine.warnings first, as run.driver does)."""
     wl, notes = engine.warnings(rp.workload)
     knobs = rp.extra.get("knobs")
-    notes += [f"knobs: {knob_summary(knobs)}"] if knobs else []
+    notes += [f"knobs: {knob_summary(knobs)}"] + knob_lines(study, rp) if knobs else []  # each host's own OS's commands
     notes += [tool.note] if tool.note else []
     server, client = wl.server, wl.client
     if wl.pairs is not None:

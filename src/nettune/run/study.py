@@ -338,7 +338,8 @@ def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[
         if wl.engine in versions:
             continue
         engine = get_engine(wl.engine)
-        names = workload_hosts(wl, target)
+        # every host of every point with this engine (the sweep may choose the pair: "{os}-a")
+        names = list(dict.fromkeys(h for r in resolved if r.workload.engine == wl.engine for h in workload_hosts(r.workload, target)))
         for name in names:
             host = target.hosts[name]
             if host.which(engine.binary) is None:

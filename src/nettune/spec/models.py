@@ -131,7 +131,7 @@ TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec], Fie
 
 
 Pairs = Union[
-    Annotated[str, StringConstraints(pattern=r"^(mesh|star:[A-Za-z0-9_-]{1,32})$")],
+    Annotated[str, StringConstraints(pattern=r"^(mesh|star:[A-Za-z0-9_-]{1,32})$")], Template,  # "star:{os}-a": per point
     Annotated[list[Annotated[list[str], Field(min_length=2, max_length=2)]], Field(min_length=1)],
 ]
 
@@ -171,6 +171,7 @@ class Workload(Strict):
     congestion: str | None | Template = Field(default=None, description="TCP congestion control (-C / -Z), e.g. 'bbr'.")
     length: str | Bytes | None | Template = Field(default=None, description="Read/write buffer or datagram length (-l).")
     port: Port | None | Template = Field(default=None, description="Server port; default 5201 in the lab, a free one on loopback.")
+    interval: Annotated[float, NotBool, Field(ge=0.1, le=60)] | None | Template = Field(default=None, description="Seconds between the per-interval reports stored with each test (iperf3/iperf2 -i; 0.1..60, iperf3's limits). Default 1.")
     timeout: Annotated[float, NotBool] | None = Field(default=None, gt=0, le=3600, description="Extra seconds allowed beyond duration+omit before a side is killed (at most 3600).")
     pairs: Pairs | None = Field(default=None, description='Many hosts: "mesh" (every pair once), "star:HOST" (HOST serves every other host) or [["server", "client"], ...]; server/client are then ignored. Run in rounds where no host is in two tests.')
     parallel_pairs: StrictBool = Field(default=False, description="Run the pairs of a round at the same time (aggregate reported), instead of one after another.")
@@ -265,6 +266,8 @@ class Study(Strict):
         hosts = self.target.test_hosts
         if self.workload.pairs is not None:
             for h in pairs_hosts(self.workload.pairs):
+                if "{" in h:  # follows the sweep: checked at every point (plan.point_hosts)
+                    continue
                 if h not in hosts:
                     raise ValueError(f"workload.pairs: {h!r} is not a target host that runs tests ({', '.join(hosts)})")
             problem = pairs_problem(self.workload.pairs, hosts)  # e.g. "mesh" over one host
@@ -272,7 +275,7 @@ class Study(Strict):
                 raise ValueError(problem)
             return self
         for role, h in (("server", self.workload.server), ("client", self.workload.client)):
-            if h not in hosts:
+            if h not in hosts and "{" not in h:  # a template ("{os}-a") is checked at every point
                 raise ValueError(f"workload.{role} = {h!r} is not a target host that runs tests ({', '.join(hosts)})")
         return self
 
