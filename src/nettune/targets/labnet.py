@@ -1,16 +1,9 @@
-"""The lab's network: one namespace per host, a bridge, one veth pair per host (pyroute2).
-
-Names are derived from the study name so that two studies never collide and so that a
-killed run can be cleaned up from names alone:
-  namespace  nettune-<study>-<host>
-  bridge     nt<id>br        (id = 5 hex chars of sha1(study))
-  veth       nt<id>r<i> on the bridge, nt<id>n<i> inside the host's namespace
-Addresses come from 198.18.0.0/15 (RFC 2544 benchmarking): a /24 per study, the bridge
-gets .1 and host i gets .(10+i).
+"""The lab's network: one namespace per host on a bridge, one veth pair per host (pyroute2);
+with nodes, the hosts' bridges are per node (lab_nodes.py). Names and addresses:
+lab_layout.py; link shaping: lab_shaping.py.
 """
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
 import os
@@ -19,7 +12,6 @@ import signal
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +19,13 @@ from pyroute2 import IPRoute, NetNS, netns
 from pyroute2.netlink.exceptions import NetlinkError
 
 from ..errors import NettuneError, NotRoot
+from . import lab_nodes, lab_shaping
+from .lab_layout import BENCH_NET, LabLayout, default_subnet, short_id, study_layout  # noqa: F401 - re-exported
 from .procs import STATE_DIR, kill_pid, owner_alive, owner_token, stop_recorded
 
 LAB_DIR = STATE_DIR / "labs"
 NETNS_DIR = Path("/var/run/netns")
-LINK_RE = re.compile(r"^nt[0-9a-f]{5}(br|r\d+)$")
-BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
+LINK_RE = re.compile(r"^nt[0-9a-f]{5}(br|r\d+|u\d+)$")
 
 
 NETLINK_DEADLINE = 60.0
@@ -70,70 +63,15 @@ def require_root(what: str = "the lab target") -> None:
         )
 
 
-def short_id(study: str) -> str:
-    return hashlib.sha1(study.encode()).hexdigest()[:5]
-
-
-def default_subnet(study: str) -> ipaddress.IPv4Network:
-    # 512 /24s in 198.18.0.0/15; skip the .0 network of each half for readability
-    n = int(hashlib.sha1(study.encode()).hexdigest()[5:11], 16) % 510 + 1
-    base = int(BENCH_NET.network_address) + (n + (1 if n >= 256 else 0)) * 256
-    return ipaddress.ip_network(f"{ipaddress.ip_address(base)}/24")
-
-
-@dataclass
-class LabLayout:
-    study: str
-    hosts: list[str]
-    subnet: ipaddress.IPv4Network
-    sid: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.sid = short_id(self.study)
-        if not self.subnet.subnet_of(BENCH_NET):  # type: ignore[arg-type]
-            raise NettuneError(f"lab subnet {self.subnet} is outside 198.18.0.0/15 (the benchmarking range); pick one inside it")
-
-    @property
-    def bridge(self) -> str:
-        return f"nt{self.sid}br"
-
-    def ns(self, host: str) -> str:
-        return f"nettune-{self.study}-{host}"
-
-    def root_if(self, host: str) -> str:
-        return f"nt{self.sid}r{self.hosts.index(host)}"
-
-    def ns_if(self, host: str) -> str:
-        return f"nt{self.sid}n{self.hosts.index(host)}"
-
-    def address(self, host: str) -> str:
-        return str(self.subnet.network_address + 10 + self.hosts.index(host))
-
-    def mac(self, host: str, side: str) -> str:
-        """Locally administered unicast MAC derived from study, host and side."""
-        h = hashlib.sha1(f"{self.study}/{host}/{side}".encode()).digest()
-        return "02:" + ":".join(f"{b:02x}" for b in h[:5])
-
-    @property
-    def bridge_address(self) -> str:
-        return str(self.subnet.network_address + 1)
-
-
-def study_layout(study: Any) -> LabLayout:
-    """The lab a study gets (names, addresses): computed from the study alone, creating
-    nothing, so `nettune run --dry-run` shows the addresses the run will use."""
-    spec = study.target
-    subnet = ipaddress.ip_network(spec.subnet) if spec.subnet else default_subnet(study.name)
-    return LabLayout(study.name, list(spec.hosts), subnet)  # type: ignore[arg-type]
-
-
 class LabNet:
     """Creates, adjusts and removes one study's lab network."""
 
     def __init__(self, layout: LabLayout):
         self.layout = layout
+        self.link: Any = None  # spec LinkSpec in force (None: unshaped)
+        self.underlay: Any = None  # spec UnderlaySpec in force
 
-    def up(self, mtu: int, queues: int | dict[str, int]) -> None:
+    def up(self, mtu: int, queues: int | dict[str, int], underlay_mtu: int = 1500) -> None:
         require_root()
         lay = self.layout
         self._save_state()
@@ -143,6 +81,8 @@ class LabNet:
             br = ipr.link_lookup(ifname=lay.bridge)[0]
             ipr.link("set", index=br, mtu=SWITCH_MTU, state="up")
             _ensure_addr(ipr, br, lay.bridge_address, lay.subnet.prefixlen)
+        if lay.nodes:
+            lab_nodes.nodes_up(lay, underlay_mtu, deadline)
         for h in lay.hosts:
             if lay.ns(h) not in netns.listnetns():
                 netns.create(lay.ns(h))
@@ -151,10 +91,11 @@ class LabNet:
             self.recreate_veth(h, mtu, queues[h] if isinstance(queues, dict) else queues)
 
     def recreate_veth(self, host: str, mtu: int, queues: int) -> None:
-        """(Re)create a host's veth pair: the lab's stand-in for restarting a VM's NIC."""
+        """(Re)create a host's veth pair: the lab's stand-in for restarting a VM's NIC. Its
+        switch end is on the root bridge, or on its node's bridge in the node's namespace."""
         lay = self.layout
         rif, nif, nsname = lay.root_if(host), lay.ns_if(host), lay.ns(host)
-        with deadline(f"re-creating the veth of {host}"), IPRoute() as ipr:
+        with deadline(f"re-creating the veth of {host}"), _switch(lay, host) as ipr:
             for idx in ipr.link_lookup(ifname=rif):
                 ipr.link("del", index=idx)
             with NetNS(nsname) as ns:
@@ -166,7 +107,7 @@ class LabNet:
                 "add", ifname=rif, kind="veth", num_tx_queues=queues, num_rx_queues=queues, address=lay.mac(host, "r"),
                 peer={"ifname": nif, "net_ns_fd": nsname, "num_tx_queues": queues, "num_rx_queues": queues, "address": lay.mac(host, "n")},
             )
-            br = ipr.link_lookup(ifname=lay.bridge)[0]
+            br = ipr.link_lookup(ifname=lab_nodes.NODE_BRIDGE if lay.node_of(host) else lay.bridge)[0]
             idx = ipr.link_lookup(ifname=rif)[0]
             ipr.link("set", index=idx, mtu=SWITCH_MTU, master=br, state="up")
         with deadline(f"configuring the veth of {host}"), NetNS(nsname) as ns:
@@ -174,6 +115,41 @@ class LabNet:
             ns.link("set", index=idx, mtu=mtu, state="up")
             _ensure_addr(ns, idx, lay.address(host), lay.subnet.prefixlen)
             _wait_oper_up(ns, idx)
+        self.shape_host(host)  # a new veth has the default qdiscs
+
+    def set_shaping(self, link: Any, underlay: Any) -> None:
+        """Shape every host's link ([target.link]) and the nodes' underlay links."""
+        self.link, self.underlay = link, underlay
+        for h in self.layout.hosts:
+            self.shape_host(h)
+        if self.layout.nodes:
+            with deadline("shaping the underlay"):
+                lab_nodes.shape_underlay(self.layout, underlay)
+
+    def shape_host(self, host: str) -> None:
+        shape = self.link.for_host(host) if self.link is not None else None
+        if shape is None and not self.shaped_once:
+            return  # never shaped: the default qdiscs are already there
+        lay = self.layout
+        with deadline(f"shaping the link of {host}"), NetNS(lay.ns(host)) as ns, _switch(lay, host) as sw:
+            lab_shaping.apply(ns, lay.ns_if(host), shape)
+            lab_shaping.apply(sw, lay.root_if(host), shape)
+
+    def shaping_state(self) -> dict[str, Any]:
+        """Per host: the shape asked for and the qdiscs on each end, read back from netlink."""
+        lay, out = self.layout, {}
+        for h in lay.hosts:
+            with NetNS(lay.ns(h)) as ns, _switch(lay, h) as sw:
+                out[h] = {
+                    "shape": self.link.for_host(h).values() if self.link is not None else {},
+                    "host_end": [q["kind"] for q in lab_shaping.qdiscs(ns, lay.ns_if(h))],
+                    "switch_end": [q["kind"] for q in lab_shaping.qdiscs(sw, lay.root_if(h))],
+                }
+        return out
+
+    @property
+    def shaped_once(self) -> bool:
+        return self.link is not None or self.underlay is not None
 
     def add_host(self, host: str, mtu: int = 1500) -> "LabLayout":
         """One more namespace on the bridge (the lab's SSH bastion), recorded with the lab so
@@ -181,7 +157,7 @@ class LabNet:
         require_root()
         lay = self.layout
         if host not in lay.hosts:
-            lay = self.layout = LabLayout(lay.study, lay.hosts + [host], lay.subnet)
+            lay = self.layout = LabLayout(lay.study, lay.hosts + [host], lay.subnet, lay.nodes)
         self._save_state()
         if lay.ns(host) not in netns.listnetns():
             netns.create(lay.ns(host))
@@ -217,10 +193,10 @@ class LabNet:
 
     def down(self) -> None:
         lay = self.layout
-        for h in lay.hosts:
-            remove_namespace(lay.ns(h))
+        for name in lay.namespaces():
+            remove_namespace(name)
         with IPRoute() as ipr:
-            for name in [lay.bridge] + [lay.root_if(h) for h in lay.hosts]:
+            for name in lay.root_links():
                 for idx in ipr.link_lookup(ifname=name):
                     try:
                         ipr.link("del", index=idx)
@@ -232,8 +208,14 @@ class LabNet:
         LAB_DIR.mkdir(parents=True, exist_ok=True)
         lay = self.layout
         (LAB_DIR / f"{lay.study}.json").write_text(
-            json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "created": time.time(), "owner": owner_token()})
+            json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "nodes": lay.nodes, "created": time.time(), "owner": owner_token()})
         )
+
+
+def _switch(lay: LabLayout, host: str) -> IPRoute | NetNS:
+    """Netlink to the namespace of the host's switch end (root, or its node's)."""
+    where = lay.switch_ns(host)
+    return IPRoute() if where is None else NetNS(where)
 
 
 def _ensure_addr(ipr: IPRoute | NetNS, idx: int, address: str, prefixlen: int) -> None:
@@ -296,7 +278,7 @@ def live_labs() -> dict[str, list[str]]:
         except (OSError, ValueError):
             continue
         if owner_alive(st.get("owner", "")):
-            live[st["study"]] = [f"nettune-{st['study']}-{h}" for h in st.get("hosts", [])]
+            live[st["study"]] = [f"nettune-{st['study']}-{h}" for h in st.get("hosts", [])] + [f"nettune-{st['study']}.{n}" for n in st.get("nodes") or {}]
     return live
 
 
@@ -337,11 +319,11 @@ def down_one(name: str, force: bool = False) -> dict[str, list[str]]:
         raise NettuneError(f"no lab named {name!r} on this machine (labs: {labs}); `nettune lab status` lists what is there")
     if not force and owner_alive(st.get("owner", "")):
         return {"kept (study still running; --force removes it)": [name]}
-    layout = LabLayout(name, list(st.get("hosts", [])), ipaddress.ip_network(st["subnet"]))
+    layout = LabLayout(name, list(st.get("hosts", [])), ipaddress.ip_network(st["subnet"]), st.get("nodes"))
     present = set(netns.listnetns())
     links = set(os.listdir("/sys/class/net"))
-    namespaces = [layout.ns(h) for h in layout.hosts if layout.ns(h) in present]
-    gone_links = [n for n in [layout.bridge] + [layout.root_if(h) for h in layout.hosts] if n in links]
+    namespaces = [n for n in layout.namespaces() if n in present]
+    gone_links = [n for n in layout.root_links() if n in links]
     LabNet(layout).down()
     return {"namespaces": namespaces, "links": gone_links, "labs": [name]}
 
@@ -355,7 +337,7 @@ def clear_dead_lab(study: str) -> list[str]:
     f = LAB_DIR / f"{study}.json"
     try:
         st = json.loads(f.read_text())
-        layout = LabLayout(study, list(st["hosts"]), ipaddress.ip_network(st["subnet"]))
+        layout = LabLayout(study, list(st["hosts"]), ipaddress.ip_network(st["subnet"]), st.get("nodes"))
     except FileNotFoundError:
         return []
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -365,7 +347,7 @@ def clear_dead_lab(study: str) -> list[str]:
         return []  # this process made it (e.g. `lab up` from Python): it is ours to use
     if owner_alive(owner):
         raise NettuneError(f"the lab of study {study!r} belongs to a nettune run still going (pid {owner.split()[0]}); wait for it to end, or give this study another name")
-    found = [layout.ns(h) for h in layout.hosts if layout.ns(h) in netns.listnetns()]
+    found = [n for n in layout.namespaces() if n in netns.listnetns()]
     LabNet(layout).down()
     return found
 
