@@ -1,0 +1,37 @@
+"""Measuring a real lab from tests: iperf3 and ping between two lab hosts (by PID, cleaned up)."""
+import json
+import re
+import subprocess
+
+from nettune.targets.lab import LabTarget
+
+
+def iperf3_bps(target: LabTarget, server: str, client: str, seconds: int = 2, extra: tuple[str, ...] = ()) -> float:
+    """Receiver bits/s of a TCP test from client to server."""
+    s, c = target.hosts[server], target.hosts[client]
+    srv = subprocess.Popen(["ip", "netns", "exec", s.netns, "iperf3", "-s", "-1", "-B", s.address], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = ""
+        for _ in range(20):  # the server needs a moment to listen; retry the client, never sleep blind
+            p = subprocess.run(["ip", "netns", "exec", c.netns, "iperf3", "-c", s.address, "-J", "-t", str(seconds), *extra],
+                               capture_output=True, text=True, timeout=seconds + 30)
+            out = p.stdout
+            if p.returncode == 0:
+                break
+            subprocess.run(["sleep", "0.1"])
+        srv.wait(timeout=15)
+        return float(json.loads(out)["end"]["sum_received"]["bits_per_second"])
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+
+
+def ping_rtt_ms(target: LabTarget, src: str, dst: str, count: int = 5) -> float:
+    """Average RTT in ms from ping's summary line."""
+    s, d = target.hosts[src], target.hosts[dst]
+    p = subprocess.run(["ip", "netns", "exec", s.netns, "ping", "-c", str(count), "-i", "0.2", "-W", "2", d.address],
+                       capture_output=True, text=True, timeout=30)
+    m = re.search(r"= [\d.]+/([\d.]+)/", p.stdout)
+    assert m, p.stdout + p.stderr
+    return float(m.group(1))
