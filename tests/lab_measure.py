@@ -11,14 +11,15 @@ def iperf3_bps(target: LabTarget, server: str, client: str, seconds: int = 2, ex
     s, c = target.hosts[server], target.hosts[client]
     srv = subprocess.Popen(["ip", "netns", "exec", s.netns, "iperf3", "-s", "-1", "-B", s.address], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        out = ""
-        for _ in range(20):  # the server needs a moment to listen; retry the client, never sleep blind
+        out, err = "", ""
+        for _ in range(50):  # the server needs a moment to listen; retry the client, never sleep blind
             p = subprocess.run(["ip", "netns", "exec", c.netns, "iperf3", "-c", s.address, "-J", "-t", str(seconds), *extra],
                                capture_output=True, text=True, timeout=seconds + 30)
-            out = p.stdout
+            out, err = p.stdout, p.stderr
             if p.returncode == 0:
                 break
-            subprocess.run(["sleep", "0.1"])
+            subprocess.run(["sleep", "0.2"])
+        assert p.returncode == 0, f"iperf3 {client} -> {server} failed: {out[-300:]} {err[-300:]}"
         srv.wait(timeout=15)
         return float(json.loads(out)["end"]["sum_received"]["bits_per_second"])
     finally:

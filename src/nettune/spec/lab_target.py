@@ -65,6 +65,8 @@ class LabTargetSpec(Strict, ThisMachine):
 
     @model_validator(mode="after")
     def _check(self) -> "LabTargetSpec":
+        if self.nodes is not None:
+            self._check_nodes(self.nodes)  # first: a host on two nodes is that, not a duplicate host
         if len(set(self.hosts)) != len(self.hosts):
             raise ValueError("host names must be unique")
         for h in self.hosts:
@@ -78,7 +80,6 @@ class LabTargetSpec(Strict, ThisMachine):
             if self.underlay is not None:
                 raise ValueError("underlay needs nodes: add nodes = { n1 = [...], n2 = [...] } or remove [target.underlay]")
             return self
-        self._check_nodes(self.nodes)
         under = self.underlay or UnderlaySpec()
         if isinstance(self.mtu, int) and isinstance(under.mtu, int) and self.mtu > under.mtu - VXLAN_OVERHEAD:
             raise ValueError(f"mtu {self.mtu} is above the overlay's {under.mtu - VXLAN_OVERHEAD} (underlay mtu {under.mtu} - 50 for VXLAN); lower mtu or raise [target.underlay] mtu")
