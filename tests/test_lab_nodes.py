@@ -10,7 +10,7 @@ from nettune.plan import expand, resolve
 from nettune.targets import lab_nodes, labnet
 from nettune.targets.lab import LabTarget
 
-from conftest import lab_leftovers, needs_iperf3, needs_root, nettune, write_study
+from conftest import lab_leftovers, needs_iperf3, needs_root, nettune
 from lab_measure import iperf3_bps
 
 STUDY = """

@@ -33,6 +33,7 @@ class LabTargetSpec(Strict, ThisMachine):
     subnet: str | None = Field(default=None, description="A /24 inside 198.18.0.0/15; default derived from the study name.")
     link: LinkSpec | None = Field(default=None, description="[target.link]: rate, delay (round trip), jitter, loss of every host's link (tc tbf + netem); [target.link.HOST] for one host. Sweepable.")
     nodes: dict[str, list[str]] | None = Field(default=None, description='Hosts grouped into nodes, e.g. { n1 = ["a", "b"], n2 = ["c", "d"] }: a bridge per node, nodes joined by VXLAN over the underlay.')
+    placement: Literal["same-node", "cross-node"] | Template | None = Field(default=None, description='With nodes: put the workload\'s client on the server\'s node ("same-node") or on another node ("cross-node"), moving its veth between points; sweepable: placement = "{placement}". Default: the hosts stay where nodes puts them.')
     underlay: UnderlaySpec | None = Field(default=None, description="[target.underlay] (with nodes): mtu, rate, delay, jitter, loss of each node's link to the underlay.")
 
     @field_validator("subnet")
@@ -77,9 +78,13 @@ class LabTargetSpec(Strict, ThisMachine):
                 if h not in self.hosts:
                     raise ValueError(f"link.{h}: {h!r} is not a host of this lab ({', '.join(self.hosts)}); [target.link.HOST] names a host")
         if self.nodes is None:
+            if self.placement is not None:
+                raise ValueError("placement needs nodes: add nodes = { n1 = [...], n2 = [...] } or remove placement")
             if self.underlay is not None:
                 raise ValueError("underlay needs nodes: add nodes = { n1 = [...], n2 = [...] } or remove [target.underlay]")
             return self
+        if self.placement == "cross-node" and len(self.nodes) < 2:
+            raise ValueError('placement = "cross-node" needs two nodes or more; add a node (it may have no hosts: n2 = [])')
         under = self.underlay or UnderlaySpec()
         if isinstance(self.mtu, int) and isinstance(under.mtu, int) and self.mtu > under.mtu - VXLAN_OVERHEAD:
             raise ValueError(f"mtu {self.mtu} is above the overlay's {under.mtu - VXLAN_OVERHEAD} (underlay mtu {under.mtu} - 50 for VXLAN); lower mtu or raise [target.underlay] mtu")
@@ -92,8 +97,6 @@ class LabTargetSpec(Strict, ThisMachine):
         for node, hosts in nodes.items():
             if not _name_ok(node, 12):
                 raise ValueError(f"nodes: node name {node!r}: use letters, digits, '-' or '_' (at most 12)")
-            if not hosts:
-                raise ValueError(f"nodes.{node}: a node needs at least one host")
             for h in hosts:
                 if h in placed:
                     raise ValueError(f"nodes: host {h!r} is on two nodes ({placed[h]} and {node}); put it on one")

@@ -9,6 +9,7 @@ from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
 from ..spec.lab_link import UnderlaySpec
 from . import lab_nodes
+from . import lab_placement as placement
 from .labnet import LabNet, require_root, study_layout
 from .procs import LocalProc, port_listening, run_local, with_env
 
@@ -95,10 +96,14 @@ class LabTarget(TargetBase):
     def prepare(self, resolved: Any) -> dict[str, Any]:
         spec = resolved.target
         under = spec.underlay or UnderlaySpec()
+        placed = placement.nodes_for(spec, resolved.workload)
         if self._mtu is None:
             self._created = True
+            self.layout.nodes = placed
             self.net.up(spec.mtu, spec.queues, under.mtu)
         else:
+            for host, node in placement.moves(self.layout.nodes, placed):
+                self.net.move_host(host, node, self._mtu, self._queues or 1)
             if spec.queues != self._queues:
                 for h in self.layout.hosts:
                     self.net.recreate_veth(h, spec.mtu, spec.queues)  # keeps the shaping in force

@@ -117,6 +117,17 @@ class LabNet:
             _wait_oper_up(ns, idx)
         self.shape_host(host)  # a new veth has the default qdiscs
 
+    def move_host(self, host: str, node: str, mtu: int, queues: int) -> None:
+        """Put a host on another node: its veth's switch end moves to that node's bridge (a
+        pod rescheduled); the lab's record follows so cleanup finds every namespace."""
+        lay = self.layout
+        with deadline(f"moving {host} to node {node}"), _switch(lay, host) as old:
+            for idx in old.link_lookup(ifname=lay.root_if(host)):
+                old.link("del", index=idx)
+        lay.nodes = {n: [h for h in hs if h != host] + ([host] if n == node else []) for n, hs in (lay.nodes or {}).items()}
+        self._save_state()
+        self.recreate_veth(host, mtu, queues)
+
     def set_shaping(self, link: Any, underlay: Any) -> None:
         """Shape every host's link ([target.link]) and the nodes' underlay links."""
         self.link, self.underlay = link, underlay
