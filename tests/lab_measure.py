@@ -11,8 +11,12 @@ def iperf3_bps(target: LabTarget, server: str, client: str, seconds: int = 2, ex
     s, c = target.hosts[server], target.hosts[client]
     srv = subprocess.Popen(["ip", "netns", "exec", s.netns, "iperf3", "-s", "-1", "-B", s.address], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        for _ in range(100):  # start the client once the server listens (read from /proc, no connection)
+            if s.listening(5201, pid=srv.pid):
+                break
+            subprocess.run(["sleep", "0.05"])
         out, err = "", ""
-        for _ in range(50):  # the server needs a moment to listen; retry the client, never sleep blind
+        for _ in range(5):  # a first SYN can be lost while a moved host's MAC is learned again
             p = subprocess.run(["ip", "netns", "exec", c.netns, "iperf3", "-c", s.address, "-J", "-t", str(seconds), *extra],
                                capture_output=True, text=True, timeout=seconds + 30)
             out, err = p.stdout, p.stderr

@@ -1,6 +1,8 @@
 """Lab nodes on real namespaces: hosts on node bridges, nodes joined by VXLAN over a shaped
 underlay; same-node traffic stays on the node, cross-node traffic crosses the VXLAN
 (counters read from netlink); everything removed at the end and by `nettune lab down`."""
+import json
+
 import pytest
 from pyroute2 import netns
 
@@ -10,7 +12,7 @@ from nettune.plan import expand, resolve
 from nettune.targets import lab_nodes, labnet
 from nettune.targets.lab import LabTarget
 
-from conftest import lab_leftovers, needs_iperf3, needs_root, nettune
+from conftest import EXAMPLES, lab_leftovers, needs_iperf3, needs_root, nettune, write_study
 from lab_measure import iperf3_bps
 
 STUDY = """
@@ -85,3 +87,63 @@ def test_lab_down_removes_node_namespaces_and_underlay(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert lab_leftovers() == {}
     assert not [n for n in netns.listnetns() if n.startswith("nettune-nettune-t-nodes")]
+
+
+PLACED = """
+name = "nettune-t-place"
+[target]
+kind = "lab"
+nodes = { n1 = ["server", "client"], n2 = [] }
+placement = "{placement}"
+[target.underlay]
+rate = "300M"
+[workload]
+server = "server"
+client = "client"
+[sweep]
+placement = ["same-node", "cross-node", "same-node"]
+"""
+
+
+@needs_root
+@needs_iperf3
+def test_placement_moves_the_client_between_nodes_per_point():
+    st = parse_study(PLACED)
+    target = LabTarget(st)
+    lay = target.layout
+    try:
+        seen = []
+        for p in expand(st):
+            state = target.prepare(resolve(st, p))
+            before = lab_nodes.vxlan_counters(lay, "n1")
+            bps = iperf3_bps(target, "server", "client")
+            crossed = lab_nodes.vxlan_counters(lay, "n1")["rx_bytes"] - before["rx_bytes"]
+            seen.append((state["nodes"]["n2"]["hosts"], crossed > bps * 2 / 8 * 0.9, bps < 1.05 * 300e6))
+        assert seen == [([], False, False), (["client"], True, True), ([], False, False)]
+    finally:
+        target.close()
+    assert lab_leftovers() == {}
+
+
+def test_placement_needs_nodes_and_two_nodes_for_cross():
+    with pytest.raises(SpecError, match="placement needs nodes"):
+        parse_study('name = "x"\n[target]\nkind = "lab"\nplacement = "same-node"\n')
+    with pytest.raises(SpecError, match="two nodes"):
+        parse_study('name = "x"\n[target]\nkind = "lab"\nnodes = { n1 = ["server", "client"] }\nplacement = "cross-node"\n')
+
+
+@needs_root
+@needs_iperf3
+def test_study_e_lab_example_gives_placement_and_sysctl_verdicts(tmp_path):
+    text = (EXAMPLES / "study-e-lab.toml").read_text()
+    text = text.replace("duration = 3", "duration = 1").replace("streams = [1, 4]", "streams = [1]").replace("runs = 3", "runs = 2")
+    text = text.replace('name = "study-e-lab"', 'name = "nettune-t-studye"')
+    study, db = write_study(tmp_path, text), str(tmp_path / "r.db")
+    nettune("run", str(study), "--db", db, check=True)
+    place = json.loads(nettune("compare", "nettune-t-studye", "--db", db, "--format", "json", "--a", "placement=same-node,rmem=6291456",
+                               "--b", "placement=cross-node,rmem=6291456", check=True).stdout)
+    rmem = json.loads(nettune("compare", "nettune-t-studye", "--db", db, "--format", "json", "--a", "placement=same-node,rmem=4096",
+                              "--b", "placement=same-node,rmem=6291456", check=True).stdout)
+    assert place["verdict"] == "slower" and place["mean_b"] < 0.6 * place["mean_a"]  # 2G underlay vs 5G pod links
+    assert rmem["verdict"] == "faster" and rmem["mean_b"] > 3 * rmem["mean_a"]  # a 4 KiB receive buffer starves TCP
+    assert lab_leftovers() == {}
