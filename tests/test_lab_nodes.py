@@ -147,3 +147,14 @@ def test_study_e_lab_example_gives_placement_and_sysctl_verdicts(tmp_path):
     assert place["verdict"] == "slower" and place["mean_b"] < 0.6 * place["mean_a"]  # 2G underlay vs 5G pod links
     assert rmem["verdict"] == "faster" and rmem["mean_b"] > 3 * rmem["mean_a"]  # a 4 KiB receive buffer starves TCP
     assert lab_leftovers() == {}
+
+
+@needs_root
+def test_lab_up_ssh_refuses_a_lab_with_nodes(tmp_path):
+    study = write_study(tmp_path, STUDY.replace("nettune-t-nodes", "nettune-t-nodessh"))
+    try:
+        p = nettune("lab", "up", str(study), "--ssh")
+        assert p.returncode != 0 and "not reachable over SSH" in p.stdout + p.stderr and "Traceback" not in p.stderr
+    finally:
+        nettune("lab", "down", "nettune-t-nodessh", "--force")
+    assert lab_leftovers() == {}
