@@ -53,6 +53,9 @@ def test_link_values_parse_per_host_and_template():
     assert pts[0].for_host("c").loss == 0.5 and pts[0].for_host("c").delay == 20.0  # the host's own over the shared
     args = lab_shaping.netem_args(pts[0].for_host("a"))
     assert args["delay"] == 5000  # 20 ms round trip: a quarter on each end of each host's link (us)
+    swept = parse_study(_study('delay = "{rtt}"\njitter = "{rtt} / 10"'.replace('"{rtt} / 10"', '"{rtt_j}"'), 'rtt = ["500us", "20ms"]\nrtt_j = 2'))
+    assert [(r.target.link.delay, r.target.link.jitter) for r in (resolve(swept, p) for p in expand(swept))] == [(0.5, 2.0), (20.0, 2.0)]
+    assert lab_shaping.netem_args(resolve(swept, expand(swept)[0]).target.link.for_host("a"))["delay"] == 125
 
 
 @pytest.mark.parametrize("link, where", [

@@ -101,9 +101,17 @@ class LinkShape(BaseModel):
         return LinkShape(**(base.values() | self.values()))
 
 
+def _host_tables(schema: dict[str, Any]) -> None:
+    # the file writes a host's shape as [target.link.HOST], never as a `hosts` key
+    hosts = schema["properties"].pop("hosts", {})
+    schema["additionalProperties"] = hosts.get("additionalProperties", True)
+
+
 class LinkSpec(LinkShape):
     """`[target.link]`: the shape of every host's link, and `[target.link.HOST]` tables
     that change it for one host."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_host_tables)
 
     hosts: dict[str, LinkShape] = Field(default_factory=dict, description="Per host: [target.link.HOST] with the same keys.")
 
