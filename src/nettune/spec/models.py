@@ -80,38 +80,6 @@ class ThisMachine:
         return True
 
 
-class LabTargetSpec(Strict, ThisMachine):
-    """Built-in lab: one network namespace per host on a Linux bridge (needs root)."""
-
-    kind: Literal["lab"]
-    hosts: list[str] = Field(default=["server", "client"], min_length=1, max_length=MAX_LAB_HOSTS, description="Host names; each becomes a namespace nettune-<study>-<host>.")
-    mtu: Mtu | Template = Field(default=1500, description="MTU of every host's interface (68..65535); the bridge, the lab's switch, passes any frame size.")
-    queues: Queues | Template = Field(default=1, description="tx/rx queues of each host's veth; changing it re-creates the veth.")
-    subnet: str | None = Field(default=None, description="A /24 inside 198.18.0.0/15; default derived from the study name.")
-
-    @field_validator("subnet")
-    @classmethod
-    def _subnet(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            net = ipaddress.ip_network(v)
-        except ValueError as e:
-            raise ValueError(f"{v!r}: {e}; write a network such as '198.18.40.0/24'") from None
-        if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(BENCH_NET) or net.prefixlen > 24:
-            raise ValueError(f"{v!r}: use a /24 inside 198.18.0.0/15 (the benchmarking range), e.g. '198.18.40.0/24'")
-        return v
-
-    @model_validator(mode="after")
-    def _check(self) -> "LabTargetSpec":
-        if len(set(self.hosts)) != len(self.hosts):
-            raise ValueError("host names must be unique")
-        for h in self.hosts:
-            if not h.replace("-", "").replace("_", "").isalnum() or len(h) > 32:
-                raise ValueError(f"host name {h!r}: use letters, digits, '-' or '_' (at most 32)")
-        return self
-
-
 class LocalTargetSpec(Strict, ThisMachine):
     """Loopback on this machine: no namespaces, no root needed."""
 
@@ -123,6 +91,8 @@ class LocalTargetSpec(Strict, ThisMachine):
         """Queues per host interface the target sets (the lab's [target] queues): none here."""
         return None
 
+
+from .lab_target import LabTargetSpec  # noqa: E402 - in its own file; it uses Strict and ThisMachine above
 
 # Every target spec declares what the layers that see only the study file ask of it:
 # kind, hosts, test_hosts, on_this_machine (its hosts run this machine's binaries and

@@ -7,6 +7,9 @@ from typing import Any
 
 from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
+from ..spec.lab_link import UnderlaySpec
+from . import lab_nodes
+from . import lab_placement as placement
 from .labnet import LabNet, require_root, study_layout
 from .procs import LocalProc, port_listening, run_local, with_env
 
@@ -86,32 +89,50 @@ class LabTarget(TargetBase):
         }
         self._mtu: int | None = None
         self._queues: int | None = None
+        self._underlay_mtu = 1500
+        self._shaping: Any = (None, None)  # the link and underlay values in force
         self._created = False  # close() removes only a lab this target began to create
 
     def prepare(self, resolved: Any) -> dict[str, Any]:
         spec = resolved.target
+        under = spec.underlay or UnderlaySpec()
+        placed = placement.nodes_for(spec, resolved.workload)
         if self._mtu is None:
             self._created = True
-            self.net.up(spec.mtu, spec.queues)
+            self.layout.nodes = placed
+            self.net.up(spec.mtu, spec.queues, under.mtu)
         else:
+            for host, node in placement.moves(self.layout.nodes, placed):
+                self.net.move_host(host, node, self._mtu, self._queues or 1)
             if spec.queues != self._queues:
                 for h in self.layout.hosts:
-                    self.net.recreate_veth(h, spec.mtu, spec.queues)
+                    self.net.recreate_veth(h, spec.mtu, spec.queues)  # keeps the shaping in force
             elif spec.mtu != self._mtu:
                 self.net.set_mtu(spec.mtu)
-        self._mtu, self._queues = spec.mtu, spec.queues
-        return {"hosts": self.net.state()}
+            if self.layout.nodes and under.mtu != self._underlay_mtu:
+                lab_nodes.set_underlay_mtu(self.layout, under.mtu)
+        shaping = (spec.link.model_dump() if spec.link else None, under.model_dump() if spec.underlay else None)
+        if shaping != self._shaping:  # a point whose link values differ re-shapes every link
+            self.net.set_shaping(spec.link, spec.underlay)
+        self._mtu, self._queues, self._underlay_mtu, self._shaping = spec.mtu, spec.queues, under.mtu, shaping
+        return self.state()
 
     def state(self) -> dict[str, Any]:
-        """The hosts' interfaces as they are now (after knobs, e.g. an mtu knob)."""
-        return {"hosts": self.net.state()}
+        """The hosts' interfaces as they are now (after knobs, e.g. an mtu knob), the links'
+        qdiscs and the nodes' underlay and overlay."""
+        out: dict[str, Any] = {"hosts": self.net.state()}
+        if self.net.shaped_once:
+            out["shaping"] = self.net.shaping_state()
+        if self.layout.nodes:
+            out["nodes"] = lab_nodes.node_state(self.layout)
+        return out
 
-    def up(self, mtu: int, queues: int) -> None:
+    def up(self, mtu: int, queues: int, underlay_mtu: int = 1500) -> None:
         """Create the lab at this MTU and queue count without a study point (tests stand a
         lab up with it)."""
         self._created = True
-        self.net.up(mtu, queues)
-        self._mtu, self._queues = mtu, queues
+        self.net.up(mtu, queues, underlay_mtu)
+        self._mtu, self._queues, self._underlay_mtu = mtu, queues, underlay_mtu
 
     def facts(self) -> dict[str, dict[str, Any]]:
         base = linux_facts(next(iter(self.hosts.values())))

@@ -128,6 +128,8 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
     Returns {host: {address, port, user, key, known_hosts, interface, pid[, jump]}} (and
     {"bastion": {..., "role": "bastion"}} with bastion)."""
     require_root("nettune lab up --ssh")
+    if layout.nodes:  # the hosts are on the nodes' VXLAN overlay, which this machine's namespace does not reach
+        raise NettuneError("nettune lab up --ssh: a lab with [target] nodes is not reachable over SSH from this machine; the lab is up without sshds (`nettune lab down` removes it)")
     sshd = sshd_path()
     version = _sshd_version(sshd)
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
