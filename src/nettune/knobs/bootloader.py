@@ -71,14 +71,14 @@ def set_in_args(args: str, key: str, value: Value) -> str:
             out = out[:m.start()] + token(key, value) + out[m.end():]
             continue
         a, b = m.start(), m.end()
-        if a > 0 and out[a - 1] in " \t":  # take the space before it
+        if out[:a].strip() and out[a - 1] in " \t":  # a word before: the space before it
             a -= 1
-        elif b < len(out) and out[b] in " \t":  # first word: the space after it
+        elif out[b:].strip() and out[b] in " \t":  # the first word: the space after it
             b += 1
         out = out[:a] + out[b:]
     if value is not None and keep is None:
         body = out.rstrip()
-        out = body + (" " if body else "") + token(key, value) + out[len(body):]
+        out = (body + " " + token(key, value) + out[len(body):]) if body else out + token(key, value)
     return out
 
 

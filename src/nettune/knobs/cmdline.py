@@ -69,7 +69,7 @@ class Cmdline(Kind):
         for path in fam.files:
             fam.value(path, read_file(ex, path), loc.arg or "")  # a file nettune cannot edit safely fails here
         if fam.name == "grub":
-            r = ex.run(["sh", "-c", 'grep -l "GRUB_CMDLINE_LINUX" /etc/default/grub.d/*.cfg 2>/dev/null; true'], timeout=15)
+            r = ex.run(["sh", "-c", 'grep -l GRUB_CMDLINE_LINUX "$1"/*.cfg 2>/dev/null; true', "sh", "/etc/default/grub.d"], timeout=15)
             if r.stdout.strip():
                 ctx.notes.append(f"{loc.key} on {ctx.host}: {', '.join(r.stdout.split())} also set(s) GRUB_CMDLINE_LINUX*; "
                                  f"nettune edits {GRUB_DEFAULT}, and /proc/cmdline is checked after the reboot")

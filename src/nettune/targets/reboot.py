@@ -19,6 +19,7 @@ from .base import Host
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 # started in the background, a second later: the exit status gets back before the drop
+POLL = 2.0  # seconds between tries while the host is down
 REBOOT_ARGV = ["sh", "-c", "(sleep 1; reboot) </dev/null >/dev/null 2>&1 &"]
 
 
@@ -54,9 +55,10 @@ def refuse_unless_rebootable(host: Host) -> None:
                           "which is never rebooted")
 
 
-def reboot_and_wait(host: Host, timeout: float | None = None, poll: float = 2.0) -> float:
+def reboot_and_wait(host: Host, timeout: float | None = None, poll: float | None = None) -> float:
     """Reboot `host` and wait until it answers with a new boot id; the seconds it took."""
     timeout = host.reboot_timeout if timeout is None else timeout
+    poll = POLL if poll is None else poll
     before = boot_id(host)
     t0 = time.monotonic()
     try:
