@@ -28,6 +28,8 @@ from nettune.knobs.registry import KINDS
 from nettune.targets import reboot as rb
 from nettune.targets.base import CommandResult, HostBase
 
+from conftest import nettune
+
 REAL = Path(__file__).parent / "fixtures" / "cmdline" / "real"
 KIND = KINDS["cmdline"]
 ROOTED = ("etc", "boot", "proc")
@@ -294,3 +296,110 @@ def test_manual_restore_commands_put_the_exact_bytes_back(tmp_path):
         path = line.rsplit("> ", 1)[1]
         subprocess.run(["sh", "-c", line.replace(path, str(h.root) + path)], check=True)
     assert (h.root / "etc/kernel/cmdline").read_text() == "root=ZFS=rpool/ROOT/pve-1 boot=zfs\n"
+
+
+# -- the plan: allow_reboot, refusals at plan time, the order of points, the dry run -----
+
+PLAN = """
+name = "boot"
+[target]
+kind = "ssh"
+{inventory}
+[target.hosts.vm1]
+address = "192.0.2.10"
+{allow}
+[target.hosts.vm2]
+address = "192.0.2.11"
+[workload]
+server = "vm1"
+client = "vm2"
+duration = 1
+[repeat]
+runs = 2
+[sweep]
+streams = [1, 2]
+mit = ["off", "auto"]
+[knobs]
+"cmdline:mitigations" = "{{mit}}"
+[knobs.hosts]
+"cmdline:mitigations" = ["vm1"]
+"""
+
+
+def plan(text: str):
+    from nettune import parse_study
+    from nettune.plan.points import expand_and_check
+
+    study = parse_study(text, "s.toml")
+    return study, expand_and_check(study, text, "s.toml")
+
+
+def test_points_are_grouped_so_the_boot_value_changes_once_per_value():
+    from nettune.plan.boot_order import boot_ordered, reboots, split_by_boot
+    from nettune.plan.points import schedule
+
+    text = PLAN.format(inventory="", allow="allow_reboot = true")
+    study, resolved = plan(text)
+    slots = schedule(study, [r.point for r in resolved])
+    mit = {r.point.index: r.extra["knobs"]["cmdline:mitigations"] for r in resolved}
+    flips = lambda ss: sum(mit[a.point.index] != mit[b.point.index] for a, b in zip(ss, ss[1:]))  # noqa: E731
+    assert flips(slots) >= 3  # the interleaved schedule alternates (streams is the outer parameter)
+    ordered = boot_ordered(slots, resolved)
+    assert sorted(ordered, key=id) == sorted(slots, key=id) and flips(ordered) == 1
+    assert [(s.point.index, s.run) for s in ordered if mit[s.point.index] == "off"][:2] == [(i, 0) for i in sorted(i for i in mit if mit[i] == "off")]
+    assert [shown for _i, shown in reboots(ordered, resolved)] == ["cmdline:mitigations=off (vm1)", "cmdline:mitigations=auto (vm1)",
+                                                                  "the original values (restore at the end)"]
+    by = {r.point.index: r for r in resolved}
+    assert sorted(map(sorted, split_by_boot([sorted(by)], by))) == sorted(sorted(i for i in mit if mit[i] == v) for v in ("off", "auto"))
+
+
+def test_a_plan_without_boot_knobs_keeps_its_order():
+    from nettune.plan.boot_order import boot_ordered
+    from nettune.plan.points import schedule
+
+    study, resolved = plan(PLAN.format(inventory="", allow="").split("[knobs]")[0])
+    slots = schedule(study, [r.point for r in resolved])
+    assert boot_ordered(slots, resolved) == slots
+
+
+def test_refused_at_plan_time_with_one_line_naming_the_knob(tmp_path):
+    from nettune.errors import SpecError
+    from nettune.plan.boot_order import check_boot_hosts
+
+    study, resolved = plan(text := PLAN.format(inventory="", allow=""))
+    with pytest.raises(SpecError, match=r"^s.toml:\d+: knobs.cmdline:mitigations: needs a reboot of vm1, which does not allow one: "
+                                        r"add allow_reboot = true to \[target.hosts.vm1\]"):
+        check_boot_hosts(study, resolved, text, "s.toml")
+    lab = 'name = "l"\n[target]\nkind = "lab"\nhosts = ["a", "b"]\n[workload]\nserver = "a"\nclient = "b"\n[knobs]\n"cmdline:mitigations" = "off"\n'
+    study, resolved = plan(lab)
+    with pytest.raises(SpecError, match="a lab target's hosts are this machine, the one nettune runs on, which is never rebooted"):
+        check_boot_hosts(study, resolved, lab, "s.toml")
+    (tmp_path / "lab.toml").write_text(lab)
+    r = nettune("run", str(tmp_path / "lab.toml"), "--dry-run")
+    assert r.returncode != 0 and r.stdout.count("\n") + r.stderr.count("\n") <= 1 and "never rebooted" in r.stdout + r.stderr
+
+
+def test_allow_reboot_from_a_toml_inventory_and_an_ansible_one(tmp_path):
+    (tmp_path / "inv.toml").write_text('[hosts.vm1]\naddress = "192.0.2.10"\nallow_reboot = true\nreboot_timeout = 900\n')
+    study, _ = plan(PLAN.format(inventory=f'inventory = "{tmp_path / "inv.toml"}"', allow=""))
+    assert study.target.hosts["vm1"].allow_reboot and study.target.hosts["vm1"].reboot_timeout == 900
+    assert not study.target.hosts["vm2"].allow_reboot
+    from nettune.spec.ansible_inventory import load_ansible
+
+    (tmp_path / "hosts.ini").write_text("[lab]\nvm1 ansible_host=192.0.2.10 nettune_allow_reboot=true nettune_reboot_timeout=300\n"
+                                        "vm2 ansible_host=192.0.2.11 nettune_allow_reboot=false\n")
+    hosts = load_ansible(tmp_path / "hosts.ini", None)
+    assert hosts["vm1"]["allow_reboot"] is True and int(hosts["vm1"]["reboot_timeout"]) == 300 and hosts["vm2"]["allow_reboot"] is False
+
+
+def test_dry_run_shows_every_reboot_its_commands_and_the_security_warning():
+    from nettune.run.dry_run import dry_run
+
+    text = PLAN.format(inventory="", allow="allow_reboot = true")
+    study, _ = plan(text)
+    d = dry_run(study, text, "s.toml")
+    notes = [n for p in d.planned for n in p.notes]
+    boots = [n for n in notes if n.startswith("REBOOT")]
+    assert len(boots) == 3 and "after the last test" in boots[-1]
+    assert all("grubby --update-kernel=ALL --args=mitigations=" in n and "proxmox-boot-tool refresh" in n for n in boots[:2])
+    assert sum(n.startswith("SECURITY: cmdline:mitigations=off") for n in notes) == 1
