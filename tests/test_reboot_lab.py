@@ -156,6 +156,9 @@ def test_run_reboots_once_per_value_checks_proc_cmdline_and_restores(lab, fake_b
     assert fake_boot.d.joinpath("default/grub").read_bytes() == fake_boot.grub_before  # byte for byte
     assert fake_boot.d.joinpath("cmdline").read_text() == fake_boot.cmdline_before
     assert not [c for s_ in Journal().open_sessions() for c in s_.changes]
+    r = nettune("report", "h13-boot", "--db", str(tmp_path / "r.db"), "--out", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "**Security:** cmdline:mitigations=off turns off" in (tmp_path / "rep" / "report.md").read_text()
 
 
 def test_kill_9_after_the_reboot_then_restore_reboots_back(lab, fake_boot, tmp_path):
