@@ -403,3 +403,26 @@ def test_dry_run_shows_every_reboot_its_commands_and_the_security_warning():
     assert len(boots) == 3 and "after the last test" in boots[-1]
     assert all("grubby --update-kernel=ALL --args=mitigations=" in n and "proxmox-boot-tool refresh" in n for n in boots[:2])
     assert sum(n.startswith("SECURITY: cmdline:mitigations=off") for n in notes) == 1
+
+
+def test_killed_between_the_edit_and_the_reboot_the_journal_restores_without_a_reboot(tmp_path):
+    """kill -9 after the edit, before the reboot: the change has no read-back in the
+    journal; the configuration holds nettune's value, so it is nettune's to put back, and
+    the kernel still runs with the original, so no reboot is needed."""
+    from nettune.knobs.journal import Journal
+    from nettune.knobs.places import Place
+    from nettune.knobs.restore import restore_changes
+
+    h = make_root(tmp_path, "debian")
+    before = snapshot(h)
+    orig = KIND.read(h, LOC)
+    j = Journal(tmp_path / "journal.jsonl")
+    sid = j.begin("s", None)
+    rec = j.change(sid, 1, "s", "vm1", LOC.record(), {"type": "remote", "label": "vm1", "key": "remote:vm1"}, orig, "off")
+    grub = h.root / "etc/default/grub"
+    grub.write_text(bl.grub_set(grub.read_text(), "mitigations", "off"))  # the edit, then the kill
+    boot0 = rb.boot_id(h)
+    out = restore_changes(j, sid, [rec], lambda _r: (Place("vm1", "remote", h), ""))
+    assert [r for r, _t in out.lines] == ["restored"] and not out.failed
+    assert snapshot(h) == before and rb.boot_id(h) == boot0  # bytes back, no reboot
+    assert j.open_sessions()[0].changes == []
