@@ -426,3 +426,9 @@ def test_killed_between_the_edit_and_the_reboot_the_journal_restores_without_a_r
     assert [r for r, _t in out.lines] == ["restored"] and not out.failed
     assert snapshot(h) == before and rb.boot_id(h) == boot0  # bytes back, no reboot
     assert j.open_sessions()[0].changes == []
+
+
+def test_persist_gives_a_note_never_a_shell_line():
+    p = KIND.persisted(LOC, "off")
+    assert p.shell == [] and "grubby --update-kernel=ALL --args=mitigations=off" in p.notes[0]
+    assert any(r["kind"] == "cmdline" and "allow_reboot" in r["what"] for r in KIND.catalog())

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..targets.base import Host
 from ..targets.reboot import RebootError, reboot_and_wait, refuse_unless_rebootable
-from .base import Ctx, Kind, KnobError, Loc, catalog_row, read_file, run_ok
+from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, read_file, run_ok
 from .bootloader import GRUB_DEFAULT, Family, Value, check_value, detect, family_commands_all, parse_value, value_in
 
 SECURITY = ("cmdline:mitigations=off turns off the CPU's speculative-execution mitigations (Spectre, Meltdown, ...): "
@@ -159,6 +159,12 @@ class Cmdline(Kind):
             fam = {"proxmox": [["proxmox-boot-tool", "refresh"]], "grub": [["update-grub"]]}.get(str(value.get("family")), [])
             return out + [shlex.join(c) for c in fam] + ["reboot"]
         return family_commands_all(key, value) + ["reboot"]
+
+    def persisted(self, loc: Loc, value: Any) -> Persisted:
+        """A boot option has no sysctl.d/tuned/udev form and no one-line command that fits
+        every host: only a note with each family's way (the host's decides)."""
+        return Persisted(notes=[f"{loc.key}: a kernel boot option; set it the host's way, then reboot: "
+                                + " | ".join(family_commands_all(loc.arg or "", value))])
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(
