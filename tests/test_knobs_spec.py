@@ -49,7 +49,8 @@ def test_key_grammar():
         ("mtu:9000", "takes no"),
         ("cc@eth0", "not per interface"),
         ("mitigations", "never changed automatically"),
-        ("cmdline", "never changed automatically"),
+        ("cmdline", "needs a name after ':', e.g. 'cmdline:mitigations'"),  # cmdline:KEY is a kind now (issue 13)
+        ("grub", "never changed automatically"),
     ]:
         with pytest.raises(ValueError, match=msg):
             parse_key(bad)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .base import Kind, catalog_row
 from .cc import CongestionControl
 from .channels import Channels
+from .cmdline import Cmdline
 from .command import Command
 from .cpu_switches import AmdPstate, Smt
 from .cpufreq import CpuFreq
@@ -32,7 +33,7 @@ KINDS: dict[str, Kind] = {
         Sysctl(), Mtu(), Offload(), Channels(), Ring(), Rps(), Xps(), IrqAffinity(), TxQueueLen(),
         CongestionControl(), Qdisc(), Tuned(), Command(),
         CpuFreq(), CpuIdle(), AmdPstate(), Smt(),
-        ProxmoxQueues(), LibvirtQueues(), LibvirtVcpupin(),
+        ProxmoxQueues(), LibvirtQueues(), LibvirtVcpupin(), Cmdline(),
         SockBuf(), SysctlField(),  # OS-neutral socket buffers and the sysctl field they use on Linux
     )
 }
@@ -40,12 +41,11 @@ KINDS: dict[str, Kind] = {
 
 # Never changed automatically: they need a reboot or weaken the machine's security.
 NEVER = {
-    "cmdline": "the kernel command line needs a reboot and can leave a machine unbootable",
-    "kernel_cmdline": "the kernel command line needs a reboot and can leave a machine unbootable",
+    "kernel_cmdline": "the kernel command line is the cmdline:KEY knob (a reboot, only on hosts with allow_reboot = true)",
     "grub": "boot loader settings need a reboot and can leave a machine unbootable",
     "bootloader": "boot loader settings need a reboot and can leave a machine unbootable",
-    "mitigations": "mitigations=off weakens the machine's security and needs a reboot",
-    "intel_pstate": "intel_pstate is a kernel command line option (needs a reboot)",
+    "mitigations": "a kernel boot option under this name; write \"cmdline:mitigations\" (nettune then reboots a host with allow_reboot = true)",
+    "intel_pstate": "intel_pstate is a kernel command line option (needs a reboot); write \"cmdline:intel_pstate\"",
 }
 
 
@@ -58,7 +58,7 @@ def catalog() -> list[dict[str, str]]:
     for k in KINDS.values():
         rows += k.catalog()
     rows.append(catalog_row(
-        "never", '"mitigations" / "cmdline"', "machine (boot)", "kernel command line options (mitigations=off, amd_pstate=... at boot; amd_pstate:mode switches at run time)",
-        "distribution's", "-", "reboot", "never changed automatically: " + NEVER["mitigations"] + "; persist documents them only", "loader.conf",
+        "never", '"mitigations" / "grub" / "bootloader"', "machine (boot)", "bare boot options: write cmdline:KEY instead (amd_pstate:mode switches at run time)",
+        "distribution's", "-", "reboot", "never changed under these names: " + NEVER["mitigations"], "loader.conf",
     ))
     return rows

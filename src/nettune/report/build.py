@@ -101,6 +101,22 @@ def _audit_md(facts: dict[str, Any]) -> list[str]:
     return lines + ([""] + _md_table(["severity", "host", "check", "seen", "fix"], rows, left=True) if rows else ["", "Nothing above info."]) + [""]
 
 
+def _boot_security(data: StudyData) -> list[str]:
+    """A warning above the results when the study booted a host with mitigations=off
+    (cmdline:mitigations as written, or a sweep value of it)."""
+    from ..knobs.cmdline import SECURITY  # noqa: PLC0415
+
+    spec = data.spec()
+    for key, value in (spec.get("knobs") or {}).items():
+        if not key.startswith("cmdline:mitigations"):
+            continue
+        text = str(value.get("value") if isinstance(value, dict) else value)
+        swept = "{" in text and '"off"' in json.dumps(spec.get("sweep") or {})
+        if text.strip().lower() == "off" or swept:
+            return [f"**Security:** {SECURITY}. Results with it are not comparable to hosts that keep the mitigations.", ""]
+    return []
+
+
 def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
@@ -111,7 +127,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
         lines += [s["description"], ""]
     lines += [f"Study #{s['id']}, {s['status']}, started {started}; target {s.get('target_kind') or '?'}; "
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
-              "with Student-t 95% intervals.", "", "## Results", ""]
+              "with Student-t 95% intervals.", ""] + _boot_security(data) + ["## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]

@@ -19,6 +19,7 @@ from typing import Any
 from ..engines import get_engine
 from ..engines.access import Access, placeholder
 from ..engines.base import Engine
+from ..knobs.base import Loc
 from ..knobs.keys import summary as knob_summary
 from ..plan.points import ResolvedPoint, expand_and_check
 from ..spec.models import Study, Workload
@@ -86,6 +87,7 @@ def dry_run(study: Study, text: str, file: str) -> DryRun:
         engine = get_engine(rp.workload.engine)
         tool = versions.setdefault(engine.name, tool_version(study, engine))
         planned.append(planned_test(study, rp, engine, tool))
+    boot_notes(study, resolved, planned, text, file)
     common = [n for n in planned[0].notes if all(n in p.notes for p in planned)] if len(planned) > 1 else []
     common += choice_notes
     for p in planned:
@@ -96,6 +98,31 @@ def dry_run(study: Study, text: str, file: str) -> DryRun:
         too_long=plan_seconds(study, resolved)[1] > MAX_HOURS * 3600, max_hours=MAX_HOURS,
         planned=planned, common_notes=common,
     )
+
+
+def boot_notes(study: Study, resolved: list[ResolvedPoint], planned: list[PlannedTest], text: str, file: str) -> None:
+    """Every reboot the run makes for boot-time knobs, with its commands, on the point it
+    comes before (plan/boot_order.py orders points so there are as few as possible)."""
+    from ..knobs.cmdline import security_warning  # noqa: PLC0415
+    from ..knobs.registry import KINDS  # noqa: PLC0415
+    from ..plan.boot_order import boot_ordered, boot_values, check_boot_hosts, reboots  # noqa: PLC0415
+    from ..plan.points import schedule  # noqa: PLC0415
+
+    check_boot_hosts(study, resolved, text, file)
+    by_point = {p.index: p for p in planned}
+    for index, shown in reboots(boot_ordered(schedule(study, [r.point for r in resolved]), resolved), resolved):
+        target = by_point.get(index, planned[-1])
+        rp = next((r for r in resolved if r.point.index == index), None)
+        cmds = []
+        for key, value, _h in boot_values(rp) if rp is not None else ():
+            arg = key.split(":", 1)[1]
+            cmds += KINDS["cmdline"].commands(Loc(key, "cmdline", arg), {"true": True, "false": None}.get(value, value))[:3]
+            warn = security_warning(arg, value)
+            if warn:
+                target.notes.append("SECURITY: " + warn)
+        when = "before this point" if rp is not None else "after the last test"
+        target.notes.append(f"REBOOT {when}: boot-time knobs -> {shown}; edit (the host's family decides): {' | '.join(cmds) or 'put the journaled files back'}; "
+                            "then reboot, wait for SSH, check /proc/cmdline")
 
 
 def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVersion) -> PlannedTest:

@@ -17,6 +17,7 @@ from ..engines import get_engine
 from ..engines.result import TestResult
 from ..errors import NettuneError, ToolMissing
 from ..analysis.stats import adaptive_rounds, stopping_value
+from ..plan.boot_order import boot_ordered, check_boot_hosts, split_by_boot
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.procs import kill_pid, owner_token, started_by
 from .credentials import StudyAccess
@@ -132,7 +133,8 @@ def run_study(
     progress = progress or NoProgress()
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
     by_index = {r.point.index: r for r in resolved}
-    slots = schedule(study, [r.point for r in resolved])
+    check_boot_hosts(study, resolved, spec_text or "", spec_file or "<study>")  # reboots: only hosts that allow them
+    slots = boot_ordered(schedule(study, [r.point for r in resolved]), resolved)  # boot-time values change once per group
     prior = find_interrupted(store, study, spec_text, spec_file or "<study>") if resume else None
     dead = dead_owners(store, study.name)  # before a claim makes the resumed study ours
 
@@ -321,6 +323,7 @@ def _adaptive_rounds(study: Study, runner: _PointRunner) -> None:
     its furthest point already had (each round gives every point still needing one a run)."""
     rep = study.repeat
     groups = [[i] for i in sorted(runner.values)] if rep.order == "sequential" else [sorted(runner.values)]
+    groups = split_by_boot(groups, runner.by_index)  # rounds never alternate boot-time values (reboots)
     for group in groups:
         round_no = max(0, max(len(runner.values[i]) for i in group) - rep.min_counted)
         while need := adaptive_rounds(rep, {i: runner.values[i] for i in group}, round_no):

@@ -241,7 +241,8 @@ def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
                          ("port", ("ansible_port", "ansible_ssh_port")),
                          ("key", ("ansible_ssh_private_key_file", "ansible_private_key_file")),
                          ("connect_timeout", ("ansible_timeout", "ansible_ssh_timeout")),
-                         ("role", ("nettune_role",)), ("interface", ("nettune_interface",))):
+                         ("role", ("nettune_role",)), ("interface", ("nettune_interface",)),
+                         ("reboot_timeout", ("nettune_reboot_timeout",))):
         for k in theirs:
             if hv.get(k) not in (None, ""):
                 out[ours] = hv[k]
@@ -251,6 +252,8 @@ def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
     if "key" in out:
         p = Path(os.path.expanduser(str(out["key"])))
         out["key"] = str(p if p.is_absolute() else (path.parent / p).resolve())
+    if "nettune_allow_reboot" in hv:  # boot-time knobs may reboot this host
+        out["allow_reboot"] = _truthy(hv["nettune_allow_reboot"])
     if _truthy(hv.get("ansible_become", False)):
         if str(hv.get("ansible_become_method") or "sudo") != "sudo" or str(hv.get("ansible_become_user") or "root") != "root":
             ignored.append("ansible_become (nettune becomes root with sudo only)")

@@ -73,6 +73,10 @@ class Host(Protocol):
     # is this machine's and the knob journal records it as "machine"; False: elsewhere, and
     # reach() must say how to find it again (nettune restore writes originals back there)
     on_this_machine: bool
+    # the study or inventory allows nettune to reboot it (boot-time knobs); never for
+    # hosts on this machine; reboot_timeout bounds the wait for it to answer again
+    allow_reboot: bool
+    reboot_timeout: float
 
     def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> Proc:
         """Start argv. `env`: variables added to its environment (secrets such as
@@ -175,6 +179,8 @@ class HostBase:
     netns: str | None = None
     interface: str | None = None
     on_this_machine = False
+    allow_reboot = False
+    reboot_timeout = 600.0
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         raise NotImplementedError

@@ -65,6 +65,7 @@ class SshHost(HostBase):
         self.address: str = spec.address
         self.role: str = spec.role
         self.interface: str | None = spec.interface  # default device of interface knobs
+        self.allow_reboot, self.reboot_timeout = spec.allow_reboot, spec.reboot_timeout  # boot-time knobs (targets/reboot.py)
         self.os = "linux"
         self.connects = 0
         self.host_key_note: str | None = None

@@ -1,0 +1,434 @@
+"""cmdline:KEY on temporary root trees holding the real-format boot files of each family
+(tests/fixtures/cmdline/real, SOURCES.md): family detection, the edits, the byte-exact
+restore, the reboot and its /proc/cmdline check, the refusals.
+
+RootHost is a host whose / is a temporary directory: files are read and written there and
+commands run for real with their absolute path arguments moved under it. The boot tools
+are thin fakes in its bin/ (this machine has none of them, and boots nothing):
+update-grub and proxmox-boot-tool write the next boot's command line the way the real
+ones derive it (grub-mkconfig's 10_linux: the sourced GRUB_CMDLINE_LINUX then
+GRUB_CMDLINE_LINUX_DEFAULT, /etc/default/grub.d/*.cfg included; proxmox-boot-tool: the
+line of /etc/kernel/cmdline), grubby edits the BLS `options` lines with grubby-bls's
+update_args rules, and `reboot` makes that line /proc/cmdline with a new boot id.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from nettune.knobs import bootloader as bl
+from nettune.knobs.base import Ctx, KnobError, Loc
+from nettune.knobs.registry import KINDS
+from nettune.targets import reboot as rb
+from nettune.targets.base import CommandResult, HostBase
+
+from conftest import nettune
+
+REAL = Path(__file__).parent / "fixtures" / "cmdline" / "real"
+KIND = KINDS["cmdline"]
+ROOTED = ("etc", "boot", "proc")
+
+UPDATE_GRUB = r"""#!/bin/sh
+. "$NT_ROOT/etc/default/grub"
+for f in "$NT_ROOT"/etc/default/grub.d/*.cfg; do [ -f "$f" ] && . "$f"; done
+printf '%s\n' "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=3f1c ro $GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT" > "$NT_ROOT/boot/next-cmdline"
+"""
+PVE_BOOT_TOOL = r"""#!/bin/sh
+[ "$1" = refresh ] || exit 2
+printf '%s\n' "initrd=\EFI\proxmox\6.8.12-4-pve\initrd.img-6.8.12-4-pve $(head -n1 "$NT_ROOT/etc/kernel/cmdline")" > "$NT_ROOT/boot/next-cmdline"
+"""
+REBOOT = r"""#!/bin/sh
+cp "$NT_ROOT/boot/next-cmdline" "$NT_ROOT/proc/cmdline"
+cat /proc/sys/kernel/random/uuid > "$NT_ROOT/proc/sys/kernel/random/boot_id"
+"""
+
+
+class RootHost(HostBase):
+    def __init__(self, root: Path, allow_reboot: bool = True):
+        self.name, self.address, self.root = "vm1", "192.0.2.10", root
+        self.allow_reboot, self.reboot_timeout = allow_reboot, 20.0
+        self.calls: list[list[str]] = []
+
+    def _p(self, path: str) -> Path:
+        return self.root / path.lstrip("/")
+
+    def read_text(self, path: str) -> str:
+        return self._p(path).read_text()
+
+    def write_text(self, path: str, text: str) -> None:
+        self._p(path).write_text(text)
+
+    def which(self, tool: str) -> str | None:
+        return f"/usr/bin/{tool}" if (self.root / "bin" / tool).exists() or (tool == "grubby" and (self.root / "grubby").exists()) else None
+
+    def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        self.calls.append(list(argv))
+        if argv[0] == "grubby":
+            return fake_grubby(self, argv)
+        mapped = [str(self._p(a)) if a.startswith("/") and a.lstrip("/").split("/")[0] in ROOTED else a for a in argv]
+        env = {"PATH": f"{self.root / 'bin'}:/usr/bin:/bin", "NT_ROOT": str(self.root)}
+        r = subprocess.run(mapped, capture_output=True, text=True, timeout=timeout, env=env)
+        return CommandResult(argv, r.returncode, r.stdout.replace(str(self.root), ""), r.stderr)  # paths as the host sees them
+
+
+def fake_grubby(h: RootHost, argv: list[str]) -> CommandResult:
+    """grubby-bls's rules (rhboot/grubby grubby-bls update_args, display_info_values)."""
+    entries = sorted((h.root / "boot/loader/entries").glob("*.conf"))
+    opts = [re.search(r"^options (.*)$", e.read_text(), re.M).group(1) for e in entries]
+    if argv[1] == "--info=DEFAULT":
+        return CommandResult(argv, 0, f'index=0\nkernel="/boot/vmlinuz-x"\nargs="{opts[0]}"\n', "")
+    for e, args in zip(entries, opts):
+        for a in argv[2:]:
+            if a.startswith("--remove-args="):
+                args = re.sub(re.escape(a.split("=", 1)[1]) + r"[^ ]*", "", args, count=1)
+            elif a.startswith("--args="):
+                k, _, v = a.split("=", 1)[1].partition("=")
+                args = re.sub(rf"{re.escape(k)}=[^ ]*", f"{k}={v}", args, count=1) if f"{k}=" in args else f"{args} {k}={v}"
+        args = " ".join(args.split())  # grubby-bls: echo ${args}
+        e.write_text(re.sub(r"^options .*$", lambda _m: "options " + args, e.read_text(), flags=re.M))
+    first = re.search(r"^options (.*)$", entries[0].read_text(), re.M).group(1)
+    (h.root / "boot/next-cmdline").write_text(f"BOOT_IMAGE=(hd0,gpt2)/vmlinuz-6.11.9-100.fc39.x86_64 {first}\n")
+    return CommandResult(argv, 0, "", "")
+
+
+def make_root(tmp_path: Path, family: str) -> RootHost:
+    root = tmp_path / family
+    shutil.copytree(REAL / family, root)
+    (root / "bin").mkdir()
+    (root / "proc/sys/kernel/random").mkdir(parents=True)
+    (root / "boot").mkdir(exist_ok=True)
+    (root / "proc/sys/kernel/random/boot_id").write_text(str(uuid.uuid4()) + "\n")
+    (root / "etc/os-release").write_text({"debian": 'ID=ubuntu\n', "fedora": 'ID=fedora\n', "proxmox": 'ID=debian\n'}[family])
+    tools = {"debian": {"update-grub": UPDATE_GRUB}, "proxmox": {"proxmox-boot-tool": PVE_BOOT_TOOL, "update-grub": UPDATE_GRUB}, "fedora": {}}[family]
+    for name, text in (tools | {"reboot": REBOOT}).items():
+        (root / "bin" / name).write_text(text)
+        (root / "bin" / name).chmod(0o755)
+    if family == "fedora":
+        (root / "grubby").write_text("")  # grubby is "installed" (handled by fake_grubby)
+    h = RootHost(root)
+    first = {"debian": ["update-grub"], "proxmox": ["proxmox-boot-tool", "refresh"], "fedora": ["grubby", "--update-kernel=ALL"]}[family]
+    h.run(first)  # the boot the host is in now
+    (root / "proc/cmdline").write_text((root / "boot/next-cmdline").read_text())
+    return h
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch):
+    monkeypatch.setattr(rb, "POLL", 0.05)
+
+
+def snapshot(h: RootHost) -> dict[str, bytes]:
+    return {str(p.relative_to(h.root)): p.read_bytes() for p in sorted(h.root.rglob("*")) if p.is_file() and "proc" not in p.parts
+            and p.name != "next-cmdline"}
+
+
+LOC = Loc("cmdline:mitigations", "cmdline", "mitigations")
+
+
+@pytest.mark.parametrize("family, fam_name, edited", [
+    ("debian", "grub", "etc/default/grub"),
+    ("proxmox", "proxmox", "etc/kernel/cmdline"),
+    ("fedora", "grubby", "boot/loader/entries/0649288e52434223afde4c36460a375e-6.11.9-100.fc39.x86_64.conf"),
+])
+def test_set_reboot_verify_and_restore_byte_exact(tmp_path, family, fam_name, edited):
+    h = make_root(tmp_path, family)
+    before = snapshot(h)
+    boot0 = rb.boot_id(h)
+    KIND.validate(h, LOC, "off", ctx := Ctx(host="vm1"))
+    assert any("SECURITY" in n for n in ctx.notes)  # mitigations=off warns
+    orig = KIND.read(h, LOC)
+    assert orig["family"] == fam_name and orig["value"] is None and orig["booted"] is None and edited in {p.lstrip("/") for p in orig["files"]}
+
+    KIND.apply(h, LOC, "off")
+    now = KIND.read(h, LOC)
+    assert (now["value"], now["booted"]) == ("off", "off") and rb.boot_id(h) != boot0
+    assert "mitigations=off" in (h.root / "proc/cmdline").read_text()
+    changed = {k for k, v in snapshot(h).items() if before.get(k) != v}
+    assert changed == {edited}  # only the family's own file was edited
+    old, new = before[edited].decode().splitlines(), (h.root / edited).read_text().splitlines()
+    assert len(old) == len(new) and sum(a != b for a, b in zip(old, new)) == 1  # one line changed
+
+    KIND.restore(h, LOC, orig)
+    assert snapshot(h) == before  # every byte back
+    assert "mitigations" not in (h.root / "proc/cmdline").read_text()
+    assert KIND.same(KIND.read(h, LOC), orig)
+
+
+def test_grub_edit_goes_where_the_key_already_is(tmp_path):
+    h = make_root(tmp_path, "debian")
+    text = (h.root / "etc/default/grub").read_text().replace('GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="mitigations=auto nosmt"')
+    (h.root / "etc/default/grub").write_text(text)
+    out = bl.grub_set(text, "mitigations", "off")
+    assert 'GRUB_CMDLINE_LINUX="mitigations=off nosmt"' in out and 'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"' in out
+    assert bl.grub_set(out, "mitigations", "auto") == text
+    assert bl.grub_value(out, "mitigations") == "off" and bl.grub_value(text, "nosmt") is True
+    gone = bl.grub_set(text, "nosmt", None)
+    assert 'GRUB_CMDLINE_LINUX="mitigations=auto"' in gone and bl.grub_value(gone, "nosmt") is None
+    assert 'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash nosmt"' in bl.grub_set(gone, "nosmt", True)  # a new key: normal entries
+
+
+def test_an_override_the_edit_does_not_reach_fails_the_point_with_the_reason(tmp_path):
+    """Ubuntu cloud images set GRUB_CMDLINE_LINUX_DEFAULT again in /etc/default/grub.d:
+    update-grub sources it after /etc/default/grub, so the edit never reaches the kernel."""
+    h = make_root(tmp_path, "debian")
+    (h.root / "etc/default/grub.d").mkdir()
+    (h.root / "etc/default/grub.d/50-cloudimg-settings.cfg").write_text('GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"\n')
+    ctx = Ctx(host="vm1")
+    KIND.validate(h, LOC, "off", ctx)
+    assert any("50-cloudimg-settings.cfg" in n for n in ctx.notes)
+    with pytest.raises(KnobError, match=r"after the reboot /proc/cmdline has no mitigations, not mitigations=off"):
+        KIND.apply(h, LOC, "off")
+
+
+def test_restore_keeps_someone_elses_edit_of_the_same_file(tmp_path):
+    h = make_root(tmp_path, "proxmox")
+    orig = KIND.read(h, LOC)
+    KIND.apply(h, LOC, "off")
+    f = h.root / "etc/kernel/cmdline"
+    f.write_text(f.read_text().replace("boot=zfs", "boot=zfs iommu=pt"))  # an admin's edit meanwhile
+    KIND.restore(h, LOC, orig)
+    assert f.read_text() == "root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt\n"
+    assert "iommu=pt" in (h.root / "proc/cmdline").read_text() and "mitigations" not in (h.root / "proc/cmdline").read_text()
+
+
+def test_bare_parameter_and_its_removal(tmp_path):
+    h = make_root(tmp_path, "proxmox")
+    loc = Loc("cmdline:nosmt", "cmdline", "nosmt")
+    assert KIND.parse(loc, True) is True and KIND.parse(loc, False) is None
+    orig = KIND.read(h, loc)
+    KIND.apply(h, loc, True)
+    assert (h.root / "etc/kernel/cmdline").read_text() == "root=ZFS=rpool/ROOT/pve-1 boot=zfs nosmt\n"
+    assert KIND.read(h, loc)["booted"] is True
+    KIND.restore(h, loc, orig)
+    assert (h.root / "etc/kernel/cmdline").read_text() == "root=ZFS=rpool/ROOT/pve-1 boot=zfs\n"
+
+
+def test_no_reboot_when_the_kernel_already_runs_with_the_value(tmp_path):
+    h = make_root(tmp_path, "proxmox")
+    (h.root / "proc/cmdline").write_text("initrd=x root=ZFS=rpool/ROOT/pve-1 boot=zfs amd_pstate=active\n")
+    loc = Loc("cmdline:amd_pstate", "cmdline", "amd_pstate")
+    boot0 = rb.boot_id(h)
+    KIND.apply(h, loc, "active")
+    assert rb.boot_id(h) == boot0 and not any("reboot" in " ".join(c) for c in h.calls)
+
+
+def test_refused_on_this_machine_without_allow_reboot_and_with_our_boot_id(tmp_path):
+    from nettune.targets.local import LocalHost
+
+    h = make_root(tmp_path, "debian")
+    with pytest.raises(KnobError, match="never rebooted"):
+        KIND.validate(LocalHost("machine"), LOC, "off", Ctx())
+    h.allow_reboot = False
+    with pytest.raises(KnobError, match=r"does not allow reboots: add allow_reboot = true to \[target.hosts.vm1\]"):
+        KIND.validate(h, LOC, "off", Ctx())
+    h.allow_reboot = True
+    (h.root / "proc/sys/kernel/random/boot_id").write_text(Path(rb.BOOT_ID).read_text())
+    with pytest.raises(KnobError, match="has this machine's boot id"):
+        KIND.validate(h, LOC, "off", Ctx())
+
+
+def test_a_host_that_does_not_come_back_fails_bounded(tmp_path):
+    h = make_root(tmp_path, "debian")
+    (h.root / "bin/reboot").write_text("#!/bin/sh\nexit 0\n")  # accepted, nothing happens
+    h.reboot_timeout = 0.5
+    with pytest.raises(KnobError, match=r"did not come back from a reboot within 0s \(it kept its boot id"):
+        KIND.apply(h, LOC, "off")
+
+
+def test_no_family_found_says_what_was_looked_for(tmp_path):
+    h = make_root(tmp_path, "debian")
+    (h.root / "bin/update-grub").unlink()
+    (h.root / "etc/default/grub").unlink()
+    with pytest.raises(KnobError, match="cannot tell how this host .* sets its kernel command line"):
+        KIND.validate(h, LOC, "off", Ctx())
+
+
+@pytest.mark.parametrize("raw", ["off quiet", 'off"', "$(reboot)", "a;b", "`id`", "x\ny", ""])
+def test_hostile_values_are_refused_before_anything(raw):
+    with pytest.raises(KnobError):
+        KIND.parse(LOC, raw)
+
+
+def test_grubby_info_and_proc_cmdline_reading():
+    info = (REAL / "fedora/grubby-info-ALL.txt").read_text()
+    first = info.split("index=1")[0]
+    assert bl.grubby_default_args(first).startswith("root=UUID=65c70529-e9ad-4778-9001-18fe8c525285 $tuned_params ro")
+    assert bl.value_in(bl.grubby_default_args(first), "rhgb") is True
+    line = open("/proc/cmdline").read()
+    # this machine's own line: words after a lone -- belong to init
+    assert bl.value_in("a=1 -- a=2", "a") == "1" and bl.value_in(line, "nettune_none") is None
+    assert bl.value_in("rcupdate.rcu-cpu-stall=1", "rcupdate.rcu_cpu_stall") == "1"  # - and _ alike
+
+
+WORD = st.text(alphabet="abcdefgh_=.,", min_size=1, max_size=8).filter(lambda w: not w.startswith("="))
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(WORD, max_size=6), sep=st.sampled_from([" ", "  ", "\t"]), key=st.sampled_from(["mitigations", "a", "b_c"]),
+       value=st.sampled_from(["off", "auto", True]), trail=st.sampled_from(["", " "]))
+def test_edit_then_edit_back_gives_the_same_bytes(words, sep, key, value, trail):
+    args = sep.join(words) + trail
+    had = bl.value_in(args, key)
+    if sum(bl.same_key(w.partition("=")[0], key) for w in args.split()) > 1:
+        return  # a repeated key is collapsed to one (the kernel uses the last)
+    edited = bl.set_in_args(args, key, value)
+    assert bl.value_in(edited, key) == value
+    assert bl.set_in_args(edited, key, had) == args
+
+
+def test_dry_run_commands_name_every_family():
+    lines = KIND.commands(LOC, "off")
+    assert "grubby --update-kernel=ALL --args=mitigations=off" in lines[0] and "update-grub" in lines[1]
+    assert "proxmox-boot-tool refresh" in lines[2] and lines[-1] == "reboot"
+
+
+def test_manual_restore_commands_put_the_exact_bytes_back(tmp_path):
+    h = make_root(tmp_path, "proxmox")
+    orig = KIND.read(h, LOC)
+    KIND.apply(h, LOC, "off")
+    for line in KIND.commands(LOC, orig)[:1]:  # printf %s '<bytes>' > /etc/kernel/cmdline
+        path = line.rsplit("> ", 1)[1]
+        subprocess.run(["sh", "-c", line.replace(path, str(h.root) + path)], check=True)
+    assert (h.root / "etc/kernel/cmdline").read_text() == "root=ZFS=rpool/ROOT/pve-1 boot=zfs\n"
+
+
+# -- the plan: allow_reboot, refusals at plan time, the order of points, the dry run -----
+
+PLAN = """
+name = "boot"
+[target]
+kind = "ssh"
+{inventory}
+[target.hosts.vm1]
+address = "192.0.2.10"
+{allow}
+[target.hosts.vm2]
+address = "192.0.2.11"
+[workload]
+server = "vm1"
+client = "vm2"
+duration = 1
+[repeat]
+runs = 2
+[sweep]
+streams = [1, 2]
+mit = ["off", "auto"]
+[knobs]
+"cmdline:mitigations" = "{{mit}}"
+[knobs.hosts]
+"cmdline:mitigations" = ["vm1"]
+"""
+
+
+def plan(text: str):
+    from nettune import parse_study
+    from nettune.plan.points import expand_and_check
+
+    study = parse_study(text, "s.toml")
+    return study, expand_and_check(study, text, "s.toml")
+
+
+def test_points_are_grouped_so_the_boot_value_changes_once_per_value():
+    from nettune.plan.boot_order import boot_ordered, reboots, split_by_boot
+    from nettune.plan.points import schedule
+
+    text = PLAN.format(inventory="", allow="allow_reboot = true")
+    study, resolved = plan(text)
+    slots = schedule(study, [r.point for r in resolved])
+    mit = {r.point.index: r.extra["knobs"]["cmdline:mitigations"] for r in resolved}
+    flips = lambda ss: sum(mit[a.point.index] != mit[b.point.index] for a, b in zip(ss, ss[1:]))  # noqa: E731
+    assert flips(slots) >= 3  # the interleaved schedule alternates (streams is the outer parameter)
+    ordered = boot_ordered(slots, resolved)
+    assert sorted(ordered, key=id) == sorted(slots, key=id) and flips(ordered) == 1
+    assert [(s.point.index, s.run) for s in ordered if mit[s.point.index] == "off"][:2] == [(i, 0) for i in sorted(i for i in mit if mit[i] == "off")]
+    assert [shown for _i, shown in reboots(ordered, resolved)] == ["cmdline:mitigations=off (vm1)", "cmdline:mitigations=auto (vm1)",
+                                                                  "the original values (restore at the end)"]
+    by = {r.point.index: r for r in resolved}
+    assert sorted(map(sorted, split_by_boot([sorted(by)], by))) == sorted(sorted(i for i in mit if mit[i] == v) for v in ("off", "auto"))
+
+
+def test_a_plan_without_boot_knobs_keeps_its_order():
+    from nettune.plan.boot_order import boot_ordered
+    from nettune.plan.points import schedule
+
+    study, resolved = plan(PLAN.format(inventory="", allow="").split("[knobs]")[0])
+    slots = schedule(study, [r.point for r in resolved])
+    assert boot_ordered(slots, resolved) == slots
+
+
+def test_refused_at_plan_time_with_one_line_naming_the_knob(tmp_path):
+    from nettune.errors import SpecError
+    from nettune.plan.boot_order import check_boot_hosts
+
+    study, resolved = plan(text := PLAN.format(inventory="", allow=""))
+    with pytest.raises(SpecError, match=r"^s.toml:\d+: knobs.cmdline:mitigations: needs a reboot of vm1, which does not allow one: "
+                                        r"add allow_reboot = true to \[target.hosts.vm1\]"):
+        check_boot_hosts(study, resolved, text, "s.toml")
+    lab = 'name = "l"\n[target]\nkind = "lab"\nhosts = ["a", "b"]\n[workload]\nserver = "a"\nclient = "b"\n[knobs]\n"cmdline:mitigations" = "off"\n'
+    study, resolved = plan(lab)
+    with pytest.raises(SpecError, match="a lab target's hosts are this machine, the one nettune runs on, which is never rebooted"):
+        check_boot_hosts(study, resolved, lab, "s.toml")
+    (tmp_path / "lab.toml").write_text(lab)
+    r = nettune("run", str(tmp_path / "lab.toml"), "--dry-run")
+    assert r.returncode != 0 and r.stdout.count("\n") + r.stderr.count("\n") <= 1 and "never rebooted" in r.stdout + r.stderr
+
+
+def test_allow_reboot_from_a_toml_inventory_and_an_ansible_one(tmp_path):
+    (tmp_path / "inv.toml").write_text('[hosts.vm1]\naddress = "192.0.2.10"\nallow_reboot = true\nreboot_timeout = 900\n')
+    study, _ = plan(PLAN.format(inventory=f'inventory = "{tmp_path / "inv.toml"}"', allow=""))
+    assert study.target.hosts["vm1"].allow_reboot and study.target.hosts["vm1"].reboot_timeout == 900
+    assert not study.target.hosts["vm2"].allow_reboot
+    from nettune.spec.ansible_inventory import load_ansible
+
+    (tmp_path / "hosts.ini").write_text("[lab]\nvm1 ansible_host=192.0.2.10 nettune_allow_reboot=true nettune_reboot_timeout=300\n"
+                                        "vm2 ansible_host=192.0.2.11 nettune_allow_reboot=false\n")
+    hosts = load_ansible(tmp_path / "hosts.ini", None)
+    assert hosts["vm1"]["allow_reboot"] is True and int(hosts["vm1"]["reboot_timeout"]) == 300 and hosts["vm2"]["allow_reboot"] is False
+
+
+def test_dry_run_shows_every_reboot_its_commands_and_the_security_warning():
+    from nettune.run.dry_run import dry_run
+
+    text = PLAN.format(inventory="", allow="allow_reboot = true")
+    study, _ = plan(text)
+    d = dry_run(study, text, "s.toml")
+    notes = [n for p in d.planned for n in p.notes]
+    boots = [n for n in notes if n.startswith("REBOOT")]
+    assert len(boots) == 3 and "after the last test" in boots[-1]
+    assert all("grubby --update-kernel=ALL --args=mitigations=" in n and "proxmox-boot-tool refresh" in n for n in boots[:2])
+    assert sum(n.startswith("SECURITY: cmdline:mitigations=off") for n in notes) == 1
+
+
+def test_killed_between_the_edit_and_the_reboot_the_journal_restores_without_a_reboot(tmp_path):
+    """kill -9 after the edit, before the reboot: the change has no read-back in the
+    journal; the configuration holds nettune's value, so it is nettune's to put back, and
+    the kernel still runs with the original, so no reboot is needed."""
+    from nettune.knobs.journal import Journal
+    from nettune.knobs.places import Place
+    from nettune.knobs.restore import restore_changes
+
+    h = make_root(tmp_path, "debian")
+    before = snapshot(h)
+    orig = KIND.read(h, LOC)
+    j = Journal(tmp_path / "journal.jsonl")
+    sid = j.begin("s", None)
+    rec = j.change(sid, 1, "s", "vm1", LOC.record(), {"type": "remote", "label": "vm1", "key": "remote:vm1"}, orig, "off")
+    grub = h.root / "etc/default/grub"
+    grub.write_text(bl.grub_set(grub.read_text(), "mitigations", "off"))  # the edit, then the kill
+    boot0 = rb.boot_id(h)
+    out = restore_changes(j, sid, [rec], lambda _r: (Place("vm1", "remote", h), ""))
+    assert [r for r, _t in out.lines] == ["restored"] and not out.failed
+    assert snapshot(h) == before and rb.boot_id(h) == boot0  # bytes back, no reboot
+    assert j.open_sessions()[0].changes == []
+
+
+def test_persist_gives_a_note_never_a_shell_line():
+    p = KIND.persisted(LOC, "off")
+    assert p.shell == [] and "grubby --update-kernel=ALL --args=mitigations=off" in p.notes[0]
+    assert any(r["kind"] == "cmdline" and "allow_reboot" in r["what"] for r in KIND.catalog())

@@ -1,0 +1,201 @@
+"""cmdline:KEY over real SSH: nettune edits the boot configuration, reboots the host, waits
+for its sshd, checks /proc/cmdline, runs the point, and puts everything back, also after
+kill -9 (`nettune restore`). Lab hosts with a real sshd each (`nettune lab up --ssh`).
+
+The reboot is the one thing faked, as thinly as it can be (FakeBoot): the host's sshd runs
+in a mount namespace of its own where four paths are bind-mounted from a test directory:
+  /etc/default                       a copy of this machine's, plus Debian's grub file
+                                     (tests/fixtures/cmdline/real/debian, SOURCES.md)
+  /usr/local/sbin                    `update-grub` (sources /etc/default/grub and grub.d/*.cfg
+                                     like grub-mkconfig's 10_linux, writes the next boot's
+                                     line) and `reboot` (asks the test to reboot the host)
+  /proc/cmdline                      the line the host "booted" with
+  /proc/sys/kernel/random/boot_id    a new UUID every "boot"
+A reboot request makes the test do what a reboot does to an SSH client: the host's sshd
+and every session of it go, the next boot's line becomes /proc/cmdline with a new boot id,
+and sshd starts again (in a fresh mount namespace with the same view). Everything else,
+nettune's edit, its SSH reconnect, the wait and the checks, is real. Only the other lab
+host, with no fake, shows that a host with this machine's boot id is refused.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nettune import load_study, run_study
+from nettune.knobs.journal import Journal
+from nettune.store import Store
+from nettune.targets import sshlab
+from nettune.targets.procs import kill_pid
+
+from conftest import needs_iperf3, needs_root, nettune
+from sshlab_util import kill_9_once_changed, lab_fixture, private_state, restart_sshd_with_mounts  # noqa: F401 - private_state: autouse
+
+pytestmark = [needs_root, needs_iperf3]
+
+LAB, HOSTS, SUBNET = "h13-reboot", ["server", "client"], "198.19.233.0/24"
+lab = lab_fixture(LAB, HOSTS, SUBNET)
+GRUB = Path(__file__).parent / "fixtures" / "cmdline" / "real" / "debian" / "etc" / "default" / "grub"
+
+UPDATE_GRUB = """#!/bin/sh
+. /etc/default/grub
+for f in /etc/default/grub.d/*.cfg; do [ -f "$f" ] && . "$f"; done
+printf '%s\\n' "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=3f1c ro $GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT" > {d}/next-cmdline
+echo "Generating grub configuration file ..." >&2
+"""
+REBOOT = "#!/bin/sh\ntouch {d}/reboot-requested\n"
+
+
+class FakeBoot:
+    """The lab host `host` as a machine that can reboot (see the module docstring)."""
+
+    def __init__(self, layout, host: str, d: Path):
+        self.layout, self.host, self.d = layout, host, d
+        self.reboots = 0
+        self._stop = threading.Event()
+        (d / "bin").mkdir(parents=True)
+        shutil.copytree("/etc/default", d / "default", symlinks=True)
+        shutil.copy(GRUB, d / "default" / "grub")
+        for name, text in (("update-grub", UPDATE_GRUB), ("reboot", REBOOT)):
+            (d / "bin" / name).write_text(text.format(d=d))
+            (d / "bin" / name).chmod(0o755)
+        subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", 'mount --bind "$1" /etc/default && exec "$2"', "sh",
+                        str(d / "default"), str(d / "bin" / "update-grub")], check=True, capture_output=True)  # the boot it is in now
+        (d / "cmdline").write_text((d / "next-cmdline").read_text())
+        (d / "boot_id").write_text(str(uuid.uuid4()) + "\n")
+        self.grub_before = (d / "default" / "grub").read_bytes()
+        self.cmdline_before = (d / "cmdline").read_text()
+        self._sshd()
+        self._th = threading.Thread(target=self._loop, daemon=True)
+        self._th.start()
+
+    def _sshd(self) -> None:
+        binds = [(self.d / "default", "/etc/default"), (self.d / "bin", "/usr/local/sbin"),
+                 (self.d / "cmdline", "/proc/cmdline"), (self.d / "boot_id", "/proc/sys/kernel/random/boot_id")]
+        setup = "import subprocess\n" + "".join(f"subprocess.run(['mount', '--bind', {str(s)!r}, {t!r}], check=True)\n" for s, t in binds)
+        restart_sshd_with_mounts(self.layout, self.host, setup)
+
+    def _loop(self) -> None:
+        req = self.d / "reboot-requested"
+        while not self._stop.is_set():
+            if req.exists():
+                req.unlink()
+                sessions = sshlab.session_pids(LAB, self.host)
+                sshlab.stop_sshd(LAB, self.host)
+                for pid in sessions:  # every connection to the host drops
+                    kill_pid(pid)
+                (self.d / "cmdline").write_text((self.d / "next-cmdline").read_text())  # in place: the bind mount shows it
+                (self.d / "boot_id").write_text(str(uuid.uuid4()) + "\n")
+                time.sleep(1.0)  # down for a moment
+                self._sshd()
+                self.reboots += 1
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._th.join()
+        sshlab.stop_sshd(LAB, self.host)
+        sshlab.start_sshd(self.layout, self.host)  # the plain sshd back for the next test
+
+
+@pytest.fixture
+def fake_boot(lab, tmp_path):
+    fb = FakeBoot(lab["layout"], "server", tmp_path / "boot")
+    try:
+        yield fb
+    finally:
+        fb.close()
+
+
+def study(inv: Path, sweep: str, name: str = "h13-boot", extra: str = "") -> str:
+    return f"""
+name = "{name}"
+[target]
+kind = "ssh"
+inventory = "{inv}"
+reconnect_timeout = 20
+[target.hosts.server]
+allow_reboot = true
+reboot_timeout = 60
+{extra}
+[workload]
+server = "server"
+client = "client"
+duration = 1
+[repeat]
+runs = 2
+[sweep]
+{sweep}
+[knobs]
+"cmdline:mitigations" = "{{mit}}"
+[knobs.hosts]
+"cmdline:mitigations" = ["server"]
+"""
+
+
+def test_run_reboots_once_per_value_checks_proc_cmdline_and_restores(lab, fake_boot, tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(study(lab["inventory"], 'mit = ["off", "auto"]\nstreams = [1, 2]'))
+    s = load_study(f)
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(s, store, f.read_text(), str(f))
+        runs = store.runs(out.study_id)
+    assert out.status == "done", out
+    assert len(runs) == 8 and all(r.ok for r in runs), [r.error for r in runs if not r.ok]
+    # interleaved rounds would switch off/auto before every test (8 reboots + the restore);
+    # grouped: off, then auto; the restore goes back change by change, newest first (the
+    # journal's rule): auto -> off -> the original (no mitigations=), one reboot each
+    assert fake_boot.reboots == 4
+    assert [c["new"] for c in Journal().records() if c["op"] == "change"] == ["off", "auto"]
+    assert fake_boot.d.joinpath("default/grub").read_bytes() == fake_boot.grub_before  # byte for byte
+    assert fake_boot.d.joinpath("cmdline").read_text() == fake_boot.cmdline_before
+    assert not [c for s_ in Journal().open_sessions() for c in s_.changes]
+    r = nettune("report", "h13-boot", "--db", str(tmp_path / "r.db"), "--out", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "**Security:** cmdline:mitigations=off turns off" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_kill_9_after_the_reboot_then_restore_reboots_back(lab, fake_boot, tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(study(lab["inventory"], 'mit = ["off"]'))
+    kill_9_once_changed(f, tmp_path / "r.db", 1, tmp_path / "run.out")
+    assert "mitigations=off" in fake_boot.d.joinpath("cmdline").read_text()  # killed while in force
+    assert b"quiet splash mitigations=off" in fake_boot.d.joinpath("default/grub").read_bytes()
+    assert fake_boot.reboots == 1
+    r = nettune("restore")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "restored" in r.stdout and "cmdline:mitigations" in r.stdout
+    assert fake_boot.reboots == 2
+    assert fake_boot.d.joinpath("default/grub").read_bytes() == fake_boot.grub_before
+    assert fake_boot.d.joinpath("cmdline").read_text() == fake_boot.cmdline_before
+    assert not [c for s_ in Journal().open_sessions() for c in s_.changes]
+
+
+def test_a_value_the_kernel_did_not_get_fails_the_point_with_the_reason(lab, fake_boot, tmp_path):
+    (fake_boot.d / "default/grub.d").mkdir(exist_ok=True)
+    (fake_boot.d / "default/grub.d/50-cloudimg-settings.cfg").write_text('GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"\n')
+    f = tmp_path / "s.toml"
+    f.write_text(study(lab["inventory"], 'mit = ["off"]'))
+    with Store(tmp_path / "r.db") as store:
+        with pytest.raises(Exception, match=r"after the reboot /proc/cmdline has no mitigations, not mitigations=off"):
+            run_study(load_study(f), store, f.read_text(), str(f))
+    # the edit is put back all the same (the kernel never had it: no reboot needed for that)
+    assert fake_boot.d.joinpath("default/grub").read_bytes() == fake_boot.grub_before
+    assert not [c for s_ in Journal().open_sessions() for c in s_.changes]
+
+
+def test_a_host_with_this_machines_boot_id_is_refused_before_anything_changes(lab, tmp_path):
+    """The client's sshd runs without the fake: it is this machine, whatever its address."""
+    f = tmp_path / "s.toml"
+    text = study(lab["inventory"], 'mit = ["off"]', extra="[target.hosts.client]\nallow_reboot = true\n").replace('["server"]', '["client"]')
+    f.write_text(text)
+    with Store(tmp_path / "r.db") as store:
+        with pytest.raises(Exception, match="has this machine's boot id"):
+            run_study(load_study(f), store, f.read_text(), str(f))
+    assert not Journal().records() or not [c for s_ in Journal().open_sessions() for c in s_.changes]
