@@ -1,0 +1,149 @@
+"""The kubernetes target's logic against a recording fake of its API layer
+(tests/k8s_fake.py): placement, waits, exec (real iperf3/iperf on loopback), failure
+paths, cleanup at the end, on error and on SIGTERM. No cluster exists on this machine."""
+import os
+import signal
+
+import pytest
+
+from nettune import Store, parse_study, run_study
+from nettune.errors import NettuneError
+from nettune.targets import kubernetes as k8s
+
+from conftest import needs_iperf2, needs_iperf3
+from k8s_fake import FakeKube
+
+pytestmark = needs_iperf3
+
+
+def study(target: str, workload: str = "", extra: str = "") -> object:
+    return parse_study(f"""
+name = "nettune-t-k8s"
+[target]
+kind = "kubernetes"
+ready_timeout = 2
+{target}
+[workload]
+duration = 1
+{workload}
+{extra}
+""")
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    f = FakeKube(sysctl_root=tmp_path / "nodes")
+    monkeypatch.setattr(k8s, "API_FACTORY", lambda spec: f)
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("NETTUNE_RUN_DIR", str(tmp_path / "run"))
+    return f
+
+
+def is_client(argv):
+    """An iperf3 client command (not `sh -c 'command -v "$1"' sh iperf3`)."""
+    return "iperf3" in argv and "-c" in argv[argv.index("iperf3"):]
+
+
+def run(s, tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(s, store, doctor=False)
+        return out, store.runs(out.study_id)
+
+
+def test_cross_then_same_node_real_iperf3_and_everything_deleted(fake, tmp_path):
+    s = study('placement = "{placement}"', extra='[sweep]\nplacement = ["cross-node", "same-node"]')
+    out, runs = run(s, tmp_path)
+    assert out.status == "done" and out.failed == 0, runs
+    assert all(r["receiver_bps"] and r["receiver_bps"] > 0 for r in runs)
+    made = fake.made()
+    ns = made[0][2]
+    assert made[0] == ("Namespace", None, ns) and ns.startswith("nettune-nettune-t-k8s-")
+    # the server first, then the client placed relative to it; re-created when placement changes
+    assert [m for m in made if m[0] == "Pod"] == [("Pod", ns, "nettune-server"), ("Pod", ns, "nettune-client")] * 2
+    nodes = [fake.placed[(ns, "nettune-server")], fake.placed[(ns, "nettune-client")]]
+    assert nodes[0] == nodes[1]  # the last point is same-node
+    settings = [r["settings"] for r in runs]
+    assert [x["same_node"] for x in settings] == [False, True]
+    # the engines ran through exec, under the PID wrapper, and were parsed for real
+    server_execs = [e for e in fake.execs("nettune-server") if "iperf3" in e and "-s" in e]
+    assert len(server_execs) == 2 and server_execs[0][:2] == ("sh", "-c") and "NETTUNE-RUSAGE" in server_execs[0][2]
+    # the end: the namespace deleted (its pods with it), nothing of ours left
+    assert fake.calls[-1] == ("delete", "Namespace", None, ns)
+    assert fake.objects == {}
+
+
+@needs_iperf2
+def test_iperf2_udp_reverse_named_nodes_in_a_given_namespace(fake, tmp_path):
+    fake.objects[("Namespace", None, "given")] = {"metadata": {"labels": {}}}
+    s = study('namespace = "given"\nplacement = { server = "n3", client = "n1" }', 'engine = "iperf2"\nprotocol = "udp"\nbitrate = "10M"')
+    out, runs = run(s, tmp_path)
+    assert out.status == "done" and out.failed == 0, runs[0]["error"]
+    assert fake.placed[("given", "nettune-server")] == "n3" and fake.placed[("given", "nettune-client")] == "n1"
+    deleted = [c[1:] for c in fake.calls if c[0] == "delete"]
+    assert ("Namespace", None, "given") not in deleted  # not ours: only what nettune made goes
+    assert set(deleted) == {("Pod", "given", "nettune-server"), ("Pod", "given", "nettune-client")}
+    assert set(fake.objects) == {("Namespace", None, "given")}
+
+
+def test_pod_never_ready_fails_with_the_reason_and_cleans_up(fake, tmp_path):
+    fake.failing["nettune-client"] = ("ImagePullBackOff", 'Back-off pulling image "nope:1"')
+    with pytest.raises(NettuneError, match=r"nettune-client \(client\): not Ready after 2s \(ImagePullBackOff: Back-off pulling"):
+        run(study(""), tmp_path)
+    assert fake.objects == {}  # the namespace made before the failure is gone
+
+
+def test_hopeless_reason_fails_at_once(fake, tmp_path):
+    fake.failing["nettune-server"] = ("SysctlForbidden", "forbidden sysctl: net.core.somaxconn not allowlisted")
+    with pytest.raises(NettuneError, match="SysctlForbidden: forbidden sysctl"):
+        run(study('pod_sysctls = { "net.core.somaxconn" = 1024 }'), tmp_path)
+    assert len(fake.reads) <= 4  # no waiting for a pod that cannot start
+    assert fake.objects == {}
+
+
+def test_a_later_point_whose_pod_cannot_start_fails_only_that_point(fake, tmp_path):
+    """same-node first; the cross-node point's client is unschedulable (one node left)."""
+    fake.node_names = ["n1"]
+    s = study('placement = "{placement}"', extra='[sweep]\nplacement = ["same-node", "cross-node"]')
+    out, runs = run(s, tmp_path)
+    assert out.status == "done" and out.failed == 1
+    ok, bad = runs
+    assert ok["ok"] and not bad["ok"]
+    assert "nettune-client (client) is not ready" in bad["error"] and "Unschedulable" in bad["error"]
+    assert fake.objects == {}
+
+
+def test_sigterm_mid_test_deletes_everything(fake, tmp_path):
+    def term(pod, argv):
+        if is_client(argv):  # the client is starting: as if `kill PID` came now
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    fake.on_exec = term
+    with pytest.raises(KeyboardInterrupt):
+        run(study(""), tmp_path)
+    assert fake.objects == {}
+    with Store(tmp_path / "r.db") as store:
+        assert store.studies()[0]["status"] == "interrupted"
+
+
+def test_api_down_at_the_end_says_how_to_clean(fake, tmp_path):
+    out_holder = {}
+
+    def down(pod, argv):
+        if is_client(argv):
+            fake.down = True
+
+    fake.on_exec = down
+    s = study("")
+    from nettune.targets import make_target
+
+    t = make_target(s)
+    out_holder["t"] = t
+    t.hosts["client"].run(["iperf3", "-c", "127.0.0.1", "-t", "0"], timeout=5)
+    t.close()
+    assert any("nettune k8s clean --context fake-ctx --run " + t.names.run in w for w in t.warnings)
+
+
+def test_via_service_needs_bind_false(fake, tmp_path):
+    with pytest.raises(NettuneError, match="bind = false"):
+        run(study('via = "service"'), tmp_path)
+    assert fake.calls == []  # refused before anything was created
