@@ -17,7 +17,11 @@ pytestmark = needs_iperf3
 
 
 def study(target: str, workload: str = "", extra: str = "") -> object:
-    return parse_study(f"""
+    return parse_study(study_text(target, workload, extra))
+
+
+def study_text(target: str, workload: str = "", extra: str = "") -> str:
+    return (f"""
 name = "nettune-t-k8s"
 [target]
 kind = "kubernetes"
@@ -147,3 +151,100 @@ def test_via_service_needs_bind_false(fake, tmp_path):
     with pytest.raises(NettuneError, match="bind = false"):
         run(study('via = "service"'), tmp_path)
     assert fake.calls == []  # refused before anything was created
+
+
+NODE_KNOBS = """
+[sweep]
+rmem = [212992, 4194304]
+[knobs]
+"sysctl:net.core.rmem_max" = "{rmem}"
+[knobs.hosts]
+"sysctl:net.core.rmem_max" = ["node:n1", "node:n2"]
+"""
+
+
+def node_study_text(extra: str = NODE_KNOBS) -> str:
+    return study_text('node_access = true\nnodes = ["n1", "n2"]\nplacement = "cross-node"', extra=extra)
+
+
+def node_study(extra: str = NODE_KNOBS) -> object:
+    return parse_study(node_study_text(extra))
+
+
+def rmem(tmp_path, node):
+    return (tmp_path / "nodes" / node / "proc/sys/net/core/rmem_max").read_text().strip()
+
+
+def test_node_knobs_through_privileged_pods_journaled_and_restored(fake, tmp_path):
+    from k8s_fake import sysctl_tree
+
+    sysctl_tree(tmp_path / "nodes", ["n1", "n2"], {"net.core.rmem_max": "1000"})
+    seen = []
+
+    def watch(pod, argv):  # what the node holds while the second point's test runs
+        if is_client(argv):
+            seen.append((rmem(tmp_path, "n1"), rmem(tmp_path, "n2")))
+
+    fake.on_exec = watch
+    out, runs = run(node_study(), tmp_path)
+    assert out.status == "done" and out.failed == 0, runs
+    assert seen == [("212992", "212992"), ("4194304", "4194304")]
+    assert rmem(tmp_path, "n1") == rmem(tmp_path, "n2") == "1000"  # restored at the end
+    ns = fake.made()[0][2]
+    node_pods = [m for m in fake.made() if m[0] == "Pod" and m[2].endswith("-node")]
+    assert node_pods == [("Pod", ns, "nettune-n1-node"), ("Pod", ns, "nettune-n2-node")]
+    # the test pods were kept to the listed nodes; node CPU sampled through the node pods
+    assert {runs[0]["settings"]["hosts"][h]["node"] for h in ("server", "client")} == {"n1", "n2"}
+    assert ("cat", "--", "/proc/stat") in fake.execs("nettune-n1-node")
+    # the journal says which cluster, node and pod each change went through
+    import json
+
+    lines = [json.loads(x) for x in (tmp_path / "state" / "journal.jsonl").read_text().splitlines()]
+    reach = [x["place"]["reach"] for x in lines if x.get("place", {}).get("type") == "remote"]
+    assert reach and {r["node"] for r in reach} == {"n1", "n2"} and {r["context"] for r in reach} == {"fake-ctx"}
+    assert fake.objects == {}
+
+
+KILLED_RUN = """
+import os, sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from k8s_fake import FakeKube
+from nettune.targets import kubernetes as k8s, make_target
+from nettune.knobs.apply import KnobSession
+from nettune.plan.points import expand_and_check
+from nettune import parse_study
+fake = FakeKube(sysctl_root=Path({root!r}))
+k8s.API_FACTORY = lambda spec: fake
+s = parse_study({text!r})
+t = make_target(s)
+rp = expand_and_check(s)[1]
+t.prepare(rp)
+KnobSession(s, t, 1).apply_point(rp)
+os._exit(9)  # killed: nothing restored, nothing deleted
+"""
+
+
+def test_restore_after_a_killed_run_reaches_the_node_again(fake, tmp_path):
+    """A run killed with node knobs in force: `nettune restore` finds each node by the
+    journal's context and node, through a new privileged pod, and deletes that pod."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from k8s_fake import sysctl_tree
+    from nettune.knobs.gate import restore_journal
+
+    sysctl_tree(tmp_path / "nodes", ["n1", "n2"], {"net.core.rmem_max": "1000"})
+    text = node_study_text()
+    code = KILLED_RUN.format(tests=str(Path(__file__).parent), root=str(tmp_path / "nodes"), text=text)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert p.returncode == 9, p.stderr
+    assert rmem(tmp_path, "n1") == rmem(tmp_path, "n2") == "4194304"
+    report = restore_journal()
+    assert rmem(tmp_path, "n1") == rmem(tmp_path, "n2") == "1000", report
+    made = fake.made()
+    assert [m[0] for m in made] == ["Namespace", "Pod"] * 2  # the killed run's pods are gone with its process here
+    assert all((m[2] or m[3]).startswith("nettune-restore-") for m in made)  # (kind, namespace, name)
+    assert {fake.placed[(m[2], m[3])] for m in made if m[0] == "Pod"} == {"n1", "n2"}
+    assert fake.objects == {}  # the restore's own pods deleted again
