@@ -245,6 +245,6 @@ def test_restore_after_a_killed_run_reaches_the_node_again(fake, tmp_path):
     assert rmem(tmp_path, "n1") == rmem(tmp_path, "n2") == "1000", report
     made = fake.made()
     assert [m[0] for m in made] == ["Namespace", "Pod"] * 2  # the killed run's pods are gone with its process here
-    assert all((m[2] or m[3]).startswith("nettune-restore-") for m in made)  # (kind, namespace, name)
-    assert {fake.placed[(m[2], m[3])] for m in made if m[0] == "Pod"} == {"n1", "n2"}
+    assert all((m[1] or m[2]).startswith("nettune-restore-") for m in made)  # (kind, namespace, name)
+    assert {fake.placed[(m[1], m[2])] for m in made if m[0] == "Pod"} == {"n1", "n2"}
     assert fake.objects == {}  # the restore's own pods deleted again
