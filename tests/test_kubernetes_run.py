@@ -66,6 +66,11 @@ def test_cross_then_same_node_real_iperf3_and_everything_deleted(fake, tmp_path)
     assert [m for m in made if m[0] == "Pod"] == [("Pod", ns, "nettune-server"), ("Pod", ns, "nettune-client")] * 2
     nodes = [fake.placed[(ns, "nettune-server")], fake.placed[(ns, "nettune-client")]]
     assert nodes[0] == nodes[1]  # the last point is same-node
+    for r in runs:  # each pod's own CPU from its cgroup (here: this machine's root cgroup), in % of the node's cores
+        assert 0 < r["cpu_extra"]["pod:server"] <= 100 and 0 < r["cpu_extra"]["pod:client"] <= 100, r["cpu_extra"]
+    read = {e[2] for e in fake.execs("nettune-client") if e[:2] == ("cat", "--")}
+    assert "/sys/fs/cgroup/cpu.stat" in read  # cgroup v2 first; v1 (cpuacct.usage) where v2 is absent, as here
+    assert os.path.exists("/sys/fs/cgroup/cpu.stat") or "/sys/fs/cgroup/cpuacct/cpuacct.usage" in read
     settings = [r["settings"] for r in runs]
     assert [x["same_node"] for x in settings] == [False, True]
     # the engines ran through exec, under the PID wrapper, and were parsed for real
@@ -248,3 +253,9 @@ def test_restore_after_a_killed_run_reaches_the_node_again(fake, tmp_path):
     assert all((m[1] or m[2]).startswith("nettune-restore-") for m in made)  # (kind, namespace, name)
     assert {fake.placed[(m[1], m[2])] for m in made if m[0] == "Pod"} == {"n1", "n2"}
     assert fake.objects == {}  # the restore's own pods deleted again
+
+
+def test_a_node_that_does_not_exist_is_refused_before_anything_is_made(fake, tmp_path):
+    with pytest.raises(NettuneError, match=r"names node\(s\) n9, not in cluster context 'fake-ctx' \(nodes: n1, n2, n3\)"):
+        run(study('placement = { server = "n1", client = "n9" }'), tmp_path)
+    assert fake.made() == []

@@ -22,11 +22,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from ..errors import NettuneError
-from ..spec.kubernetes_target import NODE_PREFIX
+from ..spec.kubernetes_target import NODE_PREFIX, NodePlacement
 from .base import TargetBase
 from .facts import linux_facts
 from .k8s_api import KubeApi, KubeError, PodState
 from .k8s_manifests import RunNames, namespace_manifest, node_pod, point_manifests, pod_shape
+from .kubernetes_cpu import PodCgroupCpu
 from .kubernetes_host import KubeHost
 
 log = logging.getLogger("nettune.kubernetes")
@@ -55,12 +56,14 @@ class KubeTarget(TargetBase):
                                "server cannot bind to; set [workload] bind = false")
         self.spec, self.study = spec, study
         self.api = API_FACTORY(spec)
+        _check_nodes(self.api, spec)
         self.names = RunNames.make(study.name, spec.namespace, run)
         ns = self.names.namespace
         self.hosts: dict[str, KubeHost] = {h: KubeHost(h, self.api, ns, self.names.pod_name(h), h if spec.pods == "per-node" else None)
                                           for h in spec.pod_hosts}
         self.node_hosts = {h: KubeHost(h, self.api, ns, self.names.pod_name(h), h.removeprefix(NODE_PREFIX)) for h in spec.node_hosts}
         self.hosts.update(self.node_hosts)
+        self._pod_cpu = {h: PodCgroupCpu(self.hosts[h]) for h in spec.pod_hosts}
         self._made: list[tuple[str, str]] = []  # (kind, name) created in the namespace, oldest first
         self._shape: Any = None
         self._closed = False
@@ -155,7 +158,9 @@ class KubeTarget(TargetBase):
 
     @property
     def extra_machines(self) -> dict[str, Any]:
-        return dict(self.node_hosts)  # node CPU ("node:NAME") sampled during every test
+        """Sampled during every test: each test pod's cgroup CPU ("pod:NAME") and, with
+        node_access, each node's CPU ("node:NAME")."""
+        return {f"pod:{h}": self._pod_cpu[h] for h in self.spec.pod_hosts} | dict(self.node_hosts)
 
     @property
     def warnings(self) -> list[str]:
@@ -212,6 +217,18 @@ class KubeTarget(TargetBase):
                    f"--run {self.names.run}`")
             log.warning(msg)
             self.notes.append(msg)
+
+
+def _check_nodes(api: Any, spec: Any) -> None:
+    """Nodes the study names exist, before anything is created (a typo is not "Unschedulable")."""
+    named = list(spec.nodes) + ([spec.placement.server, spec.placement.client] if isinstance(spec.placement, NodePlacement) else [])
+    if not named:
+        return
+    have = set(api.nodes())
+    missing = [n for n in dict.fromkeys(named) if n not in have]
+    if missing:
+        raise NettuneError(f"[target] names node(s) {', '.join(missing)}, not in cluster context {api.context!r} "
+                           f"(nodes: {', '.join(sorted(have)) or 'none'}); fix nodes/placement (kubectl get nodes)")
 
 
 def _why(st: PodState) -> str:
