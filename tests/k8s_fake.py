@@ -4,8 +4,9 @@ It keeps the objects created (the manifests themselves), schedules pods the way 
 manifest asks (nodeSelector, podAffinity/podAntiAffinity on the server pod's labels, a
 nodeAffinity `In` list), answers readiness, and runs every exec as a real local process:
 iperf3/iperf on loopback (every pod's IP is 127.0.0.1), so the engine's parsing is real.
-In a node access pod (name ending in -node) paths under /proc/sys/ are mapped into a
-directory per node (`sysctl_root`), so node knobs change files there, never this machine.
+Paths under /proc/sys/ are mapped into a directory (`sysctl_root`): per node for a node
+access pod (name ending in -node), pod-NAME for a test pod, so knobs change files there,
+never this machine's.
 Every call is recorded in `calls` as a tuple (polling reads of pods only in `reads`).
 """
 from __future__ import annotations
@@ -158,8 +159,8 @@ class FakeKube:
         if self.on_exec is not None:
             self.on_exec(pod, argv)
         node = self.placed.get((namespace, pod))
-        if pod.endswith("-node") and self.sysctl_root is not None:  # the node's /proc/sys, in a directory
-            root = self.sysctl_root / str(node)
+        if self.sysctl_root is not None:  # the node's /proc/sys (a test pod's own: pod-NAME), in a directory
+            root = self.sysctl_root / (str(node) if pod.endswith("-node") else f"pod-{pod}")
             argv = [str(root) + a if a.startswith("/proc/sys/") else a for a in argv]
         return LocalStream(argv, stdin)
 

@@ -63,3 +63,16 @@ def test_via_service_connects_to_the_cluster_ip(fake, tmp_path):
     assert [m[0] for m in fake.made()] == ["Namespace", "Pod", "Pod", "Service"]
     assert runs[0]["settings"]["hosts"]["server"]["address"] == "127.0.0.1"  # the fake's ClusterIP
     assert fake.objects == {}
+
+
+@needs_iperf3
+def test_a_run_with_the_host_audit_and_facts_goes_through_exec(fake, tmp_path):
+    """The default run (doctor on) audits and collects facts through the pods' exec."""
+    s = study("audit", 'node_access = true\nnodes = ["n1", "n2"]')
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(s, store)
+        facts = store.facts(out.study_id)
+    assert out.status == "done" and out.failed == 0
+    assert facts["server"]["pod"] == "nettune-server" and facts["server"]["context"] == "fake-ctx"
+    assert facts["node:n1"]["node"] == "n1" and facts["client"]["iperf3_version"]
+    assert fake.objects == {}

@@ -259,3 +259,15 @@ def test_a_node_that_does_not_exist_is_refused_before_anything_is_made(fake, tmp
     with pytest.raises(NettuneError, match=r"names node\(s\) n9, not in cluster context 'fake-ctx' \(nodes: n1, n2, n3\)"):
         run(study('placement = { server = "n1", client = "n9" }'), tmp_path)
     assert fake.made() == []
+
+
+def test_a_node_knob_aimed_at_test_pods_is_refused_and_nothing_stays_changed(fake, tmp_path):
+    from k8s_fake import sysctl_tree
+
+    sysctl_tree(tmp_path / "nodes", ["n1", "n2", "pod-nettune-server", "pod-nettune-client"], {"net.core.rmem_max": "1000"})
+    s = study('placement = "cross-node"', extra='[knobs]\n"sysctl:net.core.rmem_max" = 4194304')
+    with pytest.raises(NettuneError) as e:
+        run(s, tmp_path)
+    assert "read-only" in str(e.value) and "node:NAME" in str(e.value) and "\n" not in str(e.value)
+    assert rmem(tmp_path, "pod-nettune-server") == rmem(tmp_path, "pod-nettune-client") == "1000"
+    assert fake.objects == {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shlex
 import threading
+import time
 from typing import Any
 
 from .base import CommandResult, HostBase
@@ -27,6 +28,7 @@ from .procs import port_listening
 from .sshproc import ENV_PREAMBLE, WRAPPER, SshProc
 
 READ_SLICE = 0.5  # seconds one read of an exec stream waits for data
+START_TIMEOUT = 30.0  # seconds a spawned tool's wrapper may take to say its PID
 
 
 class KubeProc(SshProc):
@@ -69,6 +71,7 @@ class KubeHost(HostBase):
         self.node: str | None = node_name  # the node it runs on (known once scheduled)
         self.interface: str | None = None
         self.not_ready: str | None = "not created yet"
+        self.privileged = name.startswith("node:")  # the node access pod: its /proc/sys is the node's
         self.os = "linux"
         self.context = str(api.context)
         self.kubeconfig: str | None = api.kubeconfig
@@ -106,8 +109,11 @@ class KubeHost(HostBase):
             stream = self._stream(words, "".join(v + "\n" for v in env.values()))
         else:
             stream = self._stream(["sh", "-c", WRAPPER, "sh", *proc.argv])
-        first = ""
+        first, deadline = "", time.monotonic() + START_TIMEOUT
         while not first.endswith("\n") and stream.is_open():
+            if time.monotonic() > deadline:
+                stream.close()
+                raise KubeError(f"pod {self.pod} ({self.name}): {proc.argv[0]} did not start within {START_TIMEOUT:.0f}s")
             out, err = stream.read(READ_SLICE)
             first += out
             proc._err.append(err)
@@ -130,13 +136,14 @@ class KubeHost(HostBase):
         return r.stdout
 
     def write_text(self, path: str, text: str) -> None:
+        if path.startswith("/proc/sys/") and not self.privileged:
+            raise OSError(f"{self.name}:{path}: a test pod's /proc/sys is read-only; set node sysctls on node:NAME hosts "
+                          "([target] node_access, [knobs.hosts]) and the pod's own in [target] pod_sysctls")
         data = text.encode()
         # exactly len(data) bytes from stdin: head needs no end-of-file (an exec stdin has none)
         r = self.run(["sh", "-c", 'head -c "$1" > "$2"', "sh", str(len(data)), path], timeout=15, input=text)
         if r.returncode != 0:
-            hint = " (a pod's /proc/sys is read-only: set node sysctls on node:NAME hosts, pod ones in [target] pod_sysctls)" \
-                if path.startswith("/proc/sys") and not self.name.startswith("node:") else ""
-            raise OSError(f"{self.name}:{path}: {r.said() or 'cannot write'}{hint}")
+            raise OSError(f"{self.name}:{path}: {r.said() or 'cannot write'}")
 
     def which(self, tool: str) -> str | None:
         r = self.run(["sh", "-c", 'command -v "$1"', "sh", tool], timeout=15)
