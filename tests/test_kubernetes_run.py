@@ -121,10 +121,11 @@ def test_a_later_point_whose_pod_cannot_start_fails_only_that_point(fake, tmp_pa
     assert fake.objects == {}
 
 
-def test_sigterm_mid_test_deletes_everything(fake, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_mid_test_deletes_everything(fake, tmp_path, sig):
     def term(pod, argv):
-        if is_client(argv):  # the client is starting: as if `kill PID` came now
-            os.kill(os.getpid(), signal.SIGTERM)
+        if is_client(argv):  # the client is starting: as if `kill PID` (or Ctrl-C) came now
+            os.kill(os.getpid(), sig)
 
     fake.on_exec = term
     with pytest.raises(KeyboardInterrupt):
@@ -270,4 +271,19 @@ def test_a_node_knob_aimed_at_test_pods_is_refused_and_nothing_stays_changed(fak
         run(s, tmp_path)
     assert "read-only" in str(e.value) and "node:NAME" in str(e.value) and "\n" not in str(e.value)
     assert rmem(tmp_path, "pod-nettune-server") == rmem(tmp_path, "pod-nettune-client") == "1000"
+    assert fake.objects == {}
+
+
+def test_exec_refused_mid_study_fails_the_test_with_the_reason(fake, tmp_path):
+    from nettune.targets.k8s_api import KubeError
+
+    def refuse(pod, argv):
+        if is_client(argv):
+            raise KubeError("exec in pod nettune-client: 403 Forbidden: pods/exec is forbidden")
+
+    fake.on_exec = refuse
+    out, runs = run(study(""), tmp_path)
+    assert out.status == "done" and out.failed == 1
+    assert "pods/exec is forbidden" in runs[0]["error"]
+    assert any(e[:2] == ("kill", "-TERM") for e in fake.execs("nettune-server"))  # the waiting server stopped by its PID
     assert fake.objects == {}
