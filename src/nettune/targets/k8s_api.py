@@ -83,6 +83,8 @@ class KubeApi:
         except ApiException as e:
             if e.status == 404:
                 return None
+            if not e.status:  # the exec websocket wraps a refused connection as status 0
+                raise KubeError(f"{what}: cannot reach the API server of context {self.context!r}: {e.reason}") from None
             raise KubeError(f"{what}: {e.status} {e.reason}: {_message(e.body)}") from None
         except Exception as e:  # urllib3 connection errors
             raise KubeError(f"{what}: cannot reach the API server of context {self.context!r}: {e}") from None
