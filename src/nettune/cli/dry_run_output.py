@@ -26,7 +26,12 @@ def _wrapped(label: str, words: list[str], width: int) -> list[str]:
 
 
 def print_plan(study: Study, text: str, file: str) -> None:
-    print_dry_run(dry_run(study, text, file))
+    plan = dry_run(study, text, file)
+    print_dry_run(plan)
+    if study.target.kind == "kubernetes":
+        from .k8s_output import print_k8s_plan  # noqa: PLC0415 - the objects and kubectl lines of a cluster study
+
+        print_k8s_plan(study, text, file, plan)
 
 
 def print_dry_run(plan: DryRun) -> None:

@@ -138,7 +138,7 @@ def expand_and_check(study: Study, text: str = "", file: str = "<study>") -> lis
 
 def _section_of(e: ValidationError) -> str:
     title = e.title
-    return {"Workload": "workload", "LabTargetSpec": "target", "LocalTargetSpec": "target", "SshTargetSpec": "target"}.get(title, "")
+    return {"Workload": "workload", "LabTargetSpec": "target", "LocalTargetSpec": "target", "SshTargetSpec": "target", "KubernetesTargetSpec": "target"}.get(title, "")
 
 
 def schedule(study: Study, points: list[Point]) -> list[Slot]:

@@ -17,6 +17,7 @@ from .knobs_section import KnobsSpec
 from .rates import RATE_PATTERN, parse_rate
 
 from .ssh_hosts import SshHostSpec, SshTargetSpec  # noqa: F401 - the ssh target spec lives in its own file
+from .kubernetes_target import KubernetesTargetSpec  # the kubernetes target spec lives in its own file
 
 
 def _not_bool(value: Any) -> Any:
@@ -97,7 +98,7 @@ from .lab_target import LabTargetSpec  # noqa: E402 - in its own file; it uses S
 # Every target spec declares what the layers that see only the study file ask of it:
 # kind, hosts, test_hosts, on_this_machine (its hosts run this machine's binaries and
 # keep their files here) and queues (per host interface, None when the target sets none).
-TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec], Field(discriminator="kind")]
+TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec], Field(discriminator="kind")]
 
 
 Pairs = Union[

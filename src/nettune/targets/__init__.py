@@ -26,7 +26,13 @@ def _ssh(study: Any) -> Target:
     return SshTarget(study)
 
 
-TARGETS: dict[str, Callable[[Any], Target]] = {"lab": _lab, "local": _local, "ssh": _ssh}
+def _kubernetes(study: Any) -> Target:
+    from .kubernetes import KubeTarget
+
+    return KubeTarget(study)
+
+
+TARGETS: dict[str, Callable[[Any], Target]] = {"lab": _lab, "local": _local, "ssh": _ssh, "kubernetes": _kubernetes}
 
 
 def make_target(study: Any) -> Target:

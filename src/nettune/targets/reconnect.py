@@ -21,6 +21,7 @@ class Reconnector:
     def __init__(self) -> None:
         self._loop: Any = None
         self._hosts: dict[tuple[Any, ...], Any] = {}
+        self._k8s: Any = None  # k8s_reach.NodeReach, once a kubernetes node is to be reached
 
     def host(self, label: str, reach: dict[str, Any]) -> Host:
         """The host `reach` describes, connected. NoWayToReach: the record does not say how
@@ -33,6 +34,14 @@ class Reconnector:
                 return SandboxHost.from_reach(label, reach)
             except OSError as e:
                 raise ConnectionError(str(e)) from None
+        if reach.get("kubernetes"):  # a node of a cluster, through a privileged pod (targets/k8s_reach.py)
+            from .k8s_reach import NodeReach
+
+            self._k8s = self._k8s or NodeReach()
+            key = ("kubernetes", reach.get("context"), reach.get("node"))
+            if key not in self._hosts:
+                self._hosts[key] = self._k8s.host(label, reach)
+            return self._hosts[key]  # type: ignore[no-any-return]
         if not reach.get("port"):
             raise NoWayToReach("the journal does not say how to reach it (written by an older nettune)")
         key = (reach["address"], reach["port"], reach.get("user"), reach.get("host_key"))
@@ -61,6 +70,8 @@ class Reconnector:
         for h in self._hosts.values():
             h.close()
         self._hosts.clear()
+        if self._k8s is not None:
+            self._k8s.close()
         if self._loop is not None:
             self._loop.stop()
             self._loop = None
