@@ -85,3 +85,11 @@ def test_manifests_of_a_swept_study_name_each_shape_once():
     docs = [d for d in yaml.safe_load_all(manifests_yaml(s, expand_and_check(s))) if d]
     assert [d["kind"] for d in docs] == ["Namespace"] + ["Pod"] * 8
     assert [d["spec"].get("hostNetwork", False) for d in docs[1::2]] == [False, True, False, True]
+
+
+def test_hosts_command_says_where_the_pods_will_be_without_a_cluster():
+    r = nettune("hosts", str(EXAMPLES / "study-e.toml"), env={"COLUMNS": "250"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if "pod, context" in ln]
+    assert len(rows) == 2 and all("see run --dry-run" in ln for ln in rows)
+    assert "lab namespace" not in r.stdout and "not honoured" not in r.stdout + r.stderr

@@ -39,6 +39,10 @@ def _key_source(h: Any) -> str:
 def describe_hosts(study: Any) -> list[HostCheck]:
     """How each host of the study's target is reached (nothing is connected)."""
     t = study.target
+    if t.kind == "kubernetes":  # pods exist only while a run lasts: say where they will be made
+        where = f"pod, context {t.context or '(current)'}"
+        return [HostCheck(h, "test", where, None, "-", "kubeconfig", "-", "-", False,
+                          f"made by the run from {t.image} (see run --dry-run)") for h in t.test_hosts]
     if t.kind != "ssh":
         return [HostCheck(h, "test", "this machine" if t.kind == "local" else f"lab namespace nettune-{study.name}-{h}", None,
                           str(os.environ.get("USER") or "root"), "-", "-", "-", False, f"target kind {t.kind}") for h in t.test_hosts]
@@ -54,6 +58,8 @@ def check_hosts(study: Any) -> list[HostCheck]:
     """describe_hosts, then connect to each (through its jump hosts) and look for its tools."""
     rows = describe_hosts(study)
     t = study.target
+    if t.kind == "kubernetes":
+        return rows  # nothing to connect to before a run makes the pods; their tools come with the image
     if t.kind != "ssh":
         import shutil
 
