@@ -60,6 +60,8 @@ class StudyAccess:
             return ["auth = false: test servers accept any client that reaches their address"]
         for wl in self.workloads:
             engine = get_engine(wl.engine)
+            if not engine.network:  # engine = "command": no server to protect
+                continue
             for name in workload_hosts(wl, self.target):
                 self._probe(engine, name)
             probed = [h for (e, h) in self.tools if e == engine.name]
