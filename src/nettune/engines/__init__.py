@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .base import Engine
-from .command import CommandEngine
+from .timed_command import CommandEngine
 from .iperf2 import Iperf2Engine
 from .iperf3 import Iperf3Engine
 

@@ -32,7 +32,7 @@ class Engine(Protocol):
     # "password": a user, password and RSA key in files (credential_files, password_access);
     # "permit_key": a key on both command lines (permit_key_usable says when); "": none.
     auth: str
-    network: bool  # a traffic tool (server and client); False: one timed command (engines/command.py)
+    network: bool  # a traffic tool (server and client); False: one timed command (engines/timed_command.py)
 
     def version(self, version_output: str) -> str:
         """Parse the tool's version from `binary --version`/`-v` output (may be on stderr)."""

@@ -11,6 +11,7 @@ from .base import Probe
 from .freebsd_cpu import CpTimeCpu
 from .linux_cpu import ProcStatCpu
 from .machine_cpu import MachineCpu
+from .power_command import PowerCommandProbe
 from .powercap import PowercapProbe
 from .process_cpu import ProcessCpu
 from .self_cpu import SelfCpu
@@ -27,6 +28,11 @@ def window_probes(machine: Host, extra_machines: dict[str, Host]) -> list[Probe]
     each extra machine's (e.g. "hypervisor:pve") as cpu_extra[key] and energy[key]."""
     return [machine_cpu(machine), PowercapProbe(machine), SelfCpu(),
             *(machine_cpu(h, k) for k, h in extra_machines.items()), *(PowercapProbe(h, k) for k, h in extra_machines.items())]
+
+
+def meter_probes(power_command: list[str] | None) -> list[Probe]:
+    """[probes] power_command: the external meter, sampled every second of the window."""
+    return [PowerCommandProbe(list(power_command))] if power_command else []
 
 
 def process_probes(client: Host, cli: Proc, server: Host, srv: Proc) -> list[Probe]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..engines.command import CommandEngine, stderr_tail
+from ..engines.timed_command import CommandEngine, stderr_tail
 from ..engines.result import SideOutput, TestResult
 from ..errors import NettuneError, ToolMissing
 from ..probes.registry import window_probes

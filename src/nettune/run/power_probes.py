@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..probes.idle_power import idle_power
-from ..probes.power_command import PowerCommandProbe
+from ..probes.powercap import idle_power
+from ..probes.registry import meter_probes
 from .slots import workload_hosts
 
 
 def meters(study: Any) -> list[Any]:
     """A fresh meter probe for one test, when the study sets power_command."""
-    if study.probes is None or not study.probes.power_command:
-        return []
-    return [PowerCommandProbe(list(study.probes.power_command))]
+    return meter_probes(study.probes.power_command if study.probes is not None else None)
 
 
 def idle_hosts(wl: Any, target: Any) -> dict[str, Any]:
