@@ -35,6 +35,12 @@ def command_host(wl: Any, target: Any) -> Host:
     return target.hosts[name]  # type: ignore[no-any-return]
 
 
+def planned_steps(engine: CommandEngine, wl: Any, target_spec: Any) -> tuple[str, str, list[str], list[str]]:
+    """For the dry run: (host, host, setup argv or [], run argv) of a resolved point."""
+    host = wl.host or target_spec.test_hosts[0]
+    return host, host, engine.step_argv(wl, "setup") or [], engine.step_argv(wl, "run") or []
+
+
 def check_points(engine: CommandEngine, resolved: list[Any], target: Any) -> str:
     """Before the study: every point's host exists and has sh, and an argv `run` names a
     program that host has. Returns the version the store records ("sh")."""
