@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..probes.registry import process_probes, window_probes
+from ..probes.registry import process_probes, server_energy, window_probes
 from ..spec.models import Workload
 from ..targets.base import Host, Proc
 from ..engines.access import Access, redact
@@ -96,7 +96,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                     detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
                 return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
-            window = window_probes(machine, extra_machines) + list(meters or [])
+            window = window_probes(machine, extra_machines) + server_energy(server, machine) + list(meters or [])
             for p in window:
                 p.start()
             cargv, env = engine.client_argv(wl, server.address, port, tool_version, access), engine.client_env(access)

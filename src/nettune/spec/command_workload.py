@@ -57,6 +57,12 @@ def command_problem(wl: Any) -> str | None:
     return None
 
 
+def stray_command_fields(wl: Any) -> list[str]:
+    """The command workload's fields a workload sets (for a network engine: refused)."""
+    named = {"host": wl.host, "setup": wl.setup, "run": wl.run, "cleanup": wl.cleanup, "cwd": wl.cwd}
+    return [k for k, v in named.items() if v is not None] + (["env"] if wl.env else [])
+
+
 def quoting_problem(wl: Any) -> str | None:
     """A placeholder inside quotes in a command string as written in the file (checked
     before the point is filled: a filled string no longer tells "{{" from "{")."""

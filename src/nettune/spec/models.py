@@ -17,7 +17,7 @@ from .knobs_section import KnobsSpec
 from .rates import RATE_PATTERN, parse_rate
 
 from .ssh_hosts import SshHostSpec, SshTargetSpec  # noqa: F401 - the ssh target spec lives in its own file
-from .command_workload import CommandFields, command_problem, quoting_problem
+from .command_workload import CommandFields, command_problem, quoting_problem, stray_command_fields
 from .probes_section import ProbesSpec
 
 
@@ -196,6 +196,9 @@ class Workload(Strict, CommandFields):
             if problem:
                 raise ValueError(problem)
             return self
+        stray = stray_command_fields(self)
+        if stray and "{" not in str(self.engine):  # set for a network tool: a mistake, never silently ignored
+            raise ValueError(f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'} to engine = \"command\" only (engine is {self.engine!r})")
         if self.pairs is not None:
             if isinstance(self.pairs, list) and any(a == b for a, b in self.pairs):
                 raise ValueError("pairs: each pair needs two different hosts")
