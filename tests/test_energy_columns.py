@@ -120,3 +120,19 @@ def test_schema_3_database_gets_the_columns_filled_from_extra(tmp_path, tree):
         assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
         assert store.idle(out.study_id) == []
     assert all(r.wall_s and r.energy_j == pytest.approx(7.5) and r.exit_code == 0 for r in runs)
+
+
+def test_gbits_per_watt_for_a_network_study():
+    from nettune.analysis.data import METRICS, PointData, StudyData
+    from nettune.analysis.energy_verdicts import energy_findings
+    from nettune.store.records import RunRecord
+
+    def rec(i: int, p: int, gbps: float, watts: float) -> RunRecord:
+        return RunRecord(id=i, study_id=1, point_id=p, run=i, warmup=False, ok=True, error=None, engine="iperf3", tool_version="3.12",
+                         protocol="tcp", started=0.0, duration=10.0, receiver_bps=gbps * 1e9, power_w=watts, energy_j=watts * 10,
+                         point_idx=p, point={"streams": p})
+    pts = [PointData(1, {"streams": 1}, [rec(1, 1, 10, 100), rec(2, 1, 10, 100)]),
+           PointData(4, {"streams": 4}, [rec(3, 4, 30, 120), rec(4, 4, 30, 120)])]
+    data = StudyData({"id": 1, "name": "x", "idle": []}, pts, {}, ["streams"], [])
+    out = energy_findings(data, METRICS["total"], ["streams"])
+    assert out == ["best Gbit/s per watt at streams=4: 0.250 (120 W average, 1200 J per test)"]
