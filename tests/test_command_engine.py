@@ -169,3 +169,10 @@ def test_lab_runs_the_command_inside_the_host_namespace(tmp_path):
     seen = [sides[0]["stdout"].strip() for sides in raw]
     assert all(s.startswith("net:[") and s != mine for s in seen) and seen[0] != seen[1]
     assert [r.extra["command"]["host"] for r in runs] == ["a", "b"] and all(r.wall_s and r.cpu_s is not None for r in runs)
+
+
+def test_a_missing_setup_program_fails_the_run_not_the_study(tmp_path):
+    out, runs, _ = run(local_study('setup = ["nettune-no-such-setup"]\nrun = ["true"]\ncleanup = ["nettune-no-such-cleanup"]'), tmp_path)
+    r = runs[0]
+    assert out.status == "done" and not r.ok and "setup could not start" in r.error and "nettune-no-such-setup" in r.error
+    assert any("cleanup could not start" in w for w in r.warnings)

@@ -105,11 +105,16 @@ class _StepFailed(Exception):
 def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float, probes: list[Any],
            measured: dict[str, Any]) -> tuple[SideOutput, str | None]:
     """The timed step, inside the probes' window; fills `measured`."""
+    side = SideOutput(role="run", host=host.name, argv=list(argv), started=time.time())
     for p in probes:
         p.start()
     t0 = time.monotonic()
-    proc = host.spawn(argv, env=env) if env else host.spawn(argv)
-    side = SideOutput(role="run", host=host.name, argv=list(argv), started=time.time())
+    try:
+        proc = host.spawn(argv, env=env) if env else host.spawn(argv)
+    except (OSError, ValueError) as e:  # a program that is not there (an argv is exec'd directly); an env value ssh cannot pass
+        for p in probes:
+            p.stop()
+        return side, f"run could not start: {e}"
     try:
         exited = _wait(proc, t0 + limit)
         t1 = time.monotonic()
@@ -137,8 +142,11 @@ def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float
 
 def _step(host: Host, argv: list[str], env: dict[str, str] | None, limit: float, name: str) -> tuple[SideOutput, str | None]:
     """An untimed step (setup, cleanup): (its output, why it failed or None)."""
-    proc = host.spawn(argv, env=env) if env else host.spawn(argv)
     side = SideOutput(role=name, host=host.name, argv=list(argv), started=time.time())
+    try:
+        proc = host.spawn(argv, env=env) if env else host.spawn(argv)
+    except (OSError, ValueError) as e:
+        return side, f"{name} could not start: {e}"
     try:
         exited = _wait(proc, time.monotonic() + limit)
     finally:

@@ -164,7 +164,7 @@ class SshProc(ProcBase):
                 pgid = self.host.run(["ps", "-o", "pgid=", "-p", str(self.pid)], timeout=10).stdout.strip()
                 if pgid.isdigit() and int(pgid) > 1:
                     for sig, wait in (("TERM", grace), ("KILL", 0.0)):
-                        self.host.run(["kill", f"-{sig}", "--", f"-{pgid}"], timeout=10)
+                        self.host.run(["kill", f"-{sig}", f"-{pgid}"], timeout=10)  # dash's kill takes no "--"
                         self._done.wait(wait)
             except ConnectionError:
                 pass
