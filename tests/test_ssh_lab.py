@@ -206,6 +206,41 @@ def test_hostile_values_never_reach_a_shell(lab, tmp_path):
     assert not marker.exists()
 
 
+def test_command_workload_over_ssh_hostile_values_and_timeout(lab, tmp_path):
+    """engine = "command" on an ssh host: hostile sweep values in a string command arrive as
+    data (shell-quoted), CPU of the tree comes from the remote `times`, and a timeout stops
+    the remote process group (a background child included)."""
+    marker = Path(f"/tmp/nettune-pwned-cmd-{os.getpid()}")
+    marker.unlink(missing_ok=True)
+    hostile = [f"$(touch {marker})", f"`touch {marker}`", f"1; touch {marker}", f"1\ntouch {marker}", f"x' ; touch {marker}; '", f"| touch {marker}"]
+    f = tmp_path / "c.toml"
+    sweep = "[sweep]\nv = [" + ", ".join(json.dumps(v) for v in hostile) + "]\n"
+    f.write_text(study_text(lab["inventory"], 'engine = "command"\nhost = "client"\nrun = "printf %s {v}"\nsetup = ["printf", "%s", "{v}"]\n',
+                            name="t-ssh-cmd") + sweep)
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(load_study(f), store, f.read_text(), str(f))
+        runs = store.runs(out.study_id)
+        raw = [store.raw_outputs(r.id) for r in runs]
+    assert out.status == "done" and out.failed == 0 and len(runs) == len(hostile)
+    assert [sides[0]["stdout"] for sides in raw] == hostile and not marker.exists()
+    assert all(r.wall_s > 0 and r.cpu_s is not None and r.exit_code == 0 and r.peak_rss_kb is None for r in runs)
+    secs = f"{41 + os.getpid() % 1000 / 1000:.3f}"
+    f.write_text(study_text(lab["inventory"], f'engine = "command"\nhost = "client"\nrun = "sleep {secs} & sleep {secs}; wait"\ntimeout = 2\n',
+                            name="t-ssh-cmd-timeout"))
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(load_study(f), store, f.read_text(), str(f))
+        r = store.runs(out.study_id)[0]
+    assert out.status == "done" and not r.ok and "did not finish within 2s" in r.error
+    alive = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and secs.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                alive.append(pid)
+        except OSError:
+            pass
+    assert alive == []
+
+
 def _keygen(path: Path) -> str:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
     return " ".join(path.with_suffix(".pub").read_text().split()[:2])

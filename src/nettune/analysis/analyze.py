@@ -18,6 +18,8 @@ from .groups import analyze_groups
 from .stability import stability
 from .instrument import best_near_ceiling, instrument, tool_bound
 from .links import analyze_pairs
+from .energy_verdicts import energy_findings
+from .metric import resolve, time_words
 from .stats import summarize
 from .verdicts import (Analysis, Best, Efficiency, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
                        PointOutliers, PointRow)
@@ -45,8 +47,8 @@ def point_row(p: PointData, m: Metric, params: list[str]) -> PointRow:
     return row
 
 
-def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATION, by: str | None = None) -> Analysis:
-    m = get_metric(metric)
+def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION, by: str | None = None) -> Analysis:
+    m = get_metric(resolve(metric, data.engines))  # "auto": throughput, or a command's wall seconds
     if not 0 < threshold < 1:
         raise NettuneError(f"--saturation {threshold}: give a gain per doubling between 0 and 1 (e.g. 0.1 = 10%)")
     params = data.params
@@ -70,6 +72,7 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
         findings.append("one point only: nothing swept, so no saturation or peak to find")
     out.efficiency = efficiency(data, params)
     findings += [e.text for e in out.efficiency]
+    findings += energy_findings(data, m, params)  # joules per run, Gbit/s per watt, idle power
     out.fairness = [PointFairness.of(r, r.fairness) for r in rows if r.fairness]
     findings += _fairness_text(out.fairness)
     out.instrument = instrument(data, params)
@@ -157,7 +160,7 @@ def _vs_baseline(param: str, fixed: dict[str, Any], levels: list[Any], vals: lis
             change = (sum(v) / len(v)) / (sum(vals[0]) / len(vals[0])) - 1 if sum(vals[0]) else 0.0
             out.append(LevelComparison(param, lv, levels[0], fixed, None, head + f"{change * 100:+.1f}% (single runs: no noise estimate, no verdict)"))
             continue
-        c = compare_values(vals[0], v, m.higher_is_better, (m.better, m.worse), m.name)
+        c = time_words(compare_values(vals[0], v, m.higher_is_better, (m.better, m.worse), m.name), m.higher_is_better, m.better)
         out.append(LevelComparison(param, lv, levels[0], fixed, c, head + c.text))
     return out
 

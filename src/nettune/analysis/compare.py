@@ -17,6 +17,7 @@ from typing import Sequence
 from ..errors import NettuneError
 from .data import Metric, PointData, StudyData, get_metric
 from .serial import JsonRecord
+from .metric import resolve, time_words
 from .stats import LEVEL, summarize, welch
 
 ALPHA = 1 - LEVEL
@@ -83,7 +84,7 @@ def compare_points(pa: list[PointData], pb: list[PointData], metric: Metric, lab
     va = [v for p in pa for v in p.values(metric)]
     vb = [v for p in pb for v in p.values(metric)]
     hib = metric.higher_is_better if higher_is_better is None else higher_is_better
-    return compare_values(va, vb, hib, (metric.better, metric.worse), metric.name, labels)
+    return time_words(compare_values(va, vb, hib, (metric.better, metric.worse), metric.name, labels), hib, metric.better)
 
 
 def _label(data: StudyData, filters: dict[str, str], pts: list[PointData]) -> str:
@@ -92,26 +93,26 @@ def _label(data: StudyData, filters: dict[str, str], pts: list[PointData]) -> st
     return f"{data.name} {what}".strip() + extra
 
 
-def within_study(data: StudyData, fa: dict[str, str], fb: dict[str, str], metric: str = "total",
+def within_study(data: StudyData, fa: dict[str, str], fb: dict[str, str], metric: str = "auto",
                  higher_is_better: bool | None = None) -> Comparison:
     """`nettune compare STUDY --a K=V --b K=V`."""
     if not fa or not fb:
         raise NettuneError("compare one study: give both --a KEY=VAL and --b KEY=VAL (or two studies)")
-    m = get_metric(metric)
+    m = get_metric(resolve(metric, data.engines))
     pa, pb = data.select(fa), data.select(fb)
     if {p.idx for p in pa} & {p.idx for p in pb}:
         raise NettuneError("--a and --b select some of the same points; make them disjoint")
     return compare_points(pa, pb, m, (_label(data, fa, pa), _label(data, fb, pb)), higher_is_better)
 
 
-def between_studies(da: StudyData, db: StudyData, fa: dict[str, str], fb: dict[str, str], metric: str = "total",
+def between_studies(da: StudyData, db: StudyData, fa: dict[str, str], fb: dict[str, str], metric: str = "auto",
                     higher_is_better: bool | None = None) -> list[tuple[str, Comparison]]:
     """`nettune compare STUDY_A STUDY_B`: one comparison, or one per common point.
 
     Studies with one point each (or narrowed with --a/--b) give one comparison. Two
     sweeps over the same points are compared point by point: pooling a whole sweep
     would compare averages of unlike things."""
-    m = get_metric(metric)
+    m = get_metric(resolve(metric, da.engines | db.engines))
     pa = da.select(fa) if fa else da.points
     pb = db.select(fb) if fb else db.points
     if len(pa) == 1 and len(pb) == 1 or (fa and fb):

@@ -19,6 +19,7 @@ from ..errors import NettuneError
 from ..store.records import RunRecord
 from ..store.instrument_tables import cross_checks
 from ..store.sqlite import Store
+from .metric import COMMAND_METRICS
 from .stats import Summary, summarize
 
 
@@ -56,6 +57,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
     # elapsed time of a timed workload (a build): lower is better, and lower is "faster"
     Metric("duration", "seconds", 1.0, False, *_FAST, lambda r: r.duration),
 ]}
+METRICS.update({m[0]: Metric(*m) for m in COMMAND_METRICS})  # a command workload's: wall, cpu_s, energy... (analysis/metric.py)
 
 
 def get_metric(name: str) -> Metric:
@@ -136,6 +138,11 @@ class StudyData:
     def runs(self) -> list[RunRecord]:
         return [r for p in self.points for r in p.runs]
 
+    @property
+    def engines(self) -> set[str]:
+        """The engines its runs used (analysis.metric picks the primary metric from them)."""
+        return {r.engine for r in self.runs}
+
     def spec(self) -> dict[str, Any]:
         try:
             return dict(json.loads(self.study.get("spec_json") or "{}"))
@@ -201,6 +208,7 @@ def parse_filter(text: str | None, opt: str) -> dict[str, str]:
 def load(store: Store, ref: str | int | None) -> StudyData:
     study = store.find_study(ref)
     study["cross_checks"] = cross_checks(store.db, study["id"])  # nettune run --cross-check (analysis/instrument.py)
+    study["idle"] = store.idle(study["id"])  # [probes] idle_power (analysis/energy_verdicts.py)
     pts = {p["idx"]: PointData(p["idx"], p["point"]) for p in store.points(study["id"])}
     for r in store.runs(study["id"]):
         pts.setdefault(r.point_idx, PointData(r.point_idx, r.point)).runs.append(r)

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import NettuneError
 from .compare import ALPHA, compare_values
 from .data import Metric, StudyData, get_metric
+from .metric import resolve
 from .serial import JsonRecord
 from .sweep import num
 
@@ -91,8 +92,8 @@ def samples(data: StudyData, m: Metric) -> dict[Key, Sample]:
     return out
 
 
-def check(baseline: StudyData, rerun: StudyData, metric: str = "total", tolerance_pct: float = 5.0) -> CheckResult:
-    m = get_metric(metric)
+def check(baseline: StudyData, rerun: StudyData, metric: str = "auto", tolerance_pct: float = 5.0) -> CheckResult:
+    m = get_metric(resolve(metric, baseline.engines | rerun.engines))  # "auto": throughput, or a command's wall seconds
     before, after = samples(baseline, m), samples(rerun, m)
     common = [k for k in after if k in before]
     if not common:

@@ -13,7 +13,7 @@ from ..exporters.base import MEMBERS, one_of
 from .app import DB_OPT, app, console, open_store, print_error, print_export, print_fitted, print_items, user_errors
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
-METRIC_OPT = typer.Option("total", "--metric", "-m", help="total (Gbit/s, both directions), receiver, sender, cpu_client, cpu_server, cpu_host, retransmits, lost_percent, jitter_ms, duration...")
+METRIC_OPT = typer.Option("auto", "--metric", "-m", help="auto (the study's primary metric: total, or wall for a command workload), total (Gbit/s, both directions), receiver, sender, cpu_client, cpu_server, cpu_host, retransmits, lost_percent, jitter_ms, duration, wall, cpu_s, peak_rss, energy, power...")
 
 
 def _fmt(format: str) -> str:
@@ -42,6 +42,7 @@ def compare(
     """Is b faster than a? Relative difference with its 95% interval and Welch's p-value."""
     from ..analysis import compare as cmp
     from ..analysis.data import get_metric, load, parse_filter
+    from ..analysis.metric import resolve
     from ..analysis.sweep import num
 
     _fmt(format)
@@ -52,11 +53,12 @@ def compare(
     if len(studies) > 2:
         raise NettuneError(f"compare takes one or two studies, got {len(studies)}")
     with open_store(db) as store:
+        loaded = [load(store, s) for s in studies]
+        metric = resolve(metric, set().union(*(d.engines for d in loaded)))  # "auto": the studies' primary metric
         if len(studies) == 1:
-            data = load(store, studies[0])
-            results = [("", cmp.within_study(data, fa, fb, metric, hib))]
+            results = [("", cmp.within_study(loaded[0], fa, fb, metric, hib))]
         else:
-            results = cmp.between_studies(load(store, studies[0]), load(store, studies[1]), fa, fb, metric, hib)
+            results = cmp.between_studies(loaded[0], loaded[1], fa, fb, metric, hib)
     m = get_metric(metric)
     if format == "json":
         if len(results) == 1:

@@ -68,7 +68,7 @@ def check(
     baseline: Path = typer.Option(..., "--baseline", "-b", help="Results database holding the baseline run, or a `nettune export` file (CSV, JSON, Parquet)."),
     tolerance: str = typer.Option("5%", "--tolerance", "-t", help="Changes within this are never a regression, e.g. 5%."),
     baseline_study: Optional[str] = typer.Option(None, "--baseline-study", help="Study in the baseline database (name or id); default: the latest of the same name."),
-    metric: str = typer.Option("total", "--metric", "-m", help="What to compare: total (Gbit/s), receiver, cpu_host, retransmits, ..."),
+    metric: str = typer.Option("auto", "--metric", "-m", help="What to compare: auto (total Gbit/s, or a command workload's wall seconds), total, receiver, cpu_host, retransmits, wall, ..."),
     out: Path = typer.Option(Path("nettune-check.json"), "--out", "-o", help="Where to write the result as JSON."),
     db: Path = DB_OPT,
 ) -> None:
@@ -81,7 +81,8 @@ def check(
     from ..spec.load import read_study_text
 
     tol = parse_tolerance(tolerance)
-    get_metric(metric)
+    if metric != "auto":
+        get_metric(metric)
     file = Path(study)
     rerun_file = file.suffix == ".toml" or file.is_file()
     with tempfile.TemporaryDirectory(prefix="nettune-check-") as tmp:

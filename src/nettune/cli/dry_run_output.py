@@ -46,8 +46,9 @@ def print_dry_run(plan: DryRun) -> None:
     for p in plan.planned:
         env = [f"{k}={v}" for k, v in p.client_env.items()]
         lines = [f"#{p.index} {p.label}" + (f"  (target: {p.target})" if p.target else "")]
-        lines += _wrapped("   server", [f"[{p.server_host}]"] + [shlex.quote(a) for a in p.server_argv], width)
-        lines += _wrapped("   client", [f"[{p.client_host}]"] + env + [shlex.quote(a) for a in p.client_argv], width)
+        if p.server_argv:
+            lines += _wrapped(f"   {p.roles[0]:<6}", [f"[{p.server_host}]"] + [shlex.quote(a) for a in p.server_argv], width)
+        lines += _wrapped(f"   {p.roles[1]:<6}", [f"[{p.client_host}]"] + env + [shlex.quote(a) for a in p.client_argv], width)
         for n in p.own_notes:
             lines += _wrapped("   note  ", n.split(), width)
         console.print(escape("\n".join(lines)), highlight=False, soft_wrap=True)

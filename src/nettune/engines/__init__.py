@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from .base import Engine
+from .timed_command import CommandEngine
 from .iperf2 import Iperf2Engine
 from .iperf3 import Iperf3Engine
 
-ENGINES: dict[str, Engine] = {"iperf3": Iperf3Engine(), "iperf2": Iperf2Engine()}
+ENGINES: dict[str, Engine] = {"iperf3": Iperf3Engine(), "iperf2": Iperf2Engine(), "command": CommandEngine()}
 
 
 def get_engine(name: str) -> Engine:
@@ -16,4 +17,4 @@ def get_engine(name: str) -> Engine:
         raise ValueError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})") from None
 
 
-__all__ = ["ENGINES", "Engine", "Iperf2Engine", "Iperf3Engine", "get_engine"]
+__all__ = ["ENGINES", "CommandEngine", "Engine", "Iperf2Engine", "Iperf3Engine", "get_engine"]

@@ -32,6 +32,7 @@ class Engine(Protocol):
     # "password": a user, password and RSA key in files (credential_files, password_access);
     # "permit_key": a key on both command lines (permit_key_usable says when); "": none.
     auth: str
+    network: bool  # a traffic tool (server and client); False: one timed command (engines/timed_command.py)
 
     def version(self, version_output: str) -> str:
         """Parse the tool's version from `binary --version`/`-v` output (may be on stderr)."""
@@ -117,6 +118,7 @@ class EngineBase:
     install_hint: str
     server_exits = True
     auth = ""
+    network = True
 
     def client_env(self, access: Access | None) -> dict[str, str]:
         return {}

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from ..errors import SpecError
 from ..spec import expr
+from ..spec.command_workload import fill_workload
 from ..spec.load import find_line, spec_error
 from ..spec.models import Study, Workload
 from .point_hosts import check_point_hosts
@@ -107,7 +108,7 @@ def resolve(study: Study, point: Point) -> ResolvedPoint:
     raw = study.model_dump(mode="python")
     env = dict(point.params)
     target = type(study.target).model_validate(expr.fill(raw["target"], env))
-    workload = Workload.model_validate(expr.fill(raw["workload"], env))
+    workload = Workload.model_validate(fill_workload(raw["workload"], env))  # command strings: values shell-quoted
     extra = {k: expr.fill(v, env) for k, v in raw.items() if k not in ("target", "workload", "sweep", "repeat", "name", "description")}
     return ResolvedPoint(point, target, workload, extra)
 

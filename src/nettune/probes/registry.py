@@ -11,6 +11,7 @@ from .base import Probe
 from .freebsd_cpu import CpTimeCpu
 from .linux_cpu import ProcStatCpu
 from .machine_cpu import MachineCpu
+from .power_command import PowerCommandProbe
 from .powercap import PowercapProbe
 from .process_cpu import ProcessCpu
 from .self_cpu import SelfCpu
@@ -27,6 +28,19 @@ def window_probes(machine: Host, extra_machines: dict[str, Host]) -> list[Probe]
     each extra machine's (e.g. "hypervisor:pve") as cpu_extra[key] and energy[key]."""
     return [machine_cpu(machine), PowercapProbe(machine), SelfCpu(),
             *(machine_cpu(h, k) for k, h in extra_machines.items()), *(PowercapProbe(h, k) for k, h in extra_machines.items())]
+
+
+def server_energy(server: Host, machine: Host) -> list[Probe]:
+    """The server's energy too when it is another machine (energy["server"]): two hosts of
+    this machine (lab, loopback) are one package, measured once as "machine"."""
+    if server is machine or (server.on_this_machine and machine.on_this_machine):
+        return []
+    return [PowercapProbe(server, "server")]
+
+
+def meter_probes(power_command: list[str] | None) -> list[Probe]:
+    """[probes] power_command: the external meter, sampled every second of the window."""
+    return [PowerCommandProbe(list(power_command))] if power_command else []
 
 
 def process_probes(client: Host, cli: Proc, server: Host, srv: Proc) -> list[Probe]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..analysis.analyze import analyze
 from ..analysis.data import PointData, StudyData, get_metric
+from ..analysis.metric import resolve
 from ..analysis.sweep import SATURATION, num
 from ..analysis.verdicts import Analysis, PointRow
 from ..errors import NettuneError
@@ -24,6 +25,7 @@ from .cross_check_section import cross_check_md
 from .html import render_html
 from .pair_matrix import pair_chart, pair_table, round_table
 from .stability_chart import stability_chart
+from .workload_section import workload_md
 
 Cell = tuple[str, Any]  # (text shown, value to sort by)
 
@@ -130,6 +132,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
               "with Student-t 95% intervals.", ""] + _boot_security(data) + ["## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
+    lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power
     lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]
     lines += _audit_md(data.facts)
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
@@ -153,8 +156,9 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     return "\n".join(lines)
 
 
-def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None, metric: str = "total",
+def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None, metric: str = "auto",
                  threshold: float = SATURATION) -> Report:
+    metric = resolve(metric, data.engines)  # "auto": throughput, or a command's wall seconds
     m = get_metric(metric)
     analysis = analyze(data, metric, threshold)
     chosen = pick_point(data, point or {}, analysis)

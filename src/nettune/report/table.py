@@ -21,6 +21,10 @@ FIXED = ["pair", "round", "run", "Gbit/s", "round Gbit/s", "rev Gbit/s", "client
 
 
 def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
+    if runs and all(r.engine == "command" for r in runs):  # a timed command: seconds, not Gbit/s
+        from .workload_section import command_columns  # noqa: PLC0415
+
+        return command_columns(runs)
     params = param_names(runs)
     multi = any(r.run > 0 or r.warmup for r in runs)
     pairs = any(r.pair for r in runs)
@@ -59,7 +63,7 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
 
 
 # Hidden first when the terminal is too narrow for every column (least important first).
-DROP_ORDER = ["softirq%", "jitter ms", "loss %", "retrans", "host CPU%", "round", "rev Gbit/s", "round Gbit/s", "run", "server CPU%", "client CPU%"]
+DROP_ORDER = ["J", "W", "peak RSS MiB", "softirq%", "jitter ms", "loss %", "retrans", "host CPU%", "round", "rev Gbit/s", "round Gbit/s", "run", "server CPU%", "client CPU%"]
 
 
 def rich_table(title: str, runs: list[RunRecord], width: int) -> Fitted:

@@ -77,6 +77,8 @@ class StudyAccess:
 
     def _admit(self, wl: Any, notes: list[str]) -> None:
         engine = get_engine(wl.engine)
+        if not engine.network:  # engine = "command": no server to protect
+            return
         for name in workload_hosts(wl, self.target):
             self._probe(engine, name)
         probed = [h for (e, h) in self.tools if e == engine.name]

@@ -37,6 +37,9 @@ def cross_check(runner: Any, study_id: int, points: list[int] | None = None) -> 
     runner (its target, knobs and store); returns what it stored in `cross_checks`."""
     store, study = runner.store, runner.study
     idx = tool_bound_indices(store, study_id) if points is None else points
+    if any(not get_engine(runner.by_index[i].workload.engine).network for i in idx):  # a timed command has no other engine
+        runner.progress.message("cross-check: engine = \"command\" points are not network tests; not cross-checked")
+        idx = [i for i in idx if get_engine(runner.by_index[i].workload.engine).network]
     if not idx:
         runner.progress.message("cross-check: no point was tool-bound, nothing to re-run")
         return []

@@ -8,8 +8,9 @@ wait is bounded; a failure is recorded, never raised.
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from ..probes.registry import process_probes, window_probes
+from ..probes.registry import process_probes, server_energy, window_probes
 from ..spec.models import Workload
 from ..targets.base import Host, Proc
 from ..engines.access import Access, redact
@@ -35,6 +36,7 @@ def run_test(
     machine: Host | None = None,
     extra_machines: dict[str, Host] | None = None,
     access: Access | None = None,
+    meters: list[Any] | None = None,
 ) -> TestResult:
     """Run one test of `wl` between two hosts. `machine` is the host whose CPU counters
     give the machine-wide CPU (default: the client's). `extra_machines` are more hosts
@@ -43,7 +45,8 @@ def run_test(
     a Host, or a Proc whose `lost` is set) gives a failed result with the reason.
     `access` (run.credentials) binds the server and gives it credentials; without it the
     server is still bound to `server.address` unless `wl.bind` is false. Its secrets
-    are replaced by <secret> in every command line and output kept in the result."""
+    are replaced by <secret> in every command line and output kept in the result.
+    `meters`: more window probes for this test (the [probes] power meter)."""
     if access is None:
         access = Access(bind=server.address if wl.bind else None)
     try:
@@ -52,7 +55,7 @@ def run_test(
 
             res = run_fanout(engine, wl, server, client, tool_version, machine, extra_machines or {}, access, wl.processes)
         else:
-            res = _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {}, access)
+            res = _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {}, access, meters or [])
     except ConnectionError as e:
         res = _failed(engine, tool_version, wl, redact(f"connection lost: {e}", access.secrets()), [])
     res.extra["server_access"] = access.summary()
@@ -64,7 +67,8 @@ def run_test_failed(engine: Engine, wl: Workload, tool_version: str, error: str)
     return _failed(engine, tool_version, wl, error, [])
 
 
-def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None, extra_machines: dict[str, Host], access: Access) -> TestResult:
+def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None, extra_machines: dict[str, Host], access: Access,
+              meters: list[Any] | None = None) -> TestResult:
     wl, warnings = engine.warnings(wl)
     port = pick_port(server, wl.port)
     proto = engine.listen_proto(wl)
@@ -92,7 +96,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                     detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
                 return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
-            window = window_probes(machine, extra_machines)
+            window = window_probes(machine, extra_machines) + server_energy(server, machine) + list(meters or [])
             for p in window:
                 p.start()
             cargv, env = engine.client_argv(wl, server.address, port, tool_version, access), engine.client_env(access)

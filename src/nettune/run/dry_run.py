@@ -13,6 +13,8 @@ version, and a note says so. The CLI
 (cli/dry_run_output.py) only prints a DryRun."""
 from __future__ import annotations
 
+import shlex
+
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,6 +48,7 @@ class PlannedTest:
     client_env: dict[str, str]
     notes: list[str] = field(default_factory=list)  # every note of this point
     own_notes: list[str] = field(default_factory=list)  # those not common to every point
+    roles: tuple[str, str] = ("server", "client")  # what the two commands are (a command workload: setup, run)
 
 
 @dataclass
@@ -130,6 +133,11 @@ def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVers
     wl, notes = engine.warnings(rp.workload)
     knobs = rp.extra.get("knobs")
     notes += [f"knobs: {knob_summary(knobs)}"] + knob_lines(study, rp) if knobs else []  # each host's own OS's commands
+    if not engine.network:  # engine = "command": setup and the timed run on one host
+        from .command_driver import planned_steps  # noqa: PLC0415
+
+        return PlannedTest(rp.point.index, rp.point.label(), "", *planned_steps(engine, wl, rp.target), dict(wl.env),
+                           notes=notes + planned_cleanup(engine, wl), roles=("setup", "run"))
     notes += [tool.note] if tool.note else []
     server, client = wl.server, wl.client
     if wl.pairs is not None:
@@ -149,6 +157,11 @@ def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVers
         client_argv=engine.client_argv(wl, address, port, tool.version, access),
         client_env=engine.client_env(access), notes=notes,
     )
+
+
+def planned_cleanup(engine: Any, wl: Workload) -> list[str]:
+    argv = engine.step_argv(wl, "cleanup")
+    return [f"cleanup: {' '.join(shlex.quote(a) for a in argv)}"] if argv else []
 
 
 def tool_version(study: Study, engine: Engine) -> ToolVersion:

@@ -47,7 +47,7 @@ class HostAnswers:
     def versions(self, hosts: list[str]) -> dict[str, str]:
         """engine -> its version on the last host (the client), for engines on every host."""
         out = {}
-        for name in ENGINES:
+        for name in (n for n, e in ENGINES.items() if e.network):
             vs = [self.version(name, h) for h in hosts]
             if all(vs):
                 out[name] = vs[-1]

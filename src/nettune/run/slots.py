@@ -111,27 +111,38 @@ def round_totals(results: list[TestResult]) -> dict[int, float]:
 
 def workload_hosts(wl: Any, target: Any) -> list[str]:
     """Hosts a workload runs its tool on (preflight checks each): server and client, or
-    every host of its pairs."""
+    every host of its pairs; a command workload's one host."""
+    if wl.engine == "command":  # default: the target's first host that runs tests
+        return [wl.host or traffic_hosts(target)[0]]
     return hosts_in_pairs(wl, target) if wl.pairs is not None else [wl.server, wl.client]
 
 
 def run_slot(engine: Any, wl: Any, target: Any, tool_version: str, on_result: Callable[[TestResult], None],
              skip: Collection[str] = (), on_round: Callable[[list[TestResult]], None] | None = None,
-             access: Any = None) -> list[TestResult]:
+             access: Any = None, meters: Callable[[], list[Any]] | None = None) -> list[TestResult]:
     """One slot of a study: a single test, or every pair of `wl.pairs` in rounds (but
     those in `skip`). Hosts in `target.extra_machines` (ssh hypervisors) are sampled
-    during every test; `access` gives servers their binding and credentials."""
+    during every test; `access` gives servers their binding and credentials; `meters`
+    makes the [probes] power meter's probe for a test (one per test)."""
     extra = target.extra_machines
+    if not engine.network:  # engine = "command": one timed command on one host
+        from .command_driver import command_host, run_command_test  # noqa: PLC0415
+
+        res = run_command_test(engine, wl, command_host(wl, target), extra, meters() if meters else None)
+        on_result(res)
+        return [res]
     if wl.pairs is not None:
         return run_pairs(engine, wl, target, tool_version, on_result=on_result, extra_machines=extra, skip=skip, on_round=on_round, access=access)
-    res = _one_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra, access)
+    res = _one_test(engine, wl, target.hosts[wl.server], target.hosts[wl.client], tool_version, extra, access,
+                    meters() if meters else None)
     on_result(res)
     return [res]
 
 
-def _one_test(engine: Any, wl: Any, server: Any, client: Any, tool_version: str, extra: Any, access: Any) -> TestResult:
+def _one_test(engine: Any, wl: Any, server: Any, client: Any, tool_version: str, extra: Any, access: Any,
+              meters: list[Any] | None = None) -> TestResult:
     try:
         one = access.for_test(wl, server, client) if access is not None else None
     except ConnectionError as e:  # the credentials could not be put on a host
         return run_test_failed(engine, wl, tool_version, f"connection lost: {e}")
-    return run_test(engine, wl, server, client, tool_version, extra_machines=extra, access=one)
+    return run_test(engine, wl, server, client, tool_version, extra_machines=extra, access=one, meters=meters)

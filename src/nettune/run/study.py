@@ -16,7 +16,8 @@ from typing import Any, Iterator, Protocol
 from ..engines import get_engine
 from ..engines.result import TestResult
 from ..errors import NettuneError, ToolMissing
-from ..analysis.stats import adaptive_rounds, stopping_value
+from ..analysis.metric import stopping_value  # the primary metric's value: throughput, or a command's wall seconds
+from ..analysis.stats import adaptive_rounds
 from ..plan.boot_order import boot_ordered, check_boot_hosts, split_by_boot
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.procs import kill_pid, owner_token, started_by
@@ -246,6 +247,23 @@ class _PointRunner:
         self.facts_stored = bool(store.facts(outcome.study_id))  # a resumed study has them
         self.doctor = True
         self.findings: dict[str, list[dict[str, Any]]] = {}  # the host audit, stored with the facts
+        self.idle_done: set[int] = set(store.idle_points(outcome.study_id)) if study.probes is not None else set()
+
+    def meters(self) -> list[Any]:
+        """[probes] power_command: a probe sampling the meter during each test."""
+        from .power_probes import meters  # noqa: PLC0415
+
+        return meters(self.study)
+
+    def idle_after(self, idx: int, wl: Any, study_id: int, point_id: int) -> None:
+        """[probes] idle_power: once per point, after its first counted run (settings in force)."""
+        if self.study.probes is None or self.study.probes.idle_power is None or idx in self.idle_done:
+            return
+        from .power_probes import sample_idle  # noqa: PLC0415
+
+        self.idle_done.add(idx)
+        self.progress.message(f"idle power at {self.by_index[idx].point.label()}: {self.study.probes.idle_power:g} s")
+        sample_idle(self.study, self.store, self.target, wl, study_id, point_id)
 
     def enter(self, rp: ResolvedPoint) -> None:
         """Bring the target (and knobs) to this point's state, unless it is there already."""
@@ -298,8 +316,10 @@ class _PointRunner:
         results = run_slot(engine, wl, self.target, self.versions[wl.engine],
                            lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, chosen(r), self.settings), skip=set(have),
                            on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, [chosen(r) for r in rs], self.settings),
-                           access=self.access)
+                           access=self.access, meters=self.meters)
         self.count += 1
+        if not slot.warmup:
+            self.idle_after(slot.point.index, wl, sid, pid)
         self.outcome.tests += len(results)
         self.outcome.failed += sum(not r.ok for r in results)
         if not slot.warmup:
@@ -341,6 +361,11 @@ def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[
         if wl.engine in versions:
             continue
         engine = get_engine(wl.engine)
+        if not engine.network:  # engine = "command": every point's host and program (run/command_driver.py)
+            from .command_driver import check_points  # noqa: PLC0415
+
+            versions[wl.engine] = check_points(engine, [r for r in resolved if r.workload.engine == wl.engine], target)
+            continue
         # every host of every point with this engine (the sweep may choose the pair: "{os}-a")
         names = list(dict.fromkeys(h for r in resolved if r.workload.engine == wl.engine for h in workload_hosts(r.workload, target)))
         for name in names:

@@ -18,6 +18,8 @@ from .rates import RATE_PATTERN, parse_rate
 
 from .ssh_hosts import SshHostSpec, SshTargetSpec  # noqa: F401 - the ssh target spec lives in its own file
 from .kubernetes_target import KubernetesTargetSpec  # the kubernetes target spec lives in its own file
+from .command_workload import CommandFields, command_problem, quoting_problem, stray_command_fields
+from .probes_section import ProbesSpec
 
 
 def _not_bool(value: Any) -> Any:
@@ -124,10 +126,11 @@ def pairs_problem(pairs: Any, hosts: list[str]) -> str | None:
     return None
 
 
-class Workload(Strict):
-    """One test between a server host and a client host."""
+class Workload(Strict, CommandFields):
+    """One test between a server host and a client host (or, engine = "command", one
+    timed command on one host: spec/command_workload.py)."""
 
-    engine: Literal["auto", "iperf3", "iperf2"] | Template = Field(default="auto", description='The tool: "iperf3", "iperf2", or "auto" (the default): the configuration that is not tool-bound on the hosts at hand (iperf3 >= 3.16, iperf3 fanned out over processes, or iperf2), said and stored with the study (docs/engines.md). Sweepable: engine = "{engine}".')
+    engine: Literal["auto", "iperf3", "iperf2", "command"] | Template = Field(default="auto", description='The tool: "iperf3", "iperf2", or "auto" (the default): the configuration that is not tool-bound on the hosts at hand (iperf3 >= 3.16, iperf3 fanned out over processes, or iperf2), said and stored with the study (docs/engines.md). Sweepable: engine = "{engine}".')
     processes: Annotated[int, NotBool, Field(ge=1, le=64)] | Literal["auto"] | None | Template = Field(default=None, description='Tool processes per test (server/client pairs on consecutive ports, streams split across them, results summed): lifts iperf3\'s 128-stream cap and its one thread before 3.16. "auto": one per core the client may use, at most the stream count, 1 on iperf3 >= 3.16. Default: 1, or what engine = "auto" picks.')
     server: str = Field(default="server", description="Host that runs the server side.")
     client: str = Field(default="client", description="Host that runs the client side.")
@@ -143,7 +146,7 @@ class Workload(Strict):
     length: str | Bytes | None | Template = Field(default=None, description="Read/write buffer or datagram length (-l).")
     port: Port | None | Template = Field(default=None, description="Server port; default 5201 in the lab, a free one on loopback.")
     interval: Annotated[float, NotBool, Field(ge=0.1, le=60)] | None | Template = Field(default=None, description="Seconds between the per-interval reports stored with each test (iperf3/iperf2 -i; 0.1..60, iperf3's limits). Default 1.")
-    timeout: Annotated[float, NotBool] | None = Field(default=None, gt=0, le=3600, description="Extra seconds allowed beyond duration+omit before a side is killed (at most 3600).")
+    timeout: Annotated[float, NotBool] | None = Field(default=None, gt=0, le=3600, description="Extra seconds allowed beyond duration+omit before a side is killed (at most 3600). engine = \"command\": seconds each of setup, run and cleanup may take before its process group is killed (default 3600).")
     pairs: Pairs | None = Field(default=None, description='Many hosts: "mesh" (every pair once), "star:HOST" (HOST serves every other host) or [["server", "client"], ...]; server/client are then ignored. Run in rounds where no host is in two tests.')
     parallel_pairs: StrictBool = Field(default=False, description="Run the pairs of a round at the same time (aggregate reported), instead of one after another.")
     auth: Literal["auto"] | StrictBool = Field(default="auto", description='Servers only nettune\'s client can use: iperf3 with a per-study RSA key, user and password; iperf2 TCP -P 1 with a permit key. "auto": where the tool supports it; true: required (error before the study if a host\'s iperf3 lacks it); false: off (old or OpenSSL-less builds).')
@@ -160,6 +163,14 @@ class Workload(Strict):
     def _check(self) -> "Workload":
         if self.reverse is True and self.bidir is True:
             raise ValueError("reverse and bidir cannot both be true")
+        if self.engine == "command":  # one host, no server/client pair
+            problem = command_problem(self)
+            if problem:
+                raise ValueError(problem)
+            return self
+        stray = stray_command_fields(self)
+        if stray and "{" not in str(self.engine):  # set for a network tool: a mistake, never silently ignored
+            raise ValueError(f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'} to engine = \"command\" only (engine is {self.engine!r})")
         if self.pairs is not None:
             if isinstance(self.pairs, list) and any(a == b for a, b in self.pairs):
                 raise ValueError("pairs: each pair needs two different hosts")
@@ -230,11 +241,20 @@ class Study(Strict):
     )
     repeat: Repeat = Field(default_factory=Repeat)
     knobs: KnobsSpec | None = Field(default=None, description="Settings changed per point and always restored (see docs/knobs.md).")
+    probes: ProbesSpec | None = Field(default=None, description="Extra measurements: idle power after each point, an external power meter (see docs/workloads.md).")
 
     @model_validator(mode="after")
     def _hosts_exist(self) -> "Study":
         # hosts that may carry traffic (an ssh target's role="hypervisor" hosts are only sampled)
         hosts = self.target.test_hosts
+        if self.workload.engine == "command":
+            problem = quoting_problem(self.workload)
+            if problem:
+                raise ValueError(problem)
+            h = self.workload.host
+            if h is not None and "{" not in h and h not in hosts:
+                raise ValueError(f"workload.host = {h!r} is not a target host that runs tests ({', '.join(hosts)})")
+            return self
         if self.workload.pairs is not None:
             for h in pairs_hosts(self.workload.pairs):
                 if "{" in h:  # follows the sweep: checked at every point (plan.point_hosts)

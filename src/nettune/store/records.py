@@ -62,6 +62,18 @@ class RunRecord:
     client: str | None = None
     round: int | None = None  # 0-based round within its point's run
     round_total_bps: float | None = None  # a parallel round: the sum of its ok pairs' throughput
+    # schema 4 (store/workload_columns.py): a command workload's measurements, every test's energy
+    wall_s: float | None = None
+    cpu_s: float | None = None
+    cpu_user_s: float | None = None
+    cpu_sys_s: float | None = None
+    peak_rss_kb: int | None = None
+    exit_code: int | None = None
+    energy_j: float | None = None
+    power_w: float | None = None
+    meter_j: float | None = None
+    meter_w: float | None = None
+    energy_why: str | None = None
     point_idx: int = 0
     point: dict[str, Any] = field(default_factory=dict)  # the sweep parameters of this test
     study: str = ""  # the study's name

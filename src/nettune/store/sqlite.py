@@ -25,9 +25,10 @@ from typing import Any
 from ..engines.result import PAIR_COLUMNS, TestResult, pair_columns
 from ..errors import NettuneError
 from . import instrument_tables as instrument
+from . import workload_columns as workload
 from .records import RunRecord
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: command workload and energy columns, idle_power (store/workload_columns.py)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -130,6 +131,7 @@ class Store:
     def _migrate(self) -> None:
         self.db.executescript(SCHEMA)
         instrument.create(self.db)  # host ceilings and cross-checks (store/instrument_tables.py)
+        workload.create(self.db)  # schema 4: command and energy columns, idle_power (store/workload_columns.py)
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -137,6 +139,9 @@ class Store:
         elif int(row[0]) > SCHEMA_VERSION:
             raise NettuneError(f"{self.path}: written by a newer nettune (schema {row[0]} > {SCHEMA_VERSION}); upgrade nettune")
         elif int(row[0]) < SCHEMA_VERSION:
+            if int(row[0]) < 4:
+                with self.db:
+                    workload.fill(self.db)  # schema 3 -> 4, before any step records the new version
             if int(row[0]) < 2:
                 self._upgrade_from_1()
             self._upgrade_from_2()
@@ -224,15 +229,18 @@ class Store:
         started = r.client.started if r.client else time.time()
         metrics = r.model_dump(include=set(METRICS))
         place = pair_columns(r.extra)
+        measured = workload.values(r.extra)  # schema 4
         cur = self.db.execute(
             f"INSERT INTO runs (study_id, point_id, run, warmup, ok, error, engine, tool_version, protocol, started, duration, {', '.join(METRICS)},"
-            f" cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json, {', '.join(PAIR_COLUMNS)})"
-            f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7 + len(PAIR_COLUMNS)))})",
+            f" cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json, {', '.join(PAIR_COLUMNS)},"
+            f" {', '.join(workload.COLUMNS)})"
+            f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7 + len(PAIR_COLUMNS) + len(workload.COLUMNS)))})",
             (study_id, point_id, run, int(warmup), int(r.ok), r.error, r.engine, r.tool_version, r.protocol, started, r.duration,
              *(metrics[m] for m in METRICS), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
              json.dumps([s.model_dump(exclude_none=True) for s in r.streams]),
              json.dumps([i.model_dump(exclude_none=True) for i in r.intervals]),
-             json.dumps(settings or {}), json.dumps(r.extra), *(place[c] for c in PAIR_COLUMNS)),
+             json.dumps(settings or {}), json.dumps(r.extra), *(place[c] for c in PAIR_COLUMNS),
+             *(measured[c] for c in workload.COLUMNS)),
         )
         run_id = int(cur.lastrowid or 0)
         for side in (r.client, r.server):
@@ -307,6 +315,17 @@ class Store:
     def facts(self, study_id: int) -> dict[str, dict[str, Any]]:
         rows = self.db.execute("SELECT host, facts_json FROM host_facts WHERE study_id=? ORDER BY id", (study_id,)).fetchall()
         return instrument.with_ceilings(self.db, {r["host"]: json.loads(r["facts_json"]) for r in rows})
+
+    def add_idle(self, study_id: int, point_id: int, host: str, sample: dict[str, Any]) -> None:
+        """An idle-power window after a point ([probes] idle_power), a row per source."""
+        workload.add_idle(self.db, study_id, point_id, host, sample)
+
+    def idle(self, study_id: int) -> list[dict[str, Any]]:
+        return workload.idle_rows(self.db, study_id)
+
+    def idle_points(self, study_id: int) -> list[int]:
+        """Indices of the points whose idle power is stored (a resumed study skips them)."""
+        return sorted({r["point_idx"] for r in workload.idle_rows(self.db, study_id)})
 
     def raw_outputs(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,)).fetchall()

@@ -61,6 +61,16 @@ class Proc(Protocol):
         """Exact CPU time (user + system) once exited, where the host reports it; else None."""
         ...
 
+    def rusage_tree(self) -> dict[str, float] | None:
+        """Once exited: user and system CPU seconds and peak RSS (KiB) of the process and its
+        reaped descendants ({"user", "sys", "max_rss_kb"}), where the host reports them."""
+        ...
+
+    def stop_group(self, grace: float = 2.0) -> None:
+        """Stop the process group this process leads (it and every descendant that stayed
+        in its group: a build's compilers), found by its PID; TERM, KILL after `grace`."""
+        ...
+
 
 @runtime_checkable
 class Host(Protocol):
@@ -166,6 +176,15 @@ class ProcBase:
 
     def cpu_seconds(self) -> float | None:
         return None
+
+    def rusage_tree(self) -> dict[str, float] | None:
+        return None
+
+    def stop(self, grace: float = 2.0) -> None:
+        raise NotImplementedError
+
+    def stop_group(self, grace: float = 2.0) -> None:
+        self.stop(grace)  # a member whose processes lead no group of their own
 
 
 class HostBase:

@@ -115,6 +115,40 @@ class LocalProc(ProcBase):
             return None
         return self.rusage.ru_utime + self.rusage.ru_stime
 
+    def rusage_tree(self) -> dict[str, float] | None:
+        """wait4's rusage: the child plus every descendant it reaped (a build's compilers)."""
+        ru = self.rusage
+        return None if ru is None else {"user": ru.ru_utime, "sys": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss)}
+
+    def stop_group(self, grace: float = 2.0) -> None:
+        """TERM the group this child leads (start_new_session: its PGID is its PID), KILL
+        what is left after `grace`. The group outlives its leader while a member lives, so
+        the PGID cannot be reused by another group until they are all gone."""
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break  # nobody left in the group
+            end = time.monotonic() + wait
+            while time.monotonic() < end and (self.poll() is None or _group_alive(self.pid)):
+                time.sleep(0.02)
+            if self.poll() is not None and not _group_alive(self.pid):
+                break
+        self.stop(grace)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Does a live (not zombie) process of this machine still belong to group `pgid`?"""
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                state, _, pgrp = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[:3]
+            except (OSError, ValueError):
+                continue
+            if int(pgrp) == pgid and state != "Z":
+                return True
+    return False
+
 
 def _exit_waiter(pid: int) -> int | None:
     """A pidfd that becomes readable when the child exits (Linux >= 5.3); None where the

@@ -77,6 +77,7 @@ class SshProc(ProcBase):
         self._err: list[str] = []
         self._code: int | None = None
         self._cpu: float | None = None
+        self._user = self._sys = 0.0
         self._done = threading.Event()
 
     async def _collect(self, p: Any) -> None:
@@ -115,7 +116,8 @@ class SshProc(ProcBase):
         times = re.findall(r"(\d+)m([\d.]+)s", err[i:])
         self._err = [err[:i]]
         if len(times) >= 4:  # shell user/sys, then children user/sys
-            self._cpu = sum(int(m) * 60 + float(s) for m, s in times[2:4])
+            self._user, self._sys = (int(m) * 60 + float(s) for m, s in times[2:4])
+            self._cpu = self._user + self._sys
 
     def poll(self) -> int | None:
         return self._code if self._done.is_set() else None
@@ -148,3 +150,22 @@ class SshProc(ProcBase):
     def cpu_seconds(self) -> float | None:
         """Exact user+system CPU of the exited tool (the wrapper's `times`)."""
         return self._cpu
+
+    def rusage_tree(self) -> dict[str, float] | None:
+        """User and system CPU of the tool and its reaped descendants (`times` has no RSS)."""
+        return None if self._cpu is None else {"user": self._user, "sys": self._sys}
+
+    def stop_group(self, grace: float = 2.0) -> None:
+        """TERM, then KILL, the remote process group the tool is in. sshd starts each
+        channel's command in a session (and group) of its own, so that group holds only
+        this channel's wrapper, the tool and its descendants."""
+        if not self._done.is_set() and self.pid > 0:
+            try:
+                pgid = self.host.run(["ps", "-o", "pgid=", "-p", str(self.pid)], timeout=10).stdout.strip()
+                if pgid.isdigit() and int(pgid) > 1:
+                    for sig, wait in (("TERM", grace), ("KILL", 0.0)):
+                        self.host.run(["kill", f"-{sig}", f"-{pgid}"], timeout=10)  # dash's kill takes no "--"
+                        self._done.wait(wait)
+            except ConnectionError:
+                pass
+        self.stop(grace)

@@ -1,0 +1,72 @@
+"""The report's "Timed command" section (engine = "command"): per point, study C's
+statistics of the wall time (N, mean, sd, 95% margin, min to max) next to the CPU
+seconds of the process tree, host CPU, peak RSS, energy per run, idle power and failures
+with their exit codes. Energy columns say why they are empty."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..analysis.data import StudyData
+from ..analysis.energy_verdicts import idle_watts, joules, watts
+from ..analysis.stats import summarize
+from ..analysis.sweep import num
+from ..analysis.verdicts import Analysis
+
+
+def _mean(vals: list[Any]) -> str:
+    xs = [float(v) for v in vals if v is not None]
+    return num(summarize(xs).mean) if xs else ""
+
+
+def workload_rows(data: StudyData) -> tuple[list[str], list[list[str]]]:
+    params = data.params
+    head = params + ["N", "wall s", "sd", "± 95%", "margin %", "min to max", "CPU s", "host CPU %", "peak RSS MiB",
+                     "J per run", "W", "idle W", "failed (exit codes)"]
+    idle = idle_watts(data)
+    rows = []
+    for p in data.points:
+        s = summarize([float(r.wall_s) for r in p.counted if r.wall_s is not None])
+        failed = [r for r in p.runs if not r.ok and not r.warmup]
+        codes = sorted({str(r.exit_code) if r.exit_code is not None else "-" for r in failed})
+        rows.append([str(p.params.get(k, "")) for k in params] + [
+            str(s.n), num(s.mean) if s.n else "", num(s.stdev) if s.stdev is not None else "",
+            num(s.half_width) if s.half_width is not None else "", f"{s.margin * 100:.1f}" if s.margin is not None else "",
+            f"{num(s.min)} to {num(s.max)}" if s.n else "", _mean([r.cpu_s for r in p.counted]),
+            _mean([r.cpu_host for r in p.counted]), _mean([r.peak_rss_kb / 1024 if r.peak_rss_kb else None for r in p.counted]),
+            num(joules(p)) if joules(p) is not None else "", num(watts(p)) if watts(p) is not None else "",
+            num(idle[p.idx]) if p.idx in idle else "", f"{len(failed)} ({', '.join(codes)})" if failed else ""])
+    return head, rows
+
+
+def workload_md(data: StudyData, analysis: Analysis, md_table: Callable[[list[str], list[list[str]], bool], list[str]]) -> list[str]:
+    if "command" not in data.engines:
+        return []
+    head, rows = workload_rows(data)
+    lines = ["", "## Timed command", "", "Wall seconds of `run` (lower is better): mean, sample sd, Student-t 95% margin; "
+             "CPU seconds of its whole process tree; energy per run over every host measured.", ""]
+    lines += md_table(head, rows, False)
+    why = sorted({r.energy_why for r in data.runs if r.energy_why})
+    if why:
+        lines += ["", "Energy not measured: " + "; ".join(why)]
+    fails = [r for r in data.runs if not r.ok and r.engine == "command"]
+    if fails:
+        lines += ["", "Failed runs:", ""] + [f"- {r.point_idx}/{r.run + 1}: {r.error}" for r in fails[:20]]
+    return lines
+
+
+def command_columns(runs: list[Any]) -> tuple[list[str], list[list[str]]]:
+    """`nettune results` for a command workload: one row per run, its own measurements."""
+    from ..exporters.runs import param_column, param_names  # noqa: PLC0415
+
+    fixed = ["run", "wall s", "CPU s", "host CPU%", "peak RSS MiB", "J", "W", "exit", "status"]
+    params = param_names(runs)
+    head = [param_column(p, fixed) for p in params] + fixed
+    rows = []
+    for r in runs:
+        status = "ok" if r.ok else f"FAILED: {r.error}"
+        rows.append([str(r.point.get(p, "")) for p in params] + [
+            f"{r.run + 1}" + (" (warm-up)" if r.warmup else ""), "" if r.wall_s is None else f"{r.wall_s:.3f}",
+            "" if r.cpu_s is None else f"{r.cpu_s:.2f}", "" if r.cpu_host is None else f"{r.cpu_host:.0f}",
+            "" if r.peak_rss_kb is None else f"{r.peak_rss_kb / 1024:.1f}", "" if r.energy_j is None else num(r.energy_j),
+            "" if r.power_w is None else num(r.power_w), "" if r.exit_code is None else str(r.exit_code), status])
+    return head, rows
