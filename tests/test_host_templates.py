@@ -133,3 +133,34 @@ g = ["a", "b"]
     with pytest.raises(SpecError) as e:
         parse_study(text.replace('server = "{g}1"', 'server = "{g}"').replace('client = "{g}2"', 'client = "a2"').replace('["a", "b"]', '["a1", "pve"]'), "hv.toml")
     assert "workload.server: 'pve' (at point g=pve) is not a target host that runs tests (a1, a2, b1, b2)" in str(e.value)
+
+
+COMMAND = """name = "nt-hc"
+[target]
+kind = "lab"
+hosts = ["host", "vm"]
+[workload]
+engine = "command"
+host = "{machine}"
+run = ["true"]
+[sweep]
+machine = ["host", "vm"]
+[knobs]
+"sysctl:net.core.somaxconn" = 1024
+"""
+
+
+def test_a_command_runs_on_the_host_the_sweep_names_and_its_knobs_follow_it():
+    """study C: the same build on the host and in the VM; server/client do not apply."""
+    _, pts = _points(COMMAND)
+    for rp in pts:
+        _, hosts = knob_items(rp.extra["knobs"])
+        assert rp.workload.host == rp.point.params["machine"]
+        assert hosts["sysctl:net.core.somaxconn"] == [rp.point.params["machine"]]  # only the machine that runs it
+
+
+def test_a_command_host_template_naming_no_host_is_refused_before_anything_runs():
+    with pytest.raises(SpecError) as e:
+        _points(COMMAND.replace('machine = ["host", "vm"]', 'machine = ["host", "guest"]'))
+    msg = str(e.value)
+    assert msg.startswith("b.toml:") and "workload.host" in msg and "'guest'" in msg and "machine=guest" in msg and "\n" not in msg

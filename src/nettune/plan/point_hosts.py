@@ -21,8 +21,10 @@ from ..spec.models import Study, pairs_hosts, pairs_problem
 
 
 def selection_follows_sweep(study: Study) -> bool:
-    """Does the sweep choose the hosts (a template in server, client or pairs)?"""
+    """Does the sweep choose the hosts (a template in server, client, pairs, or a command's host)?"""
     wl = study.workload
+    if wl.engine == "command":
+        return has_placeholder(wl.host)
     return has_placeholder([wl.server, wl.client]) or (wl.pairs is not None and has_placeholder(wl.pairs))
 
 
@@ -40,7 +42,10 @@ def check_point_hosts(study: Study, rp: Any, text: str, file: str) -> None:
         return SpecError(file, field, f"{name!r} ({where}) is not a target host{' that runs tests' if known is test_hosts else ''} "
                          f"({', '.join(known)}); {fix}", find_line(text, field.split(".")))
 
-    if wl.pairs is not None:
+    if wl.engine == "command":  # one host runs it; server/client do not apply
+        if wl.host is not None and wl.host not in test_hosts:
+            raise bad("workload.host", wl.host, test_hosts, study.workload.host)
+    elif wl.pairs is not None:
         for h in pairs_hosts(wl.pairs):
             if h not in test_hosts:
                 raise bad("workload.pairs", h, test_hosts, study.workload.pairs)
@@ -73,6 +78,8 @@ def check_point_hosts(study: Study, rp: Any, text: str, file: str) -> None:
 def point_hosts(rp: Any) -> list[str]:
     """The hosts a resolved point runs its tests on (server and client, or its pairs')."""
     wl = rp.workload
+    if wl.engine == "command":
+        return [wl.host or rp.target.test_hosts[0]]
     if wl.pairs is None:
         return [wl.server, wl.client]
     from .pairs import expand_pairs  # noqa: PLC0415
