@@ -62,6 +62,7 @@ class RunRecord:
     client: str | None = None
     round: int | None = None  # 0-based round within its point's run
     round_total_bps: float | None = None  # a parallel round: the sum of its ok pairs' throughput
+    cpu_units: dict[str, str] = field(default_factory=dict)  # unit of each CPU figure (store/cpu_units.py)
     point_idx: int = 0
     point: dict[str, Any] = field(default_factory=dict)  # the sweep parameters of this test
     study: str = ""  # the study's name
