@@ -107,7 +107,6 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
         findings += out.pairs.findings
     out.findings = findings
     out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx)
-    out.headline += _recommended(out.efficiency)
     if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
         out.headline.append(out.pairs.spread[0].text)
     return out
@@ -130,19 +129,9 @@ def headline(out: Analysis, where: str, hits: dict[str, float]) -> list[str]:
             lines.append(f"mattered most: {e.param} ({e.spread_pct:.0f}% apart: {num(e.low[1])} {unit} at "
                          f"{e.param}={e.low[0]} vs {num(e.high[1])} at {e.param}={e.high[0]})")
     if best.n < 2:
-        lines.append("single runs: no noise estimate yet; set [repeat] runs = 3 (or target_margin) before trusting a difference")
-        lines += [r.text for r in out.repeats[:1]]
+        closest = f"; closest call: {out.repeats[0].text}" if out.repeats else ""
+        lines.append("single runs: no noise estimate yet; set [repeat] runs = 3 (or target_margin) before trusting a difference" + closest)
     return lines
-
-
-def _recommended(fronts: list[Frontier]) -> list[str]:
-    """The efficiency verdict a reader needs first: the costliest machine's frontier."""
-    order = ["hypervisor", "cpu_host", "cpu_server", "cpu_client"]
-    cpu = [f for f in fronts if f.unit == "cores"]
-    if not cpu:
-        return []
-    f = min(cpu, key=lambda f: next((i for i, o in enumerate(order) if f.cost.startswith(o)), len(order)))
-    return [f"efficient: {f.text}"] + ([f"{f.name}: {f.wasted.text}"] if f.wasted else [])
 
 
 def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> ParameterResult:
