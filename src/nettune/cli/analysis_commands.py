@@ -110,10 +110,11 @@ def analyze(
     study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
     metric: str = METRIC_OPT,
     saturation: float = typer.Option(0.10, "--saturation", help="Gain per doubling below which a parameter has saturated (0.10 = 10%)."),
+    share: float = typer.Option(0.80, "--share", help="Efficiency: the recommended point is the knee of the throughput-vs-cost frontier among points reaching this share of the best throughput (0.8 = 80%)."),
     format: str = FORMAT_OPT,
     db: Path = DB_OPT,
 ) -> None:
-    """Verdicts on a sweep: saturation, peak, knee, efficiency, fairness, which knobs mattered.
+    """Verdicts on a sweep: saturation, peak, knee, efficiency frontier, fairness, which knobs mattered.
 
     Also says when the measuring tool itself was the bottleneck (iperf3 before 3.16)."""
     from ..analysis.analyze import analyze as run_analysis
@@ -121,7 +122,7 @@ def analyze(
 
     _fmt(format)
     with open_store(db) as store:
-        result = run_analysis(load(store, study), metric, saturation)
+        result = run_analysis(load(store, study), metric, saturation, share)
     if format == "json":
         _print_json(result.to_dict())
         return
