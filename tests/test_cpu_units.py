@@ -108,3 +108,17 @@ def test_bad_cpu_units_are_one_line_errors(tmp_path, table, args, msg):
     db = tmp_path / "r.db"
     p = nettune("import", str(table), "--study", "x", *args, "--db", str(db))
     assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr and not db.exists()
+
+
+def test_units_survive_an_export_and_import(tmp_path, table):
+    db = tmp_path / "r.db"
+    nettune("import", str(table), "--study", "pub", "--columns", "queues,gbps=receiver_gbps,vm cpu=cpu_host", "--cpu-unit", "pct_of_16",
+            "--db", str(db), check=True)
+    csv_out = nettune("export", "pub", "--db", str(db), "--format", "csv", check=True).stdout
+    assert "cpu_units" in csv_out.splitlines()[0] and "cpu_host=pct_of_16" in csv_out
+    f = tmp_path / "pub.csv"
+    f.write_text(csv_out)
+    nettune("import", str(f), "--study", "back", "--db", str(tmp_path / "b.db"), check=True)
+    with Store(tmp_path / "b.db") as s:
+        runs = s.runs(s.find_study("back")["id"])
+    assert runs and all(r.cpu_units == {"cpu_host": "pct_of_16"} for r in runs)

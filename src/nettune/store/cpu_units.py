@@ -81,3 +81,20 @@ def label(unit: str, machine_cores: int | None = None) -> str:
     if unit == PCT_MACHINE:
         return f"% of {machine_cores} cores" if machine_cores else "% of all cores"
     return unit
+
+
+def units_text(units: dict[str, str]) -> str:
+    """The units as one flat cell (CSV, export): 'cpu_client=pct_core;cpu_host=pct_machine'."""
+    return ";".join(f"{k}={v}" for k, v in units.items())
+
+
+def parse_units_text(text: str | None) -> dict[str, str]:
+    """units_text read back (an export imported again); unknown units are left out."""
+    out = {}
+    for item in (text or "").split(";"):
+        key, _, unit = item.partition("=")
+        try:
+            out[key.strip()] = check_unit(unit, key)
+        except NettuneError:
+            continue
+    return {k: v for k, v in out.items() if k}
