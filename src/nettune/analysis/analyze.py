@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import NettuneError
 from .compare import compare_values
-from .cost_curves import cost_curve
+from .cost_curves import cost_curve, cost_findings
 from .costs import costs, display_values, stored_unit
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .frontier import SHARE, Frontier, frontier_findings, frontiers
@@ -77,7 +77,7 @@ def analyze(data: StudyData, metric: str = "total", threshold: float = SATURATIO
     for param in data.axes:
         res = _parameter(data, param, m, threshold)
         out.parameters.append(res)
-        findings += [c.text for c in res.curves] + [c.text for c in res.comparisons] + [c.text for c in res.cost_curves if c.shape != "flat"]
+        findings += [c.text for c in res.curves] + [c.text for c in res.comparisons] + cost_findings(res.cost_curves)
         if res.effect:
             findings.append(res.effect.text)
     if not data.axes:

@@ -72,3 +72,29 @@ def cost_curve(param: str, fixed: dict[str, Any], xs: list[Any], pts: list[Point
     if single:
         c.text = "single runs: " + c.text
     return c
+
+
+def cost_findings(curves: list[CostCurve]) -> list[str]:
+    """One sentence per cost and parameter: the curve's own when the other parameters were
+    not swept, else where it climbs for each of their values (flat curves: JSON only)."""
+    by: dict[tuple[str, str], list[CostCurve]] = {}
+    for c in curves:
+        if c.shape != "flat":
+            by.setdefault((c.param, c.cost), []).append(c)
+    out = []
+    for (param, _), cs in by.items():
+        if len(cs) == 1:
+            out.append(cs[0].text)
+            continue
+        climbing = [c for c in cs if c.climbs_from is not None]
+        name = cs[0].name
+        if not climbing:
+            out.append(f"{name} {'rises' if cs[0].shape == 'climbing' else 'changes'} along {param} no faster than throughput "
+                       f"({len(cs)} lines of the other parameters)")
+            continue
+        where = "; ".join(f"{', '.join(f'{k}={v}' for k, v in c.fixed.items())}: from {param}={c.climbs_from}" for c in climbing)
+        worst = max(climbing, key=lambda c: c.mean[-1])
+        single = "single runs: " if any(n < 2 for c in cs for n in c.n) else ""
+        out.append(f"{single}{name} climbs faster than throughput along {param} ({where}); up to {num(worst.mean[-1])} {worst.unit} at "
+                   f"{param}={worst.x[-1]}")
+    return out

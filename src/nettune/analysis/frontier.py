@@ -26,6 +26,7 @@ from .sweep import num
 
 SHARE = 0.80  # default share of the best throughput the recommended point must reach
 LITTLE_GAIN = 0.10  # from a frontier point whose way to the top gains less than this, extra cost buys nothing
+KNEE_TIE = 0.05  # a dearer point must lie this much farther above the chord to be the knee (a straight frontier has none)
 
 
 @dataclass
@@ -93,8 +94,8 @@ def pareto(pts: list[FrontierPoint]) -> list[FrontierPoint]:
 
 def knee(front: list[FrontierPoint], floor: float) -> FrontierPoint:
     """The frontier point reaching `floor` Gbit/s farthest above the chord from the
-    cheapest to the fastest frontier point (axes scaled to 0..1); the cheapest such
-    point on a tie."""
+    cheapest to the fastest frontier point (axes scaled to 0..1); the cheapest point
+    within KNEE_TIE of that (on a straight frontier: the cheapest reaching `floor`)."""
     lo, hi = front[0], front[-1]
     dx, dy = hi.cost - lo.cost, hi.gbps - lo.gbps
     cands = [p for p in front if p.gbps >= floor] or [hi]
@@ -105,7 +106,7 @@ def knee(front: list[FrontierPoint], floor: float) -> FrontierPoint:
         return (p.gbps - lo.gbps) / dy - (p.cost - lo.cost) / dx
 
     top = max(lift(p) for p in cands)
-    return next(p for p in cands if lift(p) >= top - 1e-12)
+    return next(p for p in cands if lift(p) >= top - KNEE_TIE)
 
 
 def _wasted(c: Cost, front: list[FrontierPoint], rec: FrontierPoint) -> WastedCost | None:

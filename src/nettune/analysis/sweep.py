@@ -52,7 +52,11 @@ def anova(groups: Sequence[Sequence[float]]) -> float | None:
         return 1.0 if len(means) == 1 else 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(sst.f_oneway(*gs).pvalue)
+        p = float(sst.f_oneway(*gs).pvalue)
+    if p != p:  # repeats identical up to float rounding (0.432 stored as 0.43200000000000005): no noise to test against
+        means = {float(f"{sum(g) / len(g):.9g}") for g in gs}
+        return 1.0 if len(means) == 1 else 0.0
+    return p
 
 
 def lower(best: Sequence[float], other: Sequence[float]) -> tuple[bool, float | None]:
