@@ -153,3 +153,19 @@ def test_analyze_json_has_the_new_verdicts(db):
     assert "cost_curves" in out["parameters"][0] and "repeats" in out
     bad = nettune("analyze", "A2", "--db", str(db), "--share", "1.5")
     assert bad.returncode != 0 and "--share 1.5" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_watts_get_a_frontier_of_their_own(tmp_path):
+    """A machine's measured power (extra["energy"], probes/powercap.py) is a cost like CPU."""
+    study = Study.model_validate({"name": "w", "target": {"kind": "local"}, "sweep": {"streams": [1, 2, 4, 8]}})
+    with Store(tmp_path / "w.db") as s:
+        sid = s.begin_study(study, 'name = "w"\n', "w.toml")
+        for i, (streams, g, w) in enumerate([(1, 20.0, 40.0), (2, 36.0, 44.0), (4, 40.0, 60.0), (8, 41.0, 90.0)]):
+            pid = s.add_point(sid, i, {"streams": streams})
+            for r in range(3):
+                s.add_run(sid, pid, r, False, Result(engine="iperf3", receiver_bps=g * 1e9 * (1 + 0.01 * r),
+                                                      extra={"energy": {"machine": {"joules": {"package-0": w * 5}, "watts": w + r}}}))
+        res = analyze(load(s, "w"))
+    (watts,) = [e for e in res.efficiency if e.cost == "watts:machine"]
+    assert watts.unit == "W" and watts.point == {"streams": 2} and watts.cost_value == pytest.approx(45.0)
+    assert watts.wasted is not None and "machine power" in watts.wasted.text and "Gbit/s per extra W" in watts.wasted.text
