@@ -88,13 +88,13 @@ def cost_findings(curves: list[CostCurve]) -> list[str]:
             continue
         climbing = [c for c in cs if c.climbs_from is not None]
         name = cs[0].name
+        single = "single runs: " if any(n < 2 for c in cs for n in c.n) else ""
         if not climbing:
-            out.append(f"{name} {'rises' if cs[0].shape == 'climbing' else 'changes'} along {param} no faster than throughput "
+            out.append(f"{single}{name} {'rises' if cs[0].shape == 'climbing' else 'changes'} along {param} no faster than throughput "
                        f"({len(cs)} lines of the other parameters)")
             continue
         where = "; ".join(f"{', '.join(f'{k}={v}' for k, v in c.fixed.items())}: from {param}={c.climbs_from}" for c in climbing)
         worst = max(climbing, key=lambda c: c.mean[-1])
-        single = "single runs: " if any(n < 2 for c in cs for n in c.n) else ""
         out.append(f"{single}{name} climbs faster than throughput along {param} ({where}); up to {num(worst.mean[-1])} {worst.unit} at "
                    f"{param}={worst.x[-1]}")
     return out

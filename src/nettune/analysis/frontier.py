@@ -170,5 +170,5 @@ def frontiers(data: StudyData, params: list[str], share: float = SHARE) -> list[
 def frontier_findings(fronts: list[Frontier]) -> list[str]:
     """The sentences: the recommendation per cost, then where extra cost buys nothing."""
     out = [f.text for f in fronts]
-    out += [f"{f.name}: {f.wasted.text}" for f in fronts if f.wasted]
+    out += [f"{'single runs, tentative: ' if f.tentative else ''}{f.name}: {f.wasted.text}" for f in fronts if f.wasted]
     return out
