@@ -38,7 +38,7 @@ def test_markdown_report(db, tmp_path):
     rep = make(db, tmp_path / "rep")
     md = rep.markdown.read_text()
     header = next(ln for ln in md.splitlines() if ln.startswith("| queues"))
-    for col in ("queues", "mult", "streams", "N", "Gbit/s", "± 95%", "95% CI", "client CPU %", "server CPU %", "host CPU %"):
+    for col in ("queues", "mult", "streams", "N", "Gbit/s", "± 95%", "95% CI", "client CPU (% of 1 core)", "server CPU (% of 1 core)", "host CPU (% of 8 cores)"):  # units in the headers (issue 12)
         assert f"| {col} |" in header
     assert md.count("\n| 16 | 2 | 32 | 3 |") == 1  # one row per point, N=3
     assert "## Verdicts" in md and "saturates at queues=16" in md

@@ -236,5 +236,5 @@ def test_dropped_connection_stores_no_cpu_figure(lab, tmp_path, side):
     assert "connection lost" in lost["error"] and lost[column] is None  # unknown, not 0.0
     assert ok["cpu_client"] > 0 and ok["cpu_server"] > 0
     head, rows = columns(runs)
-    cell = head.index("client CPU%" if side == "b" else "server CPU%")
+    cell = head.index("client CPU (% of 1 core)" if side == "b" else "server CPU (% of 1 core)")  # headers name their unit (issue 12)
     assert rows[0][cell] == "" and rows[1][cell] != ""

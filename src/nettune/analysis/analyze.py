@@ -1,7 +1,8 @@
 """`nettune analyze`: the verdict a reader wants, in words and numbers.
 
 Where throughput saturates along each swept parameter, the peak and whether it sits
-at the edge of the range, the knee, the most CPU-efficient point per side, how evenly
+at the edge of the range, the knee, the efficiency frontier and recommended point per cost
+(analysis/frontier.py), costs along each parameter (cost_curves.py), how evenly
 parallel streams shared the link, which parameters mattered and which did not, and
 whether the measuring tool itself was the bottleneck.
 """
@@ -12,7 +13,12 @@ from typing import Any
 
 from ..errors import NettuneError
 from .compare import compare_values
+from .cost_curves import cost_curve, cost_findings
+from .costs import costs, display_values, stored_unit
 from .data import METRICS, Metric, PointData, StudyData, get_metric
+from .frontier import SHARE, Frontier, frontier_findings, frontiers
+from . import intervals
+from .repeats import suggest
 from .fairness import UNEVEN, fairness
 from .groups import analyze_groups
 from .stability import stability
@@ -21,7 +27,7 @@ from .links import analyze_pairs
 from .energy_verdicts import energy_findings
 from .metric import resolve, time_words
 from .stats import summarize
-from .verdicts import (Analysis, Best, Efficiency, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
+from .verdicts import (Analysis, Best, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
                        PointOutliers, PointRow)
 from .sweep import SATURATION, curve, effect, num
 
@@ -33,13 +39,16 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def point_row(p: PointData, m: Metric, params: list[str]) -> PointRow:
-    s = p.summary(m).scaled(m.scale)
+def point_row(p: PointData, m: Metric, params: list[str], method: str = intervals.T, data: StudyData | None = None) -> PointRow:
+    """One point's summary; `method` the interval (intervals.choose), `data` to show CPU in
+    its stored unit (cores when a study's runs mix units)."""
+    s = summarize(p.values(m), method=method).scaled(m.scale)
     counted = p.counted
     runs = [run for run, _ in p.run_values(m)]
     row = PointRow.of({k: p.params.get(k) for k in params}, p.label(params), p.failed, m.name, m.label, s,
                       [runs[i] for i in s.outliers])
-    cpu = {side: summarize([v for v in (METRICS[col].value(r) for r in counted) if v is not None]) for side, col in CPU_SIDES.items()}
+    cpu = {side: summarize(display_values(data, p, col) if data else [v for v in (METRICS[col].value(r) for r in counted) if v is not None])
+           for side, col in CPU_SIDES.items()}
     row.cpu_client, row.cpu_client_ci = cpu["client"].mean, cpu["client"].half_width
     row.cpu_server, row.cpu_server_ci = cpu["server"].mean, cpu["server"].half_width
     row.cpu_host, row.cpu_host_ci = cpu["host"].mean, cpu["host"].half_width
@@ -47,12 +56,15 @@ def point_row(p: PointData, m: Metric, params: list[str]) -> PointRow:
     return row
 
 
-def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION, by: str | None = None) -> Analysis:
+def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION, share: float = SHARE, by: str | None = None) -> Analysis:
     m = get_metric(resolve(metric, data.engines))  # "auto": throughput, or a command's wall seconds
     if not 0 < threshold < 1:
         raise NettuneError(f"--saturation {threshold}: give a gain per doubling between 0 and 1 (e.g. 0.1 = 10%)")
+    if not 0 < share <= 1:
+        raise NettuneError(f"--share {share}: give the share of the best throughput the recommended point must reach, above 0 and at most 1 (e.g. 0.8)")
     params = data.params
-    rows = [point_row(p, m, params) for p in data.points]
+    method, why = intervals.choose([v for p in data.points if (v := p.values(m))])
+    rows = [point_row(p, m, params, method, data) for p in data.points]
     have = [(p, r) for p, r in zip(data.points, rows) if r.n]
     if not have:
         raise NettuneError(f"{data.name}: no successful counted run to analyse ({sum(p.failed for p in data.points)} failed)")
@@ -60,19 +72,26 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     bp, br = pick(have, key=lambda t: t[1].mean)
     out = Analysis(data.name, data.study["id"], m.name, m.label, m.higher_is_better, threshold, params, data.axes,
                    rows, Best(br.point, br.mean, br.ci_low, br.ci_high, br.n))
+    out.interval, out.interval_why, out.share = intervals.NAMES[method], why, share
+    out.cpu_units = {side: stored_unit(data, col)[1] for side, col in CPU_SIDES.items()}
     findings = [f"best {m.label}: {num(br.mean)}" + (f" (95% CI {num(br.ci_low)} to {num(br.ci_high)}, N={br.n})" if br.ci_low is not None else f" (N={br.n})")
                 + (f" at {bp.label(params)}" if params else "")]
+    if method != intervals.T:
+        findings.append(f"intervals: {intervals.NAMES[method]}, not Student's t, because {why}")
     for param in data.axes:
         res = _parameter(data, param, m, threshold)
         out.parameters.append(res)
-        findings += [c.text for c in res.curves] + [c.text for c in res.comparisons]
+        findings += [c.text for c in res.curves] + [c.text for c in res.comparisons] + cost_findings(res.cost_curves)
         if res.effect:
             findings.append(res.effect.text)
     if not data.axes:
         findings.append("one point only: nothing swept, so no saturation or peak to find")
-    out.efficiency = efficiency(data, params)
-    findings += [e.text for e in out.efficiency]
+    out.efficiency = efficiency(data, params, share)
+    findings += frontier_findings(out.efficiency)
     findings += energy_findings(data, m, params)  # joules per run, Gbit/s per watt, idle power
+    peaks = [(res.name, c.fixed, c.x, c.x.index(c.peak_x)) for res in out.parameters for c in res.curves if c.shape in ("peak", "declining")]
+    out.repeats = suggest(data, m, params, peaks)
+    findings += [r.text for r in out.repeats]
     out.fairness = [PointFairness.of(r, r.fairness) for r in rows if r.fairness]
     findings += _fairness_text(out.fairness)
     out.instrument = instrument(data, params)
@@ -122,7 +141,8 @@ def headline(out: Analysis, where: str, hits: dict[str, float]) -> list[str]:
             lines.append(f"mattered most: {e.param} ({e.spread_pct:.0f}% apart: {num(e.low[1])} {unit} at "
                          f"{e.param}={e.low[0]} vs {num(e.high[1])} at {e.param}={e.high[0]})")
     if best.n < 2:
-        lines.append("single runs: no noise estimate yet; set [repeat] runs = 3 (or target_margin) before trusting a difference")
+        closest = f"; closest call: {out.repeats[0].text}" if out.repeats else ""
+        lines.append("single runs: no noise estimate yet; set [repeat] runs = 3 (or target_margin) before trusting a difference" + closest)
     return lines
 
 
@@ -144,6 +164,8 @@ def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> Para
         eff_groups.append((lv, vals))
         if numeric and len(lv) >= 3 and m.higher_is_better:
             res.curves.append(curve(param, fixed, lv, vals, m.label, threshold))
+        if numeric and len(lv) >= 3:  # what each cost does along the parameter
+            res.cost_curves += [cc for c in costs(data) if (cc := cost_curve(param, fixed, lv, [by_level[x] for x in lv], c))]
         elif len(lv) >= 2:
             res.comparisons += _vs_baseline(param, fixed, lv, vals, m)
     res.effect = effect(param, eff_groups, m.label)
@@ -165,31 +187,9 @@ def _vs_baseline(param: str, fixed: dict[str, Any], levels: list[Any], vals: lis
     return out
 
 
-def efficiency(data: StudyData, params: list[str]) -> list[Efficiency]:
-    """The point with the most Gbit/s per core of CPU, for each side and the host."""
-    total = METRICS["total"]
-    cores = data.host_cores()
-    out = []
-    for side, col in CPU_SIDES.items():
-        best: tuple[float, PointData, float, float] | None = None
-        for p in data.points:
-            runs = p.counted
-            g = summarize(p.values(total)).mean
-            c = summarize([v for v in (METRICS[col].value(r) for r in runs) if v is not None]).mean
-            if not g or not c:
-                continue
-            used = c / 100 * (cores or 1) if side == "host" else c / 100  # host CPU is % of all cores
-            per = g * 1e-9 / used
-            if best is None or per > best[0]:
-                best = (per, p, g * 1e-9, c)
-        if best is None:
-            continue
-        per, p, g, c = best
-        unit = "per core" if side != "host" or cores else "per whole host (core count unknown)"
-        where = f" at {p.label(params)}" if params else ""
-        out.append(Efficiency(side, {k: p.params.get(k) for k in params}, g, c, per, cores if side == "host" else None,
-                              f"best throughput per {side} CPU{where}: {num(per)} Gbit/s {unit} ({num(g)} Gbit/s, {side} CPU {c:.0f}%)"))
-    return out
+def efficiency(data: StudyData, params: list[str], share: float = SHARE) -> list[Frontier]:
+    """The throughput-vs-cost frontier and recommended point per cost (analysis/frontier.py)."""
+    return frontiers(data, params, share)
 
 
 def _fairness_text(fair: list[PointFairness]) -> list[str]:

@@ -6,6 +6,10 @@ Welch's p-value is below 0.05: the words, the interval and the p-value never dis
 (It treats mean_a as known; with few runs the true interval of a ratio is a little
 wider, which is why the p-value, not the interval, decides the verdict.)
 
+Either side may be a published summary instead of runs (N, mean, sd: `compare --a-stats`,
+`--a-table`): Welch's test needs nothing more. A p-value between 0.05 and 0.10 is called
+"borderline": not a verdict, but a hint that more runs would likely settle it.
+
 Direction is a parameter: for throughput higher is better ("faster"), for the elapsed
 time of a timed workload lower is better (lower time is still "faster").
 """
@@ -18,9 +22,19 @@ from ..errors import NettuneError
 from .data import Metric, PointData, StudyData, get_metric
 from .serial import JsonRecord
 from .metric import resolve, time_words
-from .stats import LEVEL, summarize, welch
+from .stats import LEVEL, summarize, welch_stats
 
 ALPHA = 1 - LEVEL
+BORDERLINE = 0.10  # p in [ALPHA, BORDERLINE): "borderline"
+
+
+@dataclass(frozen=True)
+class SideStats:
+    """One side of a comparison as a summary: N, mean and sample sd (in stored units)."""
+
+    n: int
+    mean: float
+    sd: float
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,7 @@ class Comparison(JsonRecord):
     higher_is_better: bool = True
     a: str = "a"
     b: str = "b"
+    borderline: bool = False  # 0.05 <= p < 0.10: not significant, but close
 
 
 def compare_values(
@@ -58,10 +73,29 @@ def compare_values(
                 f"{name} has {len(xs)} counted run{'s' if len(xs) != 1 else ''}; a comparison needs at least 2 on each side "
                 "(set [repeat] runs >= 2, or min_runs)")
     sa, sb = summarize(a), summarize(b)
-    assert sa.mean is not None and sb.mean is not None
+    assert sa.mean is not None and sb.mean is not None and sa.stdev is not None and sb.stdev is not None
+    return compare_stats(SideStats(sa.n, sa.mean, sa.stdev), SideStats(sb.n, sb.mean, sb.stdev), higher_is_better, words, metric,
+                         labels, alpha)
+
+
+def compare_stats(
+    sa: SideStats,
+    sb: SideStats,
+    higher_is_better: bool = True,
+    words: tuple[str, str] = ("faster", "slower"),
+    metric: str = "",
+    labels: tuple[str, str] = ("a", "b"),
+    alpha: float = ALPHA,
+) -> Comparison:
+    """Compare two summaries (runs summarised, or a published table's N, mean, sd)."""
+    for name, s in zip(labels, (sa, sb)):
+        if s.n < 2:
+            raise NettuneError(f"{name}: N={s.n}; Welch's test needs N >= 2 on each side")
+        if s.sd < 0 or s.sd != s.sd:
+            raise NettuneError(f"{name}: sd {s.sd} is not a standard deviation (give a value >= 0)")
     if sa.mean == 0:
         raise NettuneError(f"{labels[0]}: mean {metric or 'value'} is 0, so a relative difference is undefined")
-    w = welch(a, b, level=1 - alpha)
+    w = welch_stats(sa.n, sa.mean, sa.sd, sb.n, sb.mean, sb.sd, level=1 - alpha)
     base = abs(sa.mean)
     rel, lo, hi = w.diff / base, w.ci_low / base, w.ci_high / base
     better_sign = 1 if higher_is_better else -1
@@ -74,8 +108,13 @@ def compare_values(
     else:
         verdict = "no-difference"
         text = f"no significant difference (within noise: {rel * 100:+.1f}%, CI {lo * 100:.1f} to {hi * 100:.1f}%)"
-    return Comparison(verdict, text, 1 + rel, 1 + lo, 1 + hi, w.p_value, len(a), len(b), sa.mean, sb.mean,
-                      rel * 100, metric, higher_is_better, labels[0], labels[1])
+    borderline = verdict == "no-difference" and w.p_value < BORDERLINE and rel != 0
+    if borderline:
+        leaning = words[0] if rel * better_sign > 0 else words[1]
+        text = (f"borderline: b looks {abs(rel) * 100:.1f}% {leaning} (p={w.p_value:.2f}, between 0.05 and 0.10; "
+                f"CI {lo * 100:.1f} to {hi * 100:.1f}%): not significant, more runs would settle it")
+    return Comparison(verdict, text, 1 + rel, 1 + lo, 1 + hi, w.p_value, sa.n, sb.n, sa.mean, sb.mean,
+                      rel * 100, metric, higher_is_better, labels[0], labels[1], borderline)
 
 
 def compare_points(pa: list[PointData], pb: list[PointData], metric: Metric, labels: tuple[str, str],

@@ -47,6 +47,7 @@ class Summary:
     ci_high: float | None = None
     half_width: float | None = None
     outliers: list[int] = field(default_factory=list)  # indices into the values given
+    interval: str = "t"  # how ci_low/ci_high were made: t, log-t or bca (analysis/intervals.py)
 
     @property
     def margin(self) -> float | None:
@@ -64,7 +65,7 @@ class Summary:
             return None if v is None else v * k
 
         return Summary(self.n, s(self.mean), s(self.median), s(self.stdev), s(self.min), s(self.max), self.cv,
-                       s(self.ci_low), s(self.ci_high), s(self.half_width), list(self.outliers))
+                       s(self.ci_low), s(self.ci_high), s(self.half_width), list(self.outliers), self.interval)
 
 
 def clean(values: Sequence[float | None]) -> list[float]:
@@ -77,7 +78,9 @@ def t_critical(n: int, level: float = LEVEL) -> float:
     return float(sst.t.ppf(0.5 + level / 2, n - 1))
 
 
-def summarize(values: Sequence[float], level: float = LEVEL) -> Summary:
+def summarize(values: Sequence[float], level: float = LEVEL, method: str = "t") -> Summary:
+    """N, centre, spread and the 95% interval: Student's t, or with `method` "log-t" / "bca"
+    the interval analysis/intervals.py gives skewed runs (its `choose` picks the method)."""
     xs = [float(v) for v in values]
     n = len(xs)
     if n == 0:
@@ -90,7 +93,16 @@ def summarize(values: Sequence[float], level: float = LEVEL) -> Summary:
     stdev = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
     hw = t_critical(n, level) * stdev / math.sqrt(n)
     cv = stdev / abs(mean) if mean else None
-    return Summary(n, mean, median, stdev, srt[0], srt[-1], cv, mean - hw, mean + hw, hw, mad_outliers(xs))
+    lo, hi, used = mean - hw, mean + hw, "t"
+    if method != "t" and stdev > 0:
+        from . import intervals  # the skew-aware intervals need numpy's bootstrap only when asked
+
+        got = (intervals.log_t_interval(xs, level) if method == intervals.LOG and srt[0] > 0
+               else intervals.bca_interval(xs, level) if method == intervals.BCA and n >= intervals.BCA_MIN else None)
+        if got is not None:
+            (lo, hi), used = got, method
+            hw = (hi - lo) / 2  # the "±" of an asymmetric interval: half its width
+    return Summary(n, mean, median, stdev, srt[0], srt[-1], cv, lo, hi, hw, mad_outliers(xs), used)
 
 
 def _median(srt: Sequence[float]) -> float:
@@ -138,8 +150,15 @@ def welch(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Welch
         raise ValueError("Welch's test needs at least 2 values per group")
     sa, sb = summarize(a), summarize(b)
     assert sa.mean is not None and sb.mean is not None and sa.stdev is not None and sb.stdev is not None
-    va, vb = sa.stdev**2 / na, sb.stdev**2 / nb
-    diff = sb.mean - sa.mean
+    return welch_stats(na, sa.mean, sa.stdev, nb, sb.mean, sb.stdev, level)
+
+
+def welch_stats(na: int, mean_a: float, sd_a: float, nb: int, mean_b: float, sd_b: float, level: float = LEVEL) -> Welch:
+    """Welch's t-test from summaries (N, mean, sd per side), e.g. a published table's."""
+    if na < 2 or nb < 2:
+        raise ValueError("Welch's test needs at least 2 values per group")
+    va, vb = sd_a**2 / na, sd_b**2 / nb
+    diff = mean_b - mean_a
     se = math.sqrt(va + vb)
     if se == 0:
         # identical runs on both sides: the data cannot show noise, only the difference

@@ -52,7 +52,11 @@ def anova(groups: Sequence[Sequence[float]]) -> float | None:
         return 1.0 if len(means) == 1 else 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(sst.f_oneway(*gs).pvalue)
+        p = float(sst.f_oneway(*gs).pvalue)
+    if p != p:  # repeats identical up to float rounding (0.432 stored as 0.43200000000000005): no noise to test against
+        means = {float(f"{sum(g) / len(g):.9g}") for g in gs}
+        return 1.0 if len(means) == 1 else 0.0
+    return p
 
 
 def lower(best: Sequence[float], other: Sequence[float]) -> tuple[bool, float | None]:
@@ -95,9 +99,26 @@ class Curve(JsonRecord):
     text: str = ""
 
 
+# single runs: the shape's words as a guess ("single runs: looks like a peak; repeat to confirm")
+TENTATIVE = [("peak at ", "looks like a peak at "), ("best at the lowest", "looks best at the lowest"),
+             ("saturates at ", "looks like it saturates at "), ("more ", "looks like more "), ("still rising", "looks still rising")]
+
+
 def curve(param: str, fixed: dict[str, Any], xs: list[Any], values: list[list[float]], unit: str,
           threshold: float = SATURATION) -> Curve:
-    """Shape of the metric along numeric `param` (xs ascending, one value list per x)."""
+    """Shape of the metric along numeric `param` (xs ascending, one value list per x).
+    With a single run at some value the shape is a guess and its words say so."""
+    c = _curve(param, fixed, xs, values, unit, threshold)
+    if c.shape != "flat" and any(len(v) < 2 for v in values):
+        where = (", ".join(f"{k}={v}" for k, v in fixed.items()) + ": ") if fixed else ""
+        body = c.text[len(where):]
+        old, new = next(((o, n) for o, n in TENTATIVE if body.startswith(o)), ("", ""))
+        c.text = f"{where}single runs: {new}{body[len(old):]}; repeat to confirm"
+    return c
+
+
+def _curve(param: str, fixed: dict[str, Any], xs: list[Any], values: list[list[float]], unit: str,
+           threshold: float = SATURATION) -> Curve:
     sums = [summarize(v) for v in values]
     means = [s.mean or 0.0 for s in sums]
     c = Curve(param, fixed, "flat", xs, means, [s.ci_low for s in sums], [s.ci_high for s in sums], [s.n for s in sums])

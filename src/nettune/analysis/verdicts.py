@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .compare import Comparison
+from .cost_curves import CostCurve
 from .fairness import Fairness
+from .frontier import Frontier
 from .groups import GroupAnalysis
 from .stability import RunStability
 from .links import PairAnalysis
+from .repeats import RepeatSuggestion
 from .serial import JsonRecord
 from .stats import Summary
 from .sweep import Curve, Effect
@@ -45,12 +48,13 @@ class PointRow(JsonRecord):
     cpu_host: float | None = None
     cpu_host_ci: float | None = None
     fairness: Fairness | None = None
+    interval: str = "t"  # how ci_low/ci_high were made: t, log-t or bca (analysis/intervals.py)
 
     @classmethod
     def of(cls, point: dict[str, Any], label: str, failed: int, metric: str, unit: str, s: Summary,
            outlier_runs: list[int]) -> "PointRow":
         return cls(point, label, failed, metric, unit, s.n, s.mean, s.median, s.stdev, s.min, s.max, s.cv,
-                   s.ci_low, s.ci_high, s.half_width, list(s.outliers), s.margin, outlier_runs)
+                   s.ci_low, s.ci_high, s.half_width, list(s.outliers), s.margin, outlier_runs, interval=s.interval)
 
     def cpu(self, side: str) -> tuple[float | None, float | None]:
         """(mean, 95% half-width) of the CPU of `side`: client, server or host."""
@@ -98,19 +102,7 @@ class ParameterResult(JsonRecord):
     curves: list[Curve] = field(default_factory=list)
     comparisons: list[LevelComparison] = field(default_factory=list)
     effect: Effect | None = None
-
-
-@dataclass
-class Efficiency(JsonRecord):
-    """The point with the most Gbit/s per core of one side's CPU."""
-
-    side: str
-    point: dict[str, Any]
-    gbps: float
-    cpu_percent: float
-    gbps_per_core: float
-    host_cores: int | None
-    text: str
+    cost_curves: list[CostCurve] = field(default_factory=list)  # CPU and power along it
 
 
 @dataclass
@@ -154,7 +146,7 @@ class Analysis(JsonRecord):
     points: list[PointRow]
     best: Best
     parameters: list[ParameterResult] = field(default_factory=list)
-    efficiency: list[Efficiency] = field(default_factory=list)
+    efficiency: list[Frontier] = field(default_factory=list)  # per cost: frontier, recommended point, waste
     fairness: list[PointFairness] = field(default_factory=list)
     instrument: list[str] = field(default_factory=list)
     outliers: list[PointOutliers] = field(default_factory=list)
@@ -164,3 +156,8 @@ class Analysis(JsonRecord):
     stability: list[RunStability] = field(default_factory=list)  # per run: steady, a step or a trend over time (analysis/stability.py)
     findings: list[str] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)
+    repeats: list[RepeatSuggestion] = field(default_factory=list)  # runs that would settle the closest calls
+    share: float = 0.8  # of the best throughput the recommended point must reach (--share)
+    interval: str = "Student's t"  # how every point's 95% interval was made
+    interval_why: str = ""  # why, when not Student's t (skewed runs)
+    cpu_units: dict[str, str] = field(default_factory=dict)  # side -> unit of its CPU column ("% of 1 core")

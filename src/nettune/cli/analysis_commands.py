@@ -31,9 +31,12 @@ def _print_json(obj: Any) -> None:
 @app.command()
 @user_errors
 def compare(
-    studies: list[str] = typer.Argument(..., help="One study (then give --a and --b) or two studies (A then B)."),
+    studies: Optional[list[str]] = typer.Argument(None, help="One study (then give --a and --b) or two studies (A then B); none when both sides are --a-stats/--b-stats."),
     a: Optional[str] = typer.Option(None, "--a", help="Runs of side a: KEY=VAL[,KEY=VAL...] (points matching all are pooled)."),
     b: Optional[str] = typer.Option(None, "--b", help="Runs of side b: KEY=VAL[,KEY=VAL...]."),
+    a_stats: Optional[str] = typer.Option(None, "--a-stats", help="Side a as a published summary N,MEAN,SD (MEAN and SD in the metric's unit, e.g. Gbit/s)."),
+    b_stats: Optional[str] = typer.Option(None, "--b-stats", help="Side b as a published summary N,MEAN,SD."),
+    a_table: Optional[Path] = typer.Option(None, "--a-table", help="Side a as a summary table (CSV: parameter columns, n, mean, sd), compared row by row with STUDY's points."),
     metric: str = METRIC_OPT,
     direction: str = typer.Option("auto", "--direction", help="auto (from the metric), higher or lower (which is better)."),
     format: str = FORMAT_OPT,
@@ -41,6 +44,7 @@ def compare(
 ) -> None:
     """Is b faster than a? Relative difference with its 95% interval and Welch's p-value."""
     from ..analysis import compare as cmp
+    from ..analysis import published as pub
     from ..analysis.data import get_metric, load, parse_filter
     from ..analysis.metric import resolve
     from ..analysis.sweep import num
@@ -50,16 +54,41 @@ def compare(
         raise NettuneError(f"--direction {direction!r}: use auto, higher or lower")
     hib = None if direction == "auto" else direction == "higher"
     fa, fb = parse_filter(a, "--a"), parse_filter(b, "--b")
+    studies = studies or []
     if len(studies) > 2:
         raise NettuneError(f"compare takes one or two studies, got {len(studies)}")
-    with open_store(db) as store:
-        loaded = [load(store, s) for s in studies]
-        metric = resolve(metric, set().union(*(d.engines for d in loaded)))  # "auto": the studies' primary metric
+    loaded = []
+    if studies:
+        with open_store(db) as store:
+            loaded = [load(store, s) for s in studies]
+    metric = resolve(metric, set().union(*(d.engines for d in loaded)))  # "auto": the studies' primary metric
+    m = get_metric(metric)
+    if a_table is not None:
+        if len(studies) != 1 or a_stats or b_stats or fa:
+            raise NettuneError("--a-table compares a summary table with one study: give exactly one STUDY, no --a, --a-stats or --b-stats")
+        rows = pub.read_table(a_table, m)
+        results = pub.versus_table(loaded[0], rows, m, hib, str(a_table))
+    elif a_stats or b_stats:
+        need = (a_stats is None) + (b_stats is None)
+        if len(studies) != need or (a_stats and fa) or (b_stats and fb):
+            raise NettuneError("with --a-stats/--b-stats: give a study only for a side without a summary (with --a/--b to pick its points), "
+                               f"so {need} study here")
+        sides = {}
+        for name, stats, filt in (("a", a_stats, fa), ("b", b_stats, fb)):
+            if stats:
+                sides[name] = (f"{name} (published: {stats})", pub.parse_stats(stats, f"--{name}-stats", m))
+        if studies:
+            name, filt = ("a", fa) if a_stats is None else ("b", fb)
+            sides[name] = pub.side_summary(loaded[0], filt, m)
+        hb = m.higher_is_better if hib is None else hib
+        results = [("", cmp.compare_stats(sides["a"][1], sides["b"][1], hb, (m.better, m.worse), m.name, (sides["a"][0], sides["b"][0])))]
+    else:
+        if not studies:
+            raise NettuneError("compare: give one study (with --a and --b), two studies, or --a-stats/--b-stats summaries")
         if len(studies) == 1:
             results = [("", cmp.within_study(loaded[0], fa, fb, metric, hib))]
         else:
             results = cmp.between_studies(loaded[0], loaded[1], fa, fb, metric, hib)
-    m = get_metric(metric)
     if format == "json":
         if len(results) == 1:
             _print_json(results[0][1].to_dict())
@@ -83,10 +112,11 @@ def analyze(
     metric: str = METRIC_OPT,
     saturation: float = typer.Option(0.10, "--saturation", help="Gain per doubling below which a parameter has saturated (0.10 = 10%)."),
     by: Optional[str] = typer.Option(None, "--by", help="Verdicts per group of this swept parameter (e.g. os): each group's knob effects with CIs, the interaction in one sentence, efficiency per group."),
+    share: float = typer.Option(0.80, "--share", help="Efficiency: the recommended point is the knee of the throughput-vs-cost frontier among points reaching this share of the best throughput (0.8 = 80%)."),
     format: str = FORMAT_OPT,
     db: Path = DB_OPT,
 ) -> None:
-    """Verdicts on a sweep: saturation, peak, knee, efficiency, fairness, which knobs mattered.
+    """Verdicts on a sweep: saturation, peak, knee, efficiency frontier, fairness, which knobs mattered.
 
     Also says when the measuring tool itself was the bottleneck (iperf3 before 3.16)."""
     from ..analysis.analyze import analyze as run_analysis
@@ -94,7 +124,7 @@ def analyze(
 
     _fmt(format)
     with open_store(db) as store:
-        result = run_analysis(load(store, study), metric, saturation, by)
+        result = run_analysis(load(store, study), metric, saturation, share, by)
     if format == "json":
         _print_json(result.to_dict())
         return
@@ -104,7 +134,7 @@ def analyze(
     head, rows = summary_table(result, result.params)
     # the terminal gets the statistics; CPU columns are in `nettune results` and the report
     keep = [i for i, h in enumerate(head) if i < len(result.params) or h in ("N", result.unit, "± 95%", "median", "sd", "min to max", "CV %")]
-    title = f"{result.study} (study #{result.study_id}): {result.unit} of counted runs, ± = 95% CI (Student's t)"
+    title = f"{result.study} (study #{result.study_id}): {result.unit} of counted runs, ± = 95% CI ({result.interval})"
     print_fitted(fit_table([head[i] for i in keep], [[row[i][0] for i in keep] for row in rows], console.width,
                            drop_order=["CV %", "sd", "median", "min to max"], boxed=False, title=title, title_justify="left"))
     from ..report.pair_matrix import pair_table
@@ -163,6 +193,7 @@ def import_(
     from_name: list[str] = typer.Option([], "--param-from-name", help="Regex with named groups read from each file name, e.g. 'queue_(?P<queues>\\d+)' (repeatable)."),
     from_header: list[str] = typer.Option([], "--param-from-header", help="Regex with named groups read from the lines before each test, e.g. 'channels: (?P<streams>\\d+)' (repeatable)."),
     columns: Optional[str] = typer.Option(None, "--columns", help="The files are tables (CSV, one row per run): their columns in order, NAME (a parameter) or NAME=METRIC (e.g. queues,streams,gbps=receiver_gbps,-); see docs/importing.md."),
+    cpu_unit: Optional[str] = typer.Option(None, "--cpu-unit", help="With --columns: the unit of the table's CPU columns, UNIT or METRIC=UNIT[,...]: pct_core (% of one core), pct_machine, pct_of_N (% of N cores, e.g. pct_of_16), cores."),
     description: str = typer.Option("", "--description", help="Description of a new imported study."),
     db: Path = DB_OPT,
 ) -> None:
@@ -176,7 +207,7 @@ def import_(
     from ..importers.nettune_export import import_exports, is_export, read_exports
 
     if any(is_export(f) for f in files):  # nettune's own exports: a whole study each, read back
-        if set_ or from_name or from_header or columns or not all(is_export(f) for f in files):
+        if set_ or from_name or from_header or columns or cpu_unit or not all(is_export(f) for f in files):
             raise NettuneError("nettune exports are imported on their own (no iperf logs, no --set, --param-from-*, --columns: the points are in the files)")
         exports = read_exports(files)
         with open_store(db, must_exist=False) as store:
@@ -188,7 +219,9 @@ def import_(
     check_args(study, params)
     name_rules = compile_rules("--param-from-name", from_name)
     header_rules = compile_rules("--param-from-header", from_header)
-    member = table_importer(columns) if columns is not None else None
+    if cpu_unit and columns is None:
+        raise NettuneError("--cpu-unit goes with --columns: it names the unit of a table's CPU columns (iperf logs carry no CPU figures)")
+    member = table_importer(columns, cpu_unit) if columns is not None else None
     results = read_files(files, params, name_rules, header_rules, member)
     for _, res, why, _ in results:
         if res is None:

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from ..engines.result import PAIR_COLUMNS
 from ..errors import NettuneError
+from ..store.cpu_units import units_text
 from ..store.records import RunRecord
 from ..store.sqlite import METRICS
 from .base import MEMBERS, Table, export_table as write_table, one_of
@@ -27,7 +28,7 @@ JSON_FIELDS = [
     "sender_bps", "receiver_bps", "total_bps", "sender_bytes", "receiver_bytes", "retransmits", "max_cwnd",
     "rtt_mean_us", "rtt_min_us", "rtt_max_us", "jitter_ms", "lost_packets", "packets", "lost_percent",
     "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits",
-    "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq", "cpu_extra", "tool_cpu", "warnings", "settings", "streams",
+    "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq", "cpu_units", "cpu_extra", "tool_cpu", "warnings", "settings", "streams",
     *PAIR_COLUMNS,
 ]
 # The JSON fields a CSV cell can hold (after the parameters; warnings joined with '; ').
@@ -35,7 +36,7 @@ CSV_FIELDS = [f for f in JSON_FIELDS if f not in ("point", "cpu_extra", "tool_cp
 
 EXPORT_BASE = ["study", "study_id", "point_idx"]
 EXPORT_RUN = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration", *PAIR_COLUMNS]
-EXPORT_AFTER = ["total_bps", *METRICS, "n_streams", "warnings"]
+EXPORT_AFTER = ["total_bps", *METRICS, "cpu_units", "n_streams", "warnings"]  # cpu_units: the unit of each CPU figure
 
 
 def param_names(runs: list[RunRecord]) -> list[str]:
@@ -61,7 +62,8 @@ def results_table(runs: list[RunRecord], flat: bool = False) -> Table:
         return Table(JSON_FIELDS, [_record(r) for r in runs])
     params = param_names(runs)
     cols = [param_column(p, CSV_FIELDS) for p in params]
-    rows = [{c: r.point.get(p) for c, p in zip(cols, params)} | {k: v for k, v in _record(r).items() if k in CSV_FIELDS} for r in runs]
+    rows = [{c: r.point.get(p) for c, p in zip(cols, params)} | {k: v for k, v in _record(r).items() if k in CSV_FIELDS}
+            | {"cpu_units": units_text(r.cpu_units)} for r in runs]  # flat: one cell
     return Table(cols + CSV_FIELDS, rows)
 
 
@@ -78,6 +80,7 @@ def export_table(runs: list[RunRecord]) -> Table:
         row |= {k: d[k] for k in EXPORT_RUN}
         row["total_bps"] = r.total_bps
         row |= {k: d[k] for k in METRICS}
+        row["cpu_units"] = units_text(r.cpu_units)
         row["n_streams"] = len(r.forward_streams) or None
         row["warnings"] = "; ".join(r.warnings)
         rows.append(row)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..engines.result import PAIR_COLUMNS, SideOutput, TestResult
 from ..errors import NettuneError
+from ..store.cpu_units import parse_units_text
 from ..store.sqlite import METRICS, Store
 from .intake import NAME, ImportedStudy
 
@@ -26,7 +27,8 @@ BASE = ["study", "study_id", "point_idx"]  # exporters.runs.EXPORT_BASE: how an 
 RUN = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration", *PAIR_COLUMNS]
 AFTER = ["total_bps", *METRICS, "n_streams", "warnings"]
 PARQUET_MAGIC = b"PAR1"
-TEXT = {"study", "error", "engine", "tool_version", "protocol", "pair", "server", "client", "warnings"}
+TEXT = {"study", "error", "engine", "tool_version", "protocol", "pair", "server", "client", "warnings", "cpu_units"}
+UNITS = "cpu_units"  # schema 4's CPU units: optional, so exports written before them still import
 INTS = {"run", "round", "sender_bytes", "receiver_bytes", "retransmits", "max_cwnd", "lost_packets", "packets", "reverse_retransmits"}
 
 
@@ -124,12 +126,14 @@ def _clean(v: Any) -> Any:
 def _param_name(column: str) -> str:
     """The export writes a parameter named like a run column as param_<name>; undo it."""
     name = column.removeprefix("param_")
-    return name if column.startswith("param_") and name in BASE + RUN + AFTER else column
+    return name if column.startswith("param_") and name in BASE + RUN + AFTER + [UNITS] else column
 
 
 def _result(row: dict[str, Any], path: Path) -> TestResult:
     metrics = {m: (int(row[m]) if m in INTS and row.get(m) is not None else row.get(m)) for m in METRICS}
-    place = {k: row.get(k) for k in PAIR_COLUMNS if row.get(k) is not None}
+    place: dict[str, Any] = {k: row.get(k) for k in PAIR_COLUMNS if row.get(k) is not None}
+    if parse_units_text(row.get(UNITS)):
+        place["cpu_units"] = parse_units_text(row.get(UNITS))  # stored as the run's units (store/cpu_units.py)
     if "round" in place:
         place["round"] = int(place["round"])
     # the export joins warnings with "; ", which a warning may itself contain: kept as one text

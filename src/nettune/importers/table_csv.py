@@ -16,6 +16,7 @@ from typing import Any
 
 from ..engines.result import TestResult
 from ..errors import NettuneError
+from ..store.cpu_units import CPU_COLUMNS, check_unit
 from .base import Hints, ImporterBase
 
 # metric name in --columns -> (TestResult field, factor to its unit)
@@ -33,8 +34,9 @@ class TableCsvImporter(ImporterBase):
     describes = "a results table (CSV with --columns)"
     auto = False  # a table could be anything: read only when the user names its columns
 
-    def __init__(self, columns: list[tuple[str, str | None]] | None = None) -> None:
+    def __init__(self, columns: list[tuple[str, str | None]] | None = None, cpu_units: dict[str, str] | None = None) -> None:
         self.columns = columns or []
+        self.cpu_units = cpu_units or {}  # --cpu-unit: the unit the table's CPU columns are in
 
     def split(self, text: str) -> list[tuple[str, str]]:
         """One test per data row; the header line (if any) goes along with each row."""
@@ -83,9 +85,35 @@ class TableCsvImporter(ImporterBase):
             except ValueError:
                 raise NettuneError(f"{path}: line {line}, column {n}: {cells[n]!r} is not a number; fix the cell or map {n} as a parameter (--columns ...,{n},...)") from None
             setattr(res, field, int(value) if metric in INTS else value * factor)
+        declared = {f: u for f, u in self.cpu_units.items() if cpu_value(res, f) is not None}
+        if declared:
+            res.extra["cpu_units"] = declared  # stored with the run (store/cpu_units.py)
         if res.receiver_bps is None:
             raise NettuneError(f"{path}: line {line}: no throughput; map a column to receiver_gbps (or receiver_mbps, receiver_bps)")
         return res
+
+
+def cpu_value(res: TestResult, column: str) -> float | None:
+    return {"cpu_client": res.cpu_client, "cpu_server": res.cpu_server, "cpu_host": res.cpu_host}.get(column)
+
+
+def cpu_units(spec: str | None, columns: list[tuple[str, str | None]]) -> dict[str, str]:
+    """--cpu-unit UNIT (every CPU column) or METRIC=UNIT[,METRIC=UNIT] (e.g. cpu_host=pct_of_16)."""
+    if not spec:
+        return {}
+    mapped = [m for _, m in columns if m in CPU_COLUMNS]
+    if not mapped:
+        raise NettuneError(f"--cpu-unit {spec!r}: --columns maps no CPU column (cpu_client, cpu_server, cpu_host)")
+    if "=" not in spec:
+        unit = check_unit(spec)
+        return {m: unit for m in mapped}
+    out = {}
+    for item in spec.split(","):
+        col, _, unit = item.partition("=")
+        if col.strip() not in mapped:
+            raise NettuneError(f"--cpu-unit {item!r}: {col.strip()!r} is not a CPU column --columns maps; use one of {', '.join(mapped)}")
+        out[col.strip()] = check_unit(unit, f"--cpu-unit {col.strip()}=")
+    return out
 
 
 def _is_header(line: str) -> bool:
@@ -101,7 +129,7 @@ def _number(cell: str) -> bool:
         return False
 
 
-def table_importer(spec: str) -> TableCsvImporter:
+def table_importer(spec: str, cpu_unit: str | None = None) -> TableCsvImporter:
     """--columns NAME,NAME=METRIC,-,... checked once, before any file is read."""
     cols: list[tuple[str, str | None]] = []
     for item in (x.strip() for x in spec.split(",")):
@@ -113,7 +141,7 @@ def table_importer(spec: str) -> TableCsvImporter:
         cols.append((name.strip(), metric.strip() if sep else None))
     if not any(m in ("receiver_gbps", "receiver_mbps", "receiver_bps") for _, m in cols):
         raise NettuneError(f"--columns {spec!r}: no throughput column; map one, e.g. gbps=receiver_gbps")
-    return TableCsvImporter(cols)
+    return TableCsvImporter(cols, cpu_units(cpu_unit, cols))
 
 
 IMPORTER = TableCsvImporter()

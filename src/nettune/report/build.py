@@ -48,8 +48,8 @@ def _cpu(row: PointRow, side: str) -> Cell:
 
 def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], list[list[Cell]]]:
     unit = analysis.unit
-    head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %",
-                     "client CPU %", "server CPU %", "host CPU %", "failed", "outlier runs"]
+    cpu = [f"{side} CPU ({analysis.cpu_units.get(side, '%')})" for side in ("client", "server", "host")]  # the unit in every header
+    head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %", *cpu, "failed", "outlier runs"]
     rows = []
     for r in analysis.points:
         cells: list[Cell] = [(str(r.point.get(p, "")), r.point.get(p)) for p in params]
@@ -129,7 +129,8 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
         lines += [s["description"], ""]
     lines += [f"Study #{s['id']}, {s['status']}, started {started}; target {s.get('target_kind') or '?'}; "
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
-              "with Student-t 95% intervals.", ""] + _boot_security(data) + ["## Results", ""]
+              f"with 95% intervals: {analysis.interval}" + (f", because {analysis.interval_why}" if analysis.interval_why else "") + ".",
+              ""] + _boot_security(data) + ["## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power

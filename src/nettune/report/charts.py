@@ -1,8 +1,10 @@
 """Report charts (matplotlib, Agg: no display needed), each written as PNG and SVG.
 
 Throughput vs the first swept parameter with 95% error bars, one line per value of
-the others; CPU per side; the per-interval time series of one point; and the spread
-of per-stream rates. Error bars are the Student-t interval of the mean, so a bar that
+the others; every cost along it (client, server, host, hypervisor CPU in cores, converted
+from each figure's stored unit; watts where measured), with where it climbs faster than
+throughput marked; the throughput-vs-cost frontier with the recommended point; the
+per-interval time series of one point; and the spread of per-stream rates. Error bars are the Student-t interval of the mean, so a bar that
 overlaps another is a hint (not a test) that the difference may be noise.
 """
 from __future__ import annotations
@@ -17,13 +19,15 @@ matplotlib.use("Agg")  # before pyplot: reports are built on headless machines
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from ..analysis.cost_curves import cost_curve  # noqa: E402
+from ..analysis.costs import Cost, costs  # noqa: E402
 from ..analysis.data import METRICS, Metric, PointData, StudyData  # noqa: E402
 from ..analysis.fairness import jain, stream_rates  # noqa: E402
+from ..analysis.frontier import Frontier, frontiers  # noqa: E402
 from ..analysis.stats import summarize  # noqa: E402
 
 # Reproducible SVGs: the same data gives the same file.
 matplotlib.rcParams["svg.hashsalt"] = "nettune"
-SIDES = [("cpu_client", "client"), ("cpu_server", "server"), ("cpu_host", "host")]
 
 
 @dataclass(frozen=True)
@@ -113,18 +117,78 @@ def throughput_chart(data: StudyData, out: Path, metric: Metric) -> Chart:
     return _save(fig, out, "throughput", title)
 
 
+def _cost_metric(c: Cost) -> Metric:
+    """A cost as a plottable metric, in cores (or W) whatever unit each figure was stored in."""
+    return Metric(c.key, f"{c.name} ({c.unit})", 1.0, False, "cheaper", "dearer", c.run_value)
+
+
+def _climbs(data: StudyData, c: Cost) -> list[float]:
+    """Values of the x parameter from which this cost climbs faster than throughput."""
+    x, lines = series(data)
+    if x is None:
+        return []
+    out = []
+    for _, pts in lines:
+        if len(pts) >= 3 and all(_is_num(p.params.get(x)) for p in pts):
+            cc = cost_curve(x, {}, [p.params[x] for p in pts], pts, c)
+            if cc is not None and cc.climbs_from is not None:
+                out.append(float(cc.climbs_from))
+    return sorted(set(out))
+
+
 def cpu_chart(data: StudyData, out: Path) -> Chart | None:
-    sides = [(col, side) for col, side in SIDES if any(METRICS[col].value(r) is not None for r in data.runs)]
-    if not sides:
+    found = costs(data)
+    if not found:
         return None
-    fig, axes = plt.subplots(1, len(sides), figsize=(5 * len(sides), 4), squeeze=False)
-    for ax, (col, side) in zip(axes[0], sides):
-        _plot_metric(ax, data, METRICS[col])
-        ax.set_title(f"{side} CPU %")
+    fig, axes = plt.subplots(1, len(found), figsize=(5 * len(found), 4), squeeze=False)
+    for ax, c in zip(axes[0], found):
+        _plot_metric(ax, data, _cost_metric(c))
+        climbs = _climbs(data, c)
+        for x in climbs:
+            ax.axvline(x, color="grey", linestyle=":", linewidth=1)
+        ax.set_title(f"{c.name}, {c.unit}" + (" (dotted: climbs faster than throughput)" if climbs else ""), fontsize=9)
         _floor0(ax)
-    fig.suptitle(f"{data.name}: CPU per side (process % of one core; host % of all cores)")
+    fig.suptitle(f"{data.name}: cost per side (CPU in cores, converted from each figure's stored unit)")
     fig.tight_layout()
-    return _save(fig, out, "cpu", "CPU per side")
+    return _save(fig, out, "cpu", "Cost per side (CPU in cores)")
+
+
+def frontier_chart(data: StudyData, out: Path) -> Chart | None:
+    """Throughput against each cost: every point, the frontier, the recommended point."""
+    fronts = [f for f in frontiers(data, data.params) if len(f.frontier) >= 2]
+    if not fronts:
+        return None
+    fig, axes = plt.subplots(1, len(fronts), figsize=(5 * len(fronts), 4), squeeze=False)
+    for ax, f in zip(axes[0], fronts):
+        every = [(p.cost, p.gbps) for p in f.frontier] + [(c, g) for c, g in _dominated(data, f)]
+        ax.scatter([c for c, _ in every], [g for _, g in every], s=12, color="grey", alpha=0.6, label="points")
+        ax.plot([p.cost for p in f.frontier], [p.gbps for p in f.frontier], "-o", markersize=4, label="frontier")
+        ax.axhline(f.share * f.best.gbps, color="grey", linestyle=":", linewidth=1, label=f"{f.share * 100:.0f}% of the best")
+        ax.scatter([f.cost_value], [f.gbps], s=90, marker="*", color="red", zorder=5, label="recommended")
+        ax.annotate(", ".join(f"{k}={v}" for k, v in f.point.items()), (f.cost_value, f.gbps), textcoords="offset points",
+                    xytext=(6, -12), fontsize=7)
+        ax.set_xlabel(f"{f.name} ({f.unit})")
+        ax.set_ylabel("Gbit/s")
+        ax.set_ylim(bottom=0)
+        ax.set_xlim(left=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="x-small")
+    title = f"{data.name}: throughput vs cost (frontier: no point is both faster and cheaper)"
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, out, "frontier", "Throughput vs cost: frontier and recommended point")
+
+
+def _dominated(data: StudyData, f: Frontier) -> list[tuple[float, float]]:
+    """(cost, Gbit/s) of the points off the frontier."""
+    c = next(c for c in costs(data) if c.key == f.cost)
+    out = []
+    for p in data.points:
+        if p.label(data.params) in f.dominated:
+            v, g = c.values(p), summarize([x * 1e-9 for x in p.values(METRICS["total"])])
+            if v and g.mean is not None:
+                out.append((sum(v) / len(v), g.mean))
+    return out
 
 
 def intervals_chart(data: StudyData, point: PointData, out: Path) -> Chart | None:
@@ -175,6 +239,6 @@ def streams_chart(data: StudyData, out: Path) -> Chart | None:
 
 
 def all_charts(data: StudyData, out: Path, metric: Metric, point: PointData | None) -> list[Chart]:
-    charts = [throughput_chart(data, out, metric), cpu_chart(data, out),
+    charts = [throughput_chart(data, out, metric), cpu_chart(data, out), frontier_chart(data, out),
               intervals_chart(data, point, out) if point else None, streams_chart(data, out)]
     return [c for c in charts if c is not None]

@@ -89,7 +89,7 @@ def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list
     if s.get("description"):
         out.append(f"<p>{_e(s['description'])}</p>")
     out.append(f'<p class="meta">Study #{_e(s["id"])}, {_e(s["status"])}, started {_e(started)}, target '
-               f'{_e(s.get("target_kind") or "?")}. Means of counted runs with Student-t 95% intervals. '
+               f'{_e(s.get("target_kind") or "?")}. Means of counted runs with 95% intervals: {_e(analysis.interval)}. '
                'Click a column header to sort. <a id="download" download="nettune-analysis.json" href="#">Analysis as JSON</a></p>')
     out.append('<h2>Results</h2><table id="summary"><thead><tr>')
     out += [f'<th class="{"l" if i < nparams else ""}">{_e(h)}</th>' for i, h in enumerate(head)]

@@ -3,6 +3,7 @@ same columns are the readable table the markdown exporter writes (exporters.runs
 from __future__ import annotations
 
 from ..exporters.runs import param_column, param_names
+from ..store.cpu_units import label as unit_label, native_unit
 from ..store.records import RunRecord
 from .fit import Fitted, fit_table
 
@@ -15,8 +16,27 @@ def _pct(v: float | None) -> str:
     return "" if v is None else f"{v:.0f}"
 
 
+CPU = [("cpu_client", "client CPU"), ("cpu_server", "server CPU"), ("cpu_host", "host CPU"), ("cpu_host_softirq", "softirq")]
+
+
+def _cpu_units(runs: list[RunRecord]) -> dict[str, str | None]:
+    """The one unit of each CPU column over these runs (None: they mix units)."""
+    out: dict[str, str | None] = {}
+    for col, _ in CPU:
+        units = {r.cpu_units.get(col) or native_unit(col) for r in runs if r.get(col) is not None} or {native_unit(col)}
+        out[col] = units.pop() if len(units) == 1 else None
+    return out
+
+
+def _cpu_cell(r: RunRecord, col: str, mixed: bool) -> str:
+    v = r.get(col)
+    if v is None or not mixed:
+        return _pct(v)
+    return f"{_pct(v)} {unit_label(r.cpu_units.get(col) or native_unit(col))}"  # mixed units: each cell says its own
+
+
 # The table's own columns; a parameter of one of these names is shown as param_<name>.
-FIXED = ["pair", "round", "run", "Gbit/s", "round Gbit/s", "rev Gbit/s", "client CPU%", "server CPU%", "host CPU%", "softirq%",
+FIXED = ["pair", "round", "run", "Gbit/s", "round Gbit/s", "rev Gbit/s", "client CPU", "server CPU", "host CPU", "softirq",
          "retrans", "loss %", "jitter ms", "status"]
 
 
@@ -35,7 +55,8 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     head = [param_column(p, FIXED) for p in params]
     head += (["pair", "round"] if pairs else []) + (["run"] if multi else []) + ["Gbit/s"] + (["rev Gbit/s"] if has_rev else [])
     head += ["round Gbit/s"] if has_agg else []
-    head += ["client CPU%", "server CPU%", "host CPU%", "softirq%"]
+    units = _cpu_units(runs)  # every CPU header names its unit: "client CPU (% of 1 core)"
+    head += [f"{name} ({unit_label(u) if (u := units[col]) else 'mixed units'})" for col, name in CPU]
     head += (["retrans"] if has_retr else []) + (["loss %", "jitter ms"] if has_udp else []) + ["status"]
     rows = []
     for r in runs:
@@ -49,7 +70,7 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
             row.append(_g(r.reverse_receiver_bps))
         if has_agg:
             row.append(_g(r.round_total_bps))
-        row += [_pct(r.cpu_client), _pct(r.cpu_server), _pct(r.cpu_host), _pct(r.cpu_host_softirq)]
+        row += [_cpu_cell(r, col, units[col] is None) for col, _ in CPU]
         if has_retr:
             row.append("" if r.retransmits is None else str(r.retransmits))
         if has_udp:
@@ -63,12 +84,15 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
 
 
 # Hidden first when the terminal is too narrow for every column (least important first).
-DROP_ORDER = ["J", "W", "peak RSS MiB", "softirq%", "jitter ms", "loss %", "retrans", "host CPU%", "round", "rev Gbit/s", "round Gbit/s", "run", "server CPU%", "client CPU%"]
+DROP_ORDER = ["J", "W", "peak RSS MiB", "softirq", "jitter ms", "loss %", "retrans", "host CPU%", "host CPU", "round", "rev Gbit/s", "round Gbit/s", "run",
+              "server CPU", "client CPU"]  # "host CPU%": a timed command's table (report/workload_section.py)
 
 
 def rich_table(title: str, runs: list[RunRecord], width: int) -> Fitted:
     """The results table for a terminal `width` columns wide; values are never broken."""
     head, rows = columns(runs)
+    # CPU headers carry their unit ("host CPU (% of all cores)"): drop them by their name
+    drop = [next((h for h in head if h == d or h.startswith(d + " (")), d) for d in DROP_ORDER]
     styles = [None if row[-1].startswith("ok") else "red" for row in rows]
-    return fit_table(head, rows, width, drop_order=DROP_ORDER, prose=["status"], styles=styles, title=title, title_justify="left")
+    return fit_table(head, rows, width, drop_order=drop, prose=["status"], styles=styles, title=title, title_justify="left")
 

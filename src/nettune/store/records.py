@@ -74,6 +74,7 @@ class RunRecord:
     meter_j: float | None = None
     meter_w: float | None = None
     energy_why: str | None = None
+    cpu_units: dict[str, str] = field(default_factory=dict)  # unit of each CPU figure (store/cpu_units.py)
     point_idx: int = 0
     point: dict[str, Any] = field(default_factory=dict)  # the sweep parameters of this test
     study: str = ""  # the study's name

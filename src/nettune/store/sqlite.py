@@ -12,6 +12,9 @@ Schema 3 gives `runs` the place of a test in a study over host pairs as real col
 (`pair` "server->client", `server`, `client`, `round`, `round_total_bps`; NULL for a
 single-pair test), so exports and the analysis can tell the pairs of a mesh apart. Older
 databases get them when opened, filled from each run's `extra_json` where run.slots put them.
+
+Schema 4 stores the unit of every CPU figure of a run (`cpu_units_json`: figure -> unit,
+store/cpu_units.py); schema-3 runs get the units nettune's probes always wrote.
 """
 from __future__ import annotations
 
@@ -26,9 +29,10 @@ from ..engines.result import PAIR_COLUMNS, TestResult, pair_columns
 from ..errors import NettuneError
 from . import instrument_tables as instrument
 from . import workload_columns as workload
+from .cpu_units import units_for
 from .records import RunRecord
 
-SCHEMA_VERSION = 4  # 4: command workload and energy columns, idle_power (store/workload_columns.py)
+SCHEMA_VERSION = 4  # 4: command workload and energy columns, idle_power (store/workload_columns.py); CPU units (cpu_units_json)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -81,7 +85,8 @@ CREATE TABLE IF NOT EXISTS runs (
   settings_json TEXT NOT NULL DEFAULT '{}',   -- target state and knob values in force
   extra_json TEXT NOT NULL DEFAULT '{}',
   pair TEXT, server TEXT, client TEXT,        -- '[workload] pairs': which pair (schema 3)
-  round INTEGER, round_total_bps REAL         -- its round (0-based) and a parallel round's sum
+  round INTEGER, round_total_bps REAL,        -- its round (0-based) and a parallel round's sum
+  cpu_units_json TEXT NOT NULL DEFAULT '{}'   -- unit of each CPU figure (schema 4, store/cpu_units.py)
 );
 CREATE INDEX IF NOT EXISTS runs_study ON runs(study_id);
 CREATE TABLE IF NOT EXISTS raw_outputs (
@@ -110,6 +115,7 @@ METRICS = [
     "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits",
     "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq",
 ]
+CPU_COLS = ["cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq"]
 
 
 class Store:
@@ -144,7 +150,20 @@ class Store:
                     workload.fill(self.db)  # schema 3 -> 4, before any step records the new version
             if int(row[0]) < 2:
                 self._upgrade_from_1()
-            self._upgrade_from_2()
+            if int(row[0]) < 3:
+                self._upgrade_from_2()
+            self._upgrade_from_3()
+
+    def _upgrade_from_3(self) -> None:
+        """Schema 3 -> 4: the CPU units column, filled with the units nettune's probes wrote."""
+        with self.db:
+            have = {r["name"] for r in self.db.execute("PRAGMA table_info(runs)")}
+            if "cpu_units_json" not in have:
+                self.db.execute("ALTER TABLE runs ADD COLUMN cpu_units_json TEXT NOT NULL DEFAULT '{}'")
+            rows = self.db.execute(f"SELECT id, cpu_extra_json, {', '.join(CPU_COLS)} FROM runs WHERE cpu_units_json='{{}}'").fetchall()
+            fill = [(json.dumps(units_for(dict(r), json.loads(r["cpu_extra_json"] or "{}"), None)), r["id"]) for r in rows]
+            self.db.executemany("UPDATE runs SET cpu_units_json=? WHERE id=?", [f for f in fill if f[0] != "{}"])
+            self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def _upgrade_from_2(self) -> None:
         """Schema 2 -> 3: the pair columns of `runs`, filled from extra_json, in one transaction."""
@@ -230,17 +249,18 @@ class Store:
         metrics = r.model_dump(include=set(METRICS))
         place = pair_columns(r.extra)
         measured = workload.values(r.extra)  # schema 4
+        units = units_for(metrics, r.cpu_extra, r.extra.get("cpu_units"))  # an import may declare them
         cur = self.db.execute(
             f"INSERT INTO runs (study_id, point_id, run, warmup, ok, error, engine, tool_version, protocol, started, duration, {', '.join(METRICS)},"
             f" cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json, {', '.join(PAIR_COLUMNS)},"
-            f" {', '.join(workload.COLUMNS)})"
-            f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7 + len(PAIR_COLUMNS) + len(workload.COLUMNS)))})",
+            f" cpu_units_json, {', '.join(workload.COLUMNS)})"
+            f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7 + len(PAIR_COLUMNS) + 1 + len(workload.COLUMNS)))})",
             (study_id, point_id, run, int(warmup), int(r.ok), r.error, r.engine, r.tool_version, r.protocol, started, r.duration,
              *(metrics[m] for m in METRICS), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
              json.dumps([s.model_dump(exclude_none=True) for s in r.streams]),
              json.dumps([i.model_dump(exclude_none=True) for i in r.intervals]),
-             json.dumps(settings or {}), json.dumps(r.extra), *(place[c] for c in PAIR_COLUMNS),
-             *(measured[c] for c in workload.COLUMNS)),
+            json.dumps(settings or {}), json.dumps(r.extra), *(place[c] for c in PAIR_COLUMNS), json.dumps(units),
+            *(measured[c] for c in workload.COLUMNS)),
         )
         run_id = int(cur.lastrowid or 0)
         for side in (r.client, r.server):
