@@ -36,3 +36,10 @@ class ToolMissing(NettuneError):
 
 class NotRoot(NettuneError):
     pass
+
+
+class PointFailed(NettuneError):
+    """One point's settings could not be brought into force (a value that does not read
+    back, a kernel that booted without its command-line value): that point's tests are
+    recorded as failed with this reason and the study goes on; the journal still restores
+    whatever was changed."""

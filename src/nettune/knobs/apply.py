@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import NettuneError
+from ..errors import NettuneError, PointFailed
 from ..spec.models import Study
 from ..targets.base import Target
-from .base import Ctx, Kind, KnobError, Loc
+from .base import Ctx, Kind, KnobError, Loc, NotInForce
 from .items import Item, SpecLocator, lab_queues, point_items
 from .journal import Journal
 from .places import CpuCounts, Place, ident_changed, identity
@@ -103,6 +103,8 @@ class KnobSession:
         self.active.append(rec)  # before the change: restore_all must know about it
         try:
             kind.apply(ex, loc, it.value)
+        except NotInForce as e:  # made and journaled (restored at the end), but not what the host runs with
+            raise PointFailed(f"knob {loc.key} on {it.place.label}: {e}") from None
         except KnobError as e:
             try:
                 now = kind.read(ex, loc)
@@ -120,7 +122,7 @@ class KnobSession:
                 if kind.same(after, cur):
                     self.journal.done(self.sid, self.seq, "not-applied", "did not read back")
                     self.active.remove(rec)
-                raise NettuneError(f"knob {loc.key} on {it.place.label}: set {kind.show(it.value)} but it reads back {kind.show(after)} (the host accepted the command and kept the old value)")
+                raise PointFailed(f"knob {loc.key} on {it.place.label}: set {kind.show(it.value)} but it reads back {kind.show(after)} (the host accepted the command and kept the old value)")
             self._say(f"knob {loc.key} on {it.place.label}: set {it.value!r} but it reads back {after!r}")
         return self._shown(kind, after, it.value)
 

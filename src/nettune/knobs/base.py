@@ -38,6 +38,11 @@ class KnobError(NettuneError):
     """A knob cannot be read, validated or applied; the message is one line."""
 
 
+class NotInForce(KnobError):
+    """The change was made (and journaled) but the host runs without it, e.g. it booted
+    without the edited command line: the point fails, the study goes on."""
+
+
 @dataclass(frozen=True)
 class Loc:
     """Where one knob acts: its key as written, kind, argument and device."""

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..targets.base import Host
 from ..targets.reboot import RebootError, reboot_and_wait, refuse_unless_rebootable
-from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, read_file, run_ok
+from .base import Ctx, Kind, KnobError, Loc, NotInForce, Persisted, catalog_row, read_file, run_ok
 from .bootloader import GRUB_DEFAULT, Family, Value, check_value, detect, family_commands_all, parse_value, value_in
 
 SECURITY = ("cmdline:mitigations=off turns off the CPU's speculative-execution mitigations (Spectre, Meltdown, ...): "
@@ -138,7 +138,7 @@ class Cmdline(Kind):
             raise KnobError(f"{loc.key}: {e}") from None
         now = booted(ex, key)
         if now != value:
-            raise KnobError(f"{loc.key}: after the reboot /proc/cmdline has {_shown(key, now)}, not {_shown(key, value)}: the boot "
+            raise NotInForce(f"{loc.key}: after the reboot /proc/cmdline has {_shown(key, now)}, not {_shown(key, value)}: the boot "
                             "loader did not pass the edit (another config file overrides it, or the host booted another entry)")
 
     def same(self, a: Any, b: Any) -> bool:

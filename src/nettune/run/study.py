@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol
@@ -16,14 +15,14 @@ from typing import Any, Iterator, Protocol
 from ..engines import get_engine
 from ..engines.result import TestResult
 from ..errors import NettuneError, ToolMissing
-from ..analysis.metric import stopping_value  # the primary metric's value: throughput, or a command's wall seconds
 from ..analysis.stats import adaptive_rounds
 from ..plan.boot_order import boot_ordered, check_boot_hosts, split_by_boot
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.procs import kill_pid, owner_token, started_by
 from .credentials import StudyAccess
+from .point_runner import PointRunner
 from .engine_choice import HostAnswers, choose_engines
-from .slots import pair_rounds, run_slot, workload_hosts
+from .slots import pair_rounds, workload_hosts
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from ..spec.models import Study
 from ..store import Store
@@ -177,7 +176,7 @@ def run_study(
     status = "failed"
     knobs = _knob_session(study, target, study_id)
     per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
-    runner = _PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot, access)
+    runner = PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot, access)
     runner.choices, runner.answers = choices, answers
     runner.doctor = doctor
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
@@ -221,122 +220,7 @@ def run_study(
     return outcome
 
 
-class _PointRunner:
-    """Runs one slot: prepares the target (and knobs) when the point changes, runs the
-    tests the slot does not hold yet, stores each at once. Keeps each point's counted
-    values for adaptive repeats (those of a resumed study's stored slots included)."""
-
-    def __init__(self, study: Study, store: Store, target: Any, knobs: Any, versions: dict[str, str],
-                 by_index: dict[int, ResolvedPoint], point_ids: dict[int, int], progress: Progress, outcome: Outcome,
-                 stored: Stored, per_slot: dict[int, int], access: Any = None):
-        self.study, self.store, self.target, self.knobs, self.versions = study, store, target, knobs, versions
-        self.access = access
-        self.by_index, self.point_ids, self.progress, self.outcome = by_index, point_ids, progress, outcome
-        self.stored, self.per_slot = stored, per_slot
-        self.current: int | None = None
-        self.choices: dict[int, Any] = {}  # point index -> engines.choice.Choice (engine = "auto")
-        self.answers: Any = None  # run.engine_choice.HostAnswers: what the hosts said before the study
-        self.settings: dict[str, Any] = {}
-        self.count = 0
-        self.values: dict[int, list[float | None]] = {i: [] for i in by_index}
-        self.last_run: dict[int, int] = {}  # highest counted run number each point has
-        for (idx, run, warmup), have in sorted(stored.by_slot.items()):
-            if not warmup and idx in self.values and len(have) >= per_slot[idx]:
-                self.values[idx].append(_slot_value(list(have.values())))
-                self.last_run[idx] = max(run, self.last_run.get(idx, run))
-        self.facts_stored = bool(store.facts(outcome.study_id))  # a resumed study has them
-        self.doctor = True
-        self.findings: dict[str, list[dict[str, Any]]] = {}  # the host audit, stored with the facts
-        self.idle_done: set[int] = set(store.idle_points(outcome.study_id)) if study.probes is not None else set()
-
-    def meters(self) -> list[Any]:
-        """[probes] power_command: a probe sampling the meter during each test."""
-        from .power_probes import meters  # noqa: PLC0415
-
-        return meters(self.study)
-
-    def idle_after(self, idx: int, wl: Any, study_id: int, point_id: int) -> None:
-        """[probes] idle_power: once per point, after its first counted run (settings in force)."""
-        if self.study.probes is None or self.study.probes.idle_power is None or idx in self.idle_done:
-            return
-        from .power_probes import sample_idle  # noqa: PLC0415
-
-        self.idle_done.add(idx)
-        self.progress.message(f"idle power at {self.by_index[idx].point.label()}: {self.study.probes.idle_power:g} s")
-        sample_idle(self.study, self.store, self.target, wl, study_id, point_id)
-
-    def enter(self, rp: ResolvedPoint) -> None:
-        """Bring the target (and knobs) to this point's state, unless it is there already."""
-        if self.current == rp.point.index:
-            return
-        self.settings = self.target.prepare(rp)
-        if self.current is None and not self.facts_stored and self.doctor:
-            from .host_audit import audit_target  # noqa: PLC0415 - only runs that audit load the checks
-
-            self.findings, said = audit_target(self.study, self.target)  # before the knobs: the hosts as found
-            self.progress.message(said)
-        if self.knobs is not None:
-            self.settings["knobs"] = self.knobs.apply_point(rp)
-            self.settings.update(self.target.state())  # read back what the knobs changed
-            for note in self.knobs.take_messages():
-                self.progress.message(note)
-        if self.current is None and not self.facts_stored:
-            facts = self.target.facts()
-            for host, f in facts.items():  # the machine each host is (nettune ceiling's key)
-                if host in self.target.hosts and self.answers is not None:
-                    f.setdefault("machine", self.answers.machine(host))
-            for host, found in self.findings.items():
-                facts.setdefault(host, {})["doctor"] = found
-            self.store.add_facts(self.outcome.study_id, facts)
-        self.current = rp.point.index
-
-    def run(self, slot: Slot) -> list[TestResult]:
-        rp = self.by_index[slot.point.index]
-        have = self.stored.of(slot)
-        if len(have) >= self.per_slot[slot.point.index]:
-            return []  # stored before a crash: never run twice
-        self.enter(rp)
-        if self.count and self.study.repeat.pause:
-            time.sleep(self.study.repeat.pause)
-        self.progress.test_start(slot, self.count)
-        t0 = time.monotonic()
-        wl = rp.workload
-        engine = get_engine(wl.engine)
-        sid, pid = self.outcome.study_id, self.point_ids[slot.point.index]
-        # one test, or one per host pair in rounds; each stored the moment it ends (a
-        # parallel round's pairs together). Hosts in target.extra_machines (ssh
-        # hypervisors) are sampled during every test.
-        choice = self.choices.get(slot.point.index)
-
-        def chosen(r: TestResult) -> TestResult:  # engine = "auto": what was picked and why, with every test
-            if choice is not None:
-                r.extra["engine_choice"] = choice.to_dict()
-            return r
-
-        results = run_slot(engine, wl, self.target, self.versions[wl.engine],
-                           lambda r: self.store.add_run(sid, pid, slot.run, slot.warmup, chosen(r), self.settings), skip=set(have),
-                           on_round=lambda rs: self.store.add_runs(sid, pid, slot.run, slot.warmup, [chosen(r) for r in rs], self.settings),
-                           access=self.access, meters=self.meters)
-        self.count += 1
-        if not slot.warmup:
-            self.idle_after(slot.point.index, wl, sid, pid)
-        self.outcome.tests += len(results)
-        self.outcome.failed += sum(not r.ok for r in results)
-        if not slot.warmup:
-            self.values[slot.point.index].append(_slot_value(list(have.values()) + results))
-            self.last_run[slot.point.index] = max(slot.run, self.last_run.get(slot.point.index, slot.run))
-        for res in results:
-            self.progress.test_end(slot, res, time.monotonic() - t0)
-        return results
-
-
-def _slot_value(results: list[TestResult]) -> float | None:
-    """What adaptive repeats watch for a slot: its throughput (summed over host pairs)."""
-    vals = [stopping_value(r) for r in results]
-    return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
-
-
-def _adaptive_rounds(study: Study, runner: _PointRunner) -> None:
+def _adaptive_rounds(study: Study, runner: PointRunner) -> None:
     """More rounds until every point's 95% CI is within target_margin (or max_runs).
     Sequential order finishes one point before the next; otherwise rounds interleave.
     A resumed study goes on from its stored values: the round number is how many rounds

@@ -22,9 +22,9 @@ import threading
 import time
 from typing import Any
 
-from .base import CommandResult, HostBase
+from .base import CommandResult
 from .k8s_api import ExecStream, KubeError
-from .procs import port_listening
+from .shell_host import ShellHostBase
 from .sshproc import ENV_PREAMBLE, WRAPPER, SshProc
 
 READ_SLICE = 0.5  # seconds one read of an exec stream waits for data
@@ -61,7 +61,7 @@ class KubeProc(SshProc):
         self._done.set()
 
 
-class KubeHost(HostBase):
+class KubeHost(ShellHostBase):
     """One pod's container. `ready` is None when usable, else why not (the point fails)."""
 
     def __init__(self, name: str, api: Any, namespace: str, pod: str, node_name: str | None = None):
@@ -145,24 +145,9 @@ class KubeHost(HostBase):
         if r.returncode != 0:
             raise OSError(f"{self.name}:{path}: {r.said() or 'cannot write'}")
 
-    def which(self, tool: str) -> str | None:
-        r = self.run(["sh", "-c", 'command -v "$1"', "sh", tool], timeout=15)
-        out = r.stdout.strip()
-        return out if r.returncode == 0 and out.startswith("/") else None
-
-    def _sockets(self, proto: str) -> list[str]:
-        return [self.run(["cat", f"/proc/net/{proto}", f"/proc/net/{proto}6"], timeout=15).stdout]
-
-    def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
-        return port_listening(self._sockets(proto), port, proto)
-
     def free_port(self, first: int = 5201, last: int = 5208) -> int:
         """A port nothing listens on in the pod (a Service forwards 5201-5208)."""
-        tcp, udp = self._sockets("tcp"), self._sockets("udp")
-        for port in range(first, last + 1):
-            if not port_listening(tcp, port, "tcp") and not port_listening(udp, port, "udp"):
-                return port
-        return first
+        return self._free_in(first, last)
 
     def reach(self) -> dict[str, Any]:
         """Where this pod's node is, for the knob journal: cluster context, node, pod."""

@@ -37,10 +37,10 @@ from typing import Any
 import asyncssh
 
 from ..errors import NettuneError
-from .base import CommandResult, HostBase, TargetBase
+from .base import CommandResult, TargetBase
 from .facts import linux_facts
 from .freebsd import freebsd_facts
-from .procs import port_listening
+from .shell_host import ShellHostBase
 from .sshproc import ENV_PREAMBLE, WRAPPER, EventLoopThread, SshProc
 from .sshshell import RemoteShell, ShellGone
 from .sshconnect import hop_where, ssh_connect
@@ -58,7 +58,7 @@ class SshError(NettuneError, ConnectionError):
         self.retry = retry  # the host may just be (re)booting: worth trying again
 
 
-class SshHost(HostBase):
+class SshHost(ShellHostBase):
     def __init__(self, name: str, spec: Any, loop: EventLoopThread, tofu: bool = False, connect_timeout: float = 10.0,
                  reconnect_timeout: float = 0.0, host_key: str | None = None, jump_keys: list[str | None] | None = None):
         self.name, self.spec = name, spec
@@ -300,29 +300,15 @@ class SshHost(HostBase):
         if r.returncode != 0:
             raise OSError(f"{self.name}:{path}: {r.stderr.strip() and r.said() or 'cannot write'}")
 
-    def which(self, tool: str) -> str | None:
-        r = self.run(["sh", "-c", 'command -v "$1"', "sh", tool], timeout=15)
-        out = r.stdout.strip()
-        return out if r.returncode == 0 and out.startswith("/") else None
-
-    def _sockets(self, proto: str) -> list[str]:
-        return [self.run(["cat", f"/proc/net/{proto}", f"/proc/net/{proto}6"], timeout=15).stdout]
-
     def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
         if self.os == "freebsd":
             r = self.run(["sockstat", "-46", "-l", "-P", proto, "-p", str(port)], timeout=15)
             return any(f":{port} " in ln + " " for ln in r.stdout.splitlines()[1:])
-        return port_listening(self._sockets(proto), port, proto)
+        return super().listening(port, proto, pid)
 
     def free_port(self, first: int = 5201, last: int = 5400) -> int:
         """A port nothing listens on (TCP) or is bound to (UDP) on this host."""
-        if self.os == "freebsd":
-            return first
-        tcp, udp = self._sockets("tcp"), self._sockets("udp")
-        for port in range(first, last + 1):
-            if not port_listening(tcp, port, "tcp") and not port_listening(udp, port, "udp"):
-                return port
-        return first
+        return first if self.os == "freebsd" else self._free_in(first, last)
 
     def close(self) -> None:
         for proc in list(self._live.values()):
