@@ -371,7 +371,7 @@ def test_version() -> None:
 
 def test_registry() -> None:
     assert isinstance(get_engine("iperf3"), Iperf3Engine)
-    assert set(ENGINES) == {"iperf3", "iperf2"}
+    assert set(ENGINES) == {"iperf3", "iperf2", "command"}
     for name, e in ENGINES.items():
         assert e.name == name and e.binary and e.install_hint
     with pytest.raises(ValueError, match="iperf3"):

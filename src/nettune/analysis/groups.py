@@ -175,24 +175,26 @@ def interaction(param: str, by: str, groups: list[Any], per_group: dict[Any, lis
 
 
 def group_efficiency(data: StudyData, by: str, groups: list[Any]) -> tuple[list[GroupEfficiency], list[str]]:
-    """Best Gbit/s per core of client and server CPU in each group, and how they compare."""
+    """Gbit/s per core of client and server CPU at each group's recommended point (the knee
+    of its throughput-vs-CPU frontier), and how the groups compare."""
     from .analyze import efficiency  # noqa: PLC0415 - analyze imports this module
 
     rows: list[GroupEfficiency] = []
     for g in groups:
         pts = [p for p in data.points if p.params.get(by) == g]
         sub = StudyData(data.study, pts, data.facts, [a for a in data.axes if a != by], data.derived)
-        for e in efficiency(sub, data.params):
-            if e.side in ("client", "server"):
-                rows.append(GroupEfficiency(g, e.side, e.point, e.gbps, e.cpu_percent, e.gbps_per_core))
+        for e in efficiency(sub, data.params):  # each cost's recommended point (the frontier's knee), CPU in cores
+            side = e.cost.removeprefix("cpu_")
+            if side in ("client", "server") and e.unit == "cores" and e.cost_value > 0:
+                rows.append(GroupEfficiency(g, side, e.point, e.gbps, e.cost_value * 100, e.gbps / e.cost_value))
     lines = []
     for side in ("client", "server"):
         mine = sorted((r for r in rows if r.side == side), key=lambda r: -r.gbps_per_core)
         if len(mine) < 2 or mine[-1].gbps_per_core <= 0:
             continue
         top, low = mine[0], mine[-1]
-        each = ", ".join(f"{r.group} {num(r.gbps_per_core)} ({num(r.gbps)} Gbit/s at {r.cpu_percent:.0f}% CPU)" for r in mine)
-        lines.append(f"efficiency, {side} CPU: {each} Gbit/s per core at each group's best point; "
+        each = ", ".join(f"{r.group} {num(r.gbps_per_core)} ({num(r.gbps)} Gbit/s at {r.cpu_percent:.0f}% of one core)" for r in mine)
+        lines.append(f"efficiency, {side} CPU: {each} Gbit/s per core at each group's recommended point; "
                      f"{top.group} gets {top.gbps_per_core / low.gbps_per_core:.1f}x {low.group}'s throughput per {side} core")
     return rows, lines
 
