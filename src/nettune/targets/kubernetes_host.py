@@ -128,13 +128,6 @@ class KubeHost(ShellHostBase):
         return proc
 
     # -- files -------------------------------------------------------------------------
-    def read_text(self, path: str) -> str:
-        r = self.run(["cat", "--", path], timeout=15)
-        if r.returncode != 0:
-            msg = f"{self.name}:{path}: {r.said() or 'cannot read'}"
-            raise FileNotFoundError(msg) if "No such file" in r.stderr else OSError(msg)
-        return r.stdout
-
     def write_text(self, path: str, text: str) -> None:
         if path.startswith("/proc/sys/") and not self.privileged:
             raise OSError(f"{self.name}:{path}: a test pod's /proc/sys is read-only; set node sysctls on node:NAME hosts "

@@ -8,6 +8,13 @@ from .procs import port_listening
 
 
 class ShellHostBase(HostBase):
+    def read_text(self, path: str) -> str:
+        r = self.run(["cat", "--", path], timeout=15)
+        if r.returncode != 0:
+            msg = f"{self.name}:{path}: {r.stderr.strip() and r.said() or 'cannot read'}"  # never the file's text
+            raise FileNotFoundError(msg) if "No such file" in r.stderr else OSError(msg)
+        return r.stdout
+
     def which(self, tool: str) -> str | None:
         r = self.run(["sh", "-c", 'command -v "$1"', "sh", tool], timeout=15)
         out = r.stdout.strip()

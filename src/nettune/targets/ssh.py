@@ -288,13 +288,6 @@ class SshHost(ShellHostBase):
         r: CommandResult = self._call(self._run(argv, timeout, input), timeout)
         return r
 
-    def read_text(self, path: str) -> str:
-        r = self.run(["cat", "--", path], timeout=15)
-        if r.returncode != 0:
-            msg = f"{self.name}:{path}: {r.stderr.strip() and r.said() or 'cannot read'}"
-            raise FileNotFoundError(msg) if "No such file" in r.stderr else OSError(msg)
-        return r.stdout
-
     def write_text(self, path: str, text: str) -> None:
         r = self.run(["sh", "-c", 'cat > "$1"', "sh", path], timeout=15, input=text)
         if r.returncode != 0:
