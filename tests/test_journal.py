@@ -181,3 +181,67 @@ def test_journal_not_writable_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("NETTUNE_STATE_DIR", "/proc/nettune-nope")
     with pytest.raises(NettuneError, match="NETTUNE_STATE_DIR"):
         Journal().begin("x", 1)
+
+
+def _fill(j: Journal, closed_sessions: int) -> None:
+    """Sessions that began, changed a setting, restored it and ended: history, nothing open."""
+    loc = {"key": "mtu", "kind": "mtu", "arg": None, "device": "x"}
+    for i in range(closed_sessions):
+        sid = f"old{i}"
+        j.append({"op": "begin", "session": sid, "study": "s", "pid": 1, "pid_start": "1", "time": 1.0})
+        j.append({"op": "change", "session": sid, "seq": 1, "study": "s", "host": "h", "knob": "mtu", "loc": loc,
+                  "place": {"type": "machine", "key": "machine"}, "original": 1500, "new": 9000, "pad": "x" * 400})
+        j.append({"op": "done", "session": sid, "seq": 1, "result": "restored"})
+        j.append({"op": "end", "session": sid})
+
+
+def test_a_big_journal_with_nothing_open_is_rotated_by_the_next_run_even_without_knobs(state_dir):
+    from nettune.knobs import journal as journal_mod
+
+    j = Journal()
+    _fill(j, 1 + journal_mod.ROTATE_BYTES // 700)
+    assert j.path.stat().st_size >= journal_mod.ROTATE_BYTES
+    assert journal_gate(False) == []  # a study without knobs: it reads the journal, and tidies it
+    assert not j.path.exists() or j.path.stat().st_size < 1000
+    assert (state_dir / "journal.jsonl.1").stat().st_size >= journal_mod.ROTATE_BYTES  # history kept once
+    sid = j.begin("next", 2)  # the journal goes on in a new file
+    assert [s.id for s in j.open_sessions()] == [sid]
+
+
+def test_a_big_journal_with_an_open_session_is_never_rotated(state_dir):
+    from nettune.knobs import journal as journal_mod
+
+    j = Journal()
+    _fill(j, 1 + journal_mod.ROTATE_BYTES // 700)
+    dead = "deadbeef"
+    j.append({"op": "begin", "session": dead, "study": "k", "pid": 999999999, "pid_start": "1", "time": 1.0})
+    j.change(dead, 1, "k", "h", {"key": "mtu", "kind": "mtu", "arg": None, "device": "x"}, {"type": "machine", "key": "machine"}, 1500, 9000)
+    size = j.path.stat().st_size
+    j.rotate_if_big()
+    j.begin("other", 3)  # begin() rotates too, and must not either
+    assert j.path.stat().st_size > size and not (state_dir / "journal.jsonl.1").exists()
+    assert [c["original"] for s in j.open_sessions() if s.id == dead for c in s.changes] == [1500]
+
+
+def test_an_append_waiting_while_the_journal_is_rotated_lands_in_the_new_file(state_dir):
+    """A record written by another process while a rotation holds the lock must not end up
+    in the rotated-away file (its session would look closed there and open nowhere)."""
+    import fcntl
+    import threading
+
+    from nettune.knobs import journal as journal_mod
+
+    j = Journal()
+    _fill(j, 1 + journal_mod.ROTATE_BYTES // 700)
+    fd = os.open(j.path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as rotate_if_big holds it
+    writer = threading.Thread(target=j.append, args=({"op": "begin", "session": "late", "study": "x", "pid": 1, "time": 2.0},))
+    writer.start()
+    writer.join(0.3)
+    assert writer.is_alive()  # waiting for the lock, with the old file open
+    j.path.replace(j.path.with_suffix(".jsonl.1"))
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    writer.join(10)
+    assert [r["session"] for r in j.records()] == ["late"]
+    assert "late" not in (state_dir / "journal.jsonl.1").read_text()

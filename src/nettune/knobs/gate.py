@@ -132,12 +132,14 @@ def journal_gate(has_knobs: bool, restore_first: bool = False, journal: Journal 
     for s in dead:
         if not s.changes:
             journal.end(s.id)  # died before changing anything
-    others = sorted({host_label(c) for s in pending(journal)[0] if not s.kept for c in s.changes})
+    still = pending(journal)[0] if mine else dead  # only a restore changed what is pending
+    others = sorted({host_label(c) for s in still if not s.kept for c in s.changes})
     if others:
         notes.append(f"note: an interrupted run left settings changed on {', '.join(others)}; this study does not use "
                      "them, so it runs (`nettune restore` puts them back, `nettune restore --forget HOST` gives them up)")
     if alive and has_knobs:
         raise NettuneError(f"another nettune run is changing settings on this machine right now ({alive[0].describe()}); wait for it to finish")
+    journal.rotate_if_big()  # if nothing is open; a study without knobs never begins a session, which rotates too
     return notes
 
 

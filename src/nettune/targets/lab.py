@@ -11,10 +11,13 @@ from ..spec.lab_link import UnderlaySpec
 from . import lab_nodes
 from . import lab_placement as placement
 from .labnet import LabNet, require_root, study_layout
+from .netns_access import PER_TASK, port_bound, read_in_netns, write_in_netns
 from .procs import LocalProc, port_listening, run_local, with_env
 
-# Paths whose content differs per network namespace: read/write them from inside it.
-_NS_PATHS = ("/proc/sys/net/", "/sys/class/net/", "/proc/net/")
+# Paths whose content differs per network namespace: read/write them from inside it
+# (PER_TASK ones from a thread that entered it; sysfs through `ip netns exec`, which
+# mounts the namespace's own /sys).
+_SYSFS_NET = "/sys/class/net/"
 
 
 class LabHost(HostBase):
@@ -44,7 +47,9 @@ class LabHost(HostBase):
         return run_local(argv, timeout)
 
     def read_text(self, path: str) -> str:
-        if path.startswith(_NS_PATHS):
+        if path.startswith(PER_TASK):
+            return read_in_netns(self.netns, path)
+        if path.startswith(_SYSFS_NET):
             r = self.run(["cat", path], timeout=10)
             if r.returncode != 0:
                 raise OSError(r.stderr.strip() or f"cannot read {path} in {self.netns}")
@@ -52,7 +57,10 @@ class LabHost(HostBase):
         return Path(path).read_text()
 
     def write_text(self, path: str, text: str) -> None:
-        if path.startswith(_NS_PATHS):
+        if path.startswith(PER_TASK):
+            write_in_netns(self.netns, path, text)
+            return
+        if path.startswith(_SYSFS_NET):
             r = self.run(["sh", "-c", 'printf "%s" "$1" > "$2"', "sh", text, path], timeout=10)
             if r.returncode != 0:
                 raise OSError(r.stderr.strip() or f"cannot write {path} in {self.netns}")
@@ -66,6 +74,9 @@ class LabHost(HostBase):
         return 5201  # a namespace we created: nothing else listens there
 
     def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
+        bound = port_bound(port, proto, self.netns)
+        if bound is not None:
+            return bound
         texts = []
         for name in (proto, proto + "6"):
             try:
@@ -149,3 +160,4 @@ class LabTarget(TargetBase):
         # name) must not remove a lab of the same name that belongs to someone else.
         if self._created:
             self.net.down()
+        self.net.netlink.close()

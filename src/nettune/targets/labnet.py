@@ -8,10 +8,12 @@ import json
 import signal
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from pyroute2 import IPRoute, NetNS, netns
+
+from .netns_access import NetlinkPool
 
 from ..errors import NettuneError
 from . import lab_nodes, lab_shaping
@@ -56,12 +58,21 @@ class LabNet:
         self.layout = layout
         self.link: Any = None  # spec LinkSpec in force (None: unshaped)
         self.underlay: Any = None  # spec UnderlaySpec in force
+        self.netlink = NetlinkPool()  # one socket per namespace for the lab's life
+
+    def _nl(self, ns: str | None) -> AbstractContextManager[Any]:
+        """A netlink socket into a namespace (None: the root one), kept between calls."""
+        return self.netlink.socket(ns)
+
+    def _switch(self, host: str) -> AbstractContextManager[Any]:
+        """Netlink to the namespace of the host's switch end (root, or its node's)."""
+        return self._nl(self.layout.switch_ns(host))
 
     def up(self, mtu: int, queues: int | dict[str, int], underlay_mtu: int = 1500) -> None:
         require_root()
         lay = self.layout
         self._save_state()
-        with deadline("creating the bridge"), IPRoute() as ipr:
+        with deadline("creating the bridge"), self._nl(None) as ipr:
             if not ipr.link_lookup(ifname=lay.bridge):
                 ipr.link("add", ifname=lay.bridge, kind="bridge")
             br = ipr.link_lookup(ifname=lay.bridge)[0]
@@ -72,7 +83,7 @@ class LabNet:
         for h in lay.hosts:
             if lay.ns(h) not in netns.listnetns():
                 netns.create(lay.ns(h))
-            with deadline(f"setting up {lay.ns(h)}"), NetNS(lay.ns(h)) as ns:
+            with deadline(f"setting up {lay.ns(h)}"), self._nl(lay.ns(h)) as ns:
                 ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
             self.recreate_veth(h, mtu, queues[h] if isinstance(queues, dict) else queues)
 
@@ -81,10 +92,10 @@ class LabNet:
         switch end is on the root bridge, or on its node's bridge in the node's namespace."""
         lay = self.layout
         rif, nif, nsname = lay.root_if(host), lay.ns_if(host), lay.ns(host)
-        with deadline(f"re-creating the veth of {host}"), _switch(lay, host) as ipr:
+        with deadline(f"re-creating the veth of {host}"), self._switch(host) as ipr:
             for idx in ipr.link_lookup(ifname=rif):
                 ipr.link("del", index=idx)
-            with NetNS(nsname) as ns:
+            with self._nl(nsname) as ns:
                 for idx in ns.link_lookup(ifname=nif):
                     ns.link("del", index=idx)
             # Stable MACs, like a VM's NIC across restarts: peers' ARP caches stay valid
@@ -96,7 +107,7 @@ class LabNet:
             br = ipr.link_lookup(ifname=lab_nodes.NODE_BRIDGE if lay.node_of(host) else lay.bridge)[0]
             idx = ipr.link_lookup(ifname=rif)[0]
             ipr.link("set", index=idx, mtu=SWITCH_MTU, master=br, state="up")
-        with deadline(f"configuring the veth of {host}"), NetNS(nsname) as ns:
+        with deadline(f"configuring the veth of {host}"), self._nl(nsname) as ns:
             idx = ns.link_lookup(ifname=nif)[0]
             ns.link("set", index=idx, mtu=mtu, state="up")
             _ensure_addr(ns, idx, lay.address(host), lay.subnet.prefixlen)
@@ -107,7 +118,7 @@ class LabNet:
         """Put a host on another node: its veth's switch end moves to that node's bridge (a
         pod rescheduled); the lab's record follows so cleanup finds every namespace."""
         lay = self.layout
-        with deadline(f"moving {host} to node {node}"), _switch(lay, host) as old:
+        with deadline(f"moving {host} to node {node}"), self._switch(host) as old:
             for idx in old.link_lookup(ifname=lay.root_if(host)):
                 old.link("del", index=idx)
         lay.nodes = {n: [h for h in hs if h != host] + ([host] if n == node else []) for n, hs in (lay.nodes or {}).items()}
@@ -128,7 +139,7 @@ class LabNet:
         if shape is None and not self.shaped_once:
             return  # never shaped: the default qdiscs are already there
         lay = self.layout
-        with deadline(f"shaping the link of {host}"), NetNS(lay.ns(host)) as ns, _switch(lay, host) as sw:
+        with deadline(f"shaping the link of {host}"), self._nl(lay.ns(host)) as ns, self._switch(host) as sw:
             lab_shaping.apply(ns, lay.ns_if(host), shape)
             lab_shaping.apply(sw, lay.root_if(host), shape)
 
@@ -136,7 +147,7 @@ class LabNet:
         """Per host: the shape asked for and the qdiscs on each end, read back from netlink."""
         lay, out = self.layout, {}
         for h in lay.hosts:
-            with NetNS(lay.ns(h)) as ns, _switch(lay, h) as sw:
+            with self._nl(lay.ns(h)) as ns, self._switch(h) as sw:
                 out[h] = {
                     "shape": self.link.for_host(h).values() if self.link is not None else {},
                     "host_end": [q["kind"] for q in lab_shaping.qdiscs(ns, lay.ns_if(h))],
@@ -158,7 +169,7 @@ class LabNet:
         self._save_state()
         if lay.ns(host) not in netns.listnetns():
             netns.create(lay.ns(host))
-        with deadline(f"setting up {lay.ns(host)}"), NetNS(lay.ns(host)) as ns:
+        with deadline(f"setting up {lay.ns(host)}"), self._nl(lay.ns(host)) as ns:
             ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
         self.recreate_veth(host, mtu, 1)
         return lay
@@ -167,14 +178,14 @@ class LabNet:
         """The hosts' MTU; the switch side already passes any frame size."""
         lay = self.layout
         for h in lay.hosts:
-            with deadline(f"setting the MTU of {h}"), NetNS(lay.ns(h)) as ns:
+            with deadline(f"setting the MTU of {h}"), self._nl(lay.ns(h)) as ns:
                 ns.link("set", index=ns.link_lookup(ifname=lay.ns_if(h))[0], mtu=mtu)
 
     def state(self) -> dict[str, dict[str, int | str]]:
         """Actual MTU and queue counts of each host's interface, read back from netlink."""
         out: dict[str, dict[str, int | str]] = {}
         for h in self.layout.hosts:
-            with NetNS(self.layout.ns(h)) as ns:
+            with self._nl(self.layout.ns(h)) as ns:
                 idx = ns.link_lookup(ifname=self.layout.ns_if(h))
                 if not idx:
                     continue
@@ -189,6 +200,7 @@ class LabNet:
         return out
 
     def down(self) -> None:
+        self.netlink.close()  # an open socket would keep a namespace (and its veth ends) alive
         remove_lab(self.layout)
 
     def _save_state(self) -> None:
@@ -197,12 +209,6 @@ class LabNet:
         (LAB_DIR / f"{lay.study}.json").write_text(
             json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "nodes": lay.nodes, "created": time.time(), "owner": owner_token()})
         )
-
-
-def _switch(lay: LabLayout, host: str) -> IPRoute | NetNS:
-    """Netlink to the namespace of the host's switch end (root, or its node's)."""
-    where = lay.switch_ns(host)
-    return IPRoute() if where is None else NetNS(where)
 
 
 def _ensure_addr(ipr: IPRoute | NetNS, idx: int, address: str, prefixlen: int) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
+from .netns_access import port_bound
 from .procs import LocalProc, port_listening, run_local, with_env
 
 
@@ -33,6 +34,9 @@ class LocalHost(HostBase):
         return shutil.which(tool)
 
     def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
+        bound = port_bound(port, proto)  # this process's namespace, which is the tools' too
+        if bound is not None:
+            return bound
         base = f"/proc/{pid}/net" if pid else "/proc/net"
         texts = []
         for name in (proto, proto + "6"):
