@@ -203,7 +203,7 @@ def import_(
 
     Every file is read first: each unusable one gets an `error: FILE: reason` line. Exit 0
     when all were imported, 1 when some were, 2 (and nothing written) when none was."""
-    from ..importers import check_args, parse_sets, read_files, store_files
+    from ..importers import check_args, import_store, parse_sets, read_files, store_files
     from ..importers.params import compile_rules
     from ..importers.table_csv import table_importer
     from ..importers.nettune_export import import_exports, is_export, read_exports
@@ -230,15 +230,8 @@ def import_(
             print_error(why)
     if all(res is None for _, res, _, _ in results):
         raise typer.Exit(2)  # before the database is opened: nothing is created
-    existed = db.exists()
-    try:
-        with open_store(db, must_exist=False) as store:
-            outcome = store_files(store, results, study, description)
-    except BaseException:
-        if not existed:  # a failed import leaves no database behind
-            for f in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"), db.with_name(db.name + "-journal")):
-                f.unlink(missing_ok=True)
-        raise
+    with import_store(db) as store:  # a failed import leaves no database behind
+        outcome = store_files(store, results, study, description)
     for f in outcome.files:
         if f.ok:
             console.print(f"  {f.path}: {f.message}", highlight=False, soft_wrap=True)
