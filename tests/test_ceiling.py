@@ -67,3 +67,32 @@ def test_ceiling_refuses_what_it_cannot_measure(tmp_path):
     r = nettune("ceiling", "some-remote-host", "--inventory", str(inv), "--db", str(tmp_path / "r.db"))
     assert r.returncode != 0 and r.stderr.startswith("error: ceiling some-remote-host") and "Traceback" not in r.stderr
     assert not (tmp_path / "r.db").exists()
+
+
+@needs_iperf3
+def test_each_host_is_asked_its_machine_name_once(tmp_path, monkeypatch):
+    """hosts_to_measure asks `uname -n` to keep one host per machine; plan() reuses that answer
+    (it asked again), and a host dropped as a second view of the machine is asked nothing else."""
+    from typer.testing import CliRunner
+
+    import nettune.targets.local as local
+    from nettune.cli.main import app
+
+    asked: list[tuple[int, tuple[str, ...]]] = []
+
+    class CountingHost(local.LocalHost):
+        def run(self, argv, timeout=30.0):
+            asked.append((id(self), tuple(argv)))
+            return super().run(argv, timeout)
+
+    monkeypatch.setattr(local, "LocalHost", CountingHost)
+    study = tmp_path / "l.toml"  # a local study: this machine again, so measured once
+    study.write_text('name = "nettune-t-ceil-once"\n[target]\nkind = "local"\n')
+    r = CliRunner().invoke(app, ["ceiling", "localhost", str(study), "--duration", "1", "--max-streams", "1", "--db", str(tmp_path / "r.db")])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("loopback tests of 1s") == 1
+    hosts = list(dict.fromkeys(h for h, _ in asked))
+    assert len(hosts) == 2  # this machine, then the study's view of it
+    for h in hosts:
+        assert [a for i, a in asked if i == h].count(("uname", "-n")) == 1
+    assert [a for i, a in asked if i == hosts[1]] == [("uname", "-n")]

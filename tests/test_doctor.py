@@ -80,6 +80,40 @@ def test_lab_study_is_audited_and_removed(tmp_path):
     assert not lab_leftovers()
 
 
+def test_lab_reports_host_wide_findings_once_for_the_machine(tmp_path):
+    """The lab's hosts are namespaces of this machine: a setting they cannot have apart
+    (rmem_max, read-only there; netdev_max_backlog, missing there) and the installed tools
+    are reported once, under "this machine"; per-namespace ones stay per host. A host-wide
+    fix found through a lab host is made on the machine and restored."""
+    f = tmp_path / "quick.toml"
+    f.write_text((EXAMPLES / "quick.toml").read_text().replace('name = "quick"', 'name = "nettune-t-docwide"'))
+    before, rmem = BACKLOG.read_text().strip(), RMEM.read_text().strip()
+    BACKLOG.write_text("1000\n")
+    RMEM.write_text("212992\n")
+    try:
+        rc, out = doctor(str(f))
+        assert rc == 1 and not out["errors"]
+        def where(check: str, seen: str) -> list[str]:
+            return [x["host"] for x in out["findings"] if x["check"] == check and x["seen"].startswith(seen)]
+
+        assert where("net.buffers", "rmem_max 212992") == ["this machine"]
+        assert where("net.backlog", "netdev_max_backlog 1000") == ["this machine"]  # the namespaces have none: the machine's
+        assert where("tool.iperf", "") == ["this machine"] * len(where("tool.iperf", ""))
+        assert len({x["seen"] for x in out["findings"] if x["check"] == "tool.iperf"}) == len(where("tool.iperf", ""))
+        assert sorted(where("net.somaxconn", "")) == ["client", "server"]  # per namespace
+        assert sorted(where("nic.offloads", "")) == ["client", "server"]
+        assert not lab_leftovers()
+
+        rc, out = doctor(str(f), "--check", "net.backlog", "--fix", "net.backlog")
+        assert BACKLOG.read_text().strip() == "250000" and len(out["fixed"]) == 1
+        r = nettune("restore")
+        assert r.returncode == 0 and BACKLOG.read_text().strip() == "1000", r.stdout + r.stderr
+        assert not Journal().open_sessions() and not lab_leftovers()
+    finally:
+        BACKLOG.write_text(before + "\n")
+        RMEM.write_text(rmem + "\n")
+
+
 def _study(lab, tmp_path) -> Path:
     f = tmp_path / "s.toml"
     f.write_text(f'name = "t-doctor-ssh"\n[target]\nkind = "ssh"\ninventory = "{lab["inventory"]}"\n'

@@ -169,3 +169,17 @@ def test_watts_get_a_frontier_of_their_own(tmp_path):
     (watts,) = [e for e in res.efficiency if e.cost == "watts:machine"]
     assert watts.unit == "W" and watts.point == {"streams": 2} and watts.cost_value == pytest.approx(45.0)
     assert watts.wasted is not None and "machine power" in watts.wasted.text and "Gbit/s per extra W" in watts.wasted.text
+
+
+def test_report_takes_share_like_analyze(db, tmp_path):
+    """`report --share` moves the report's recommendation and its chart's share line as
+    `analyze --share` does; a bad share is refused the same way, before anything is written."""
+    nettune("report", "A2", "--db", str(db), "--out", str(tmp_path / "half"), "--share", "0.5", check=True)
+    nettune("report", "A2", "--db", str(db), "--out", str(tmp_path / "default"), check=True)
+    half, default = (tmp_path / "half" / "report.md").read_text(), (tmp_path / "default" / "report.md").read_text()
+    assert "frontier among points reaching 50% of the best" in half and "reaching 80%" not in half
+    assert "frontier among points reaching 80% of the best" in default
+    assert "50% of the best" in (tmp_path / "half" / "charts" / "frontier.svg").read_text()  # the chart's dotted line
+    bad = nettune("report", "A2", "--db", str(db), "--out", str(tmp_path / "bad"), "--share", "1.5")
+    assert bad.returncode != 0 and "--share 1.5" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "bad").exists()

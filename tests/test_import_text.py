@@ -300,6 +300,30 @@ def test_failed_import_leaves_no_database(tmp_path, monkeypatch):
     assert not list(tmp_path.glob("new.db*"))
 
 
+def test_import_store_removes_only_a_database_it_created(tmp_path):
+    """The cleanup below the CLI (importers.intake.import_store): a failure removes a database
+    it created with SQLite's side files, never one that was there, and success keeps it."""
+    from nettune.importers import import_store
+    from nettune.spec.models import Study
+
+    study = Study.model_validate({"name": "s", "target": {"kind": "local"}})
+    new = tmp_path / "new.db"
+    with pytest.raises(RuntimeError, match="boom"):
+        with import_store(new) as store:
+            store.begin_study(study, 'name = "s"\n', "s.toml")
+            assert new.exists()
+            raise RuntimeError("boom")
+    assert not list(tmp_path.glob("new.db*"))
+    old = tmp_path / "old.db"
+    with import_store(old) as store:
+        store.begin_study(study, 'name = "s"\n', "s.toml")
+    with pytest.raises(RuntimeError):
+        with import_store(old):
+            raise RuntimeError("boom")
+    with Store(old) as s:
+        assert s.find_study("s")["name"] == "s"
+
+
 def test_a_hand_made_table_compares_and_reports_with_an_imported_log(tmp_path):
     """Old hand-made results (a table) against logs: compare and report work across them."""
     db = tmp_path / "r.db"

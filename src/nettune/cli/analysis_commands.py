@@ -13,6 +13,7 @@ from ..exporters.base import MEMBERS, one_of
 from .app import DB_OPT, app, console, open_store, print_error, print_export, print_fitted, print_items, user_errors
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
+SHARE_OPT = typer.Option(0.80, "--share", help="Efficiency: the recommended point is the knee of the throughput-vs-cost frontier among points reaching this share of the best throughput (0.8 = 80%).")
 METRIC_OPT = typer.Option("auto", "--metric", "-m", help="auto (the study's primary metric: total, or wall for a command workload), total (Gbit/s, both directions), receiver, sender, cpu_client, cpu_server, cpu_host, retransmits, lost_percent, jitter_ms, duration, wall, cpu_s, peak_rss, energy, power...")
 
 
@@ -112,7 +113,7 @@ def analyze(
     metric: str = METRIC_OPT,
     saturation: float = typer.Option(0.10, "--saturation", help="Gain per doubling below which a parameter has saturated (0.10 = 10%)."),
     by: Optional[str] = typer.Option(None, "--by", help="Verdicts per group of this swept parameter (e.g. os): each group's knob effects with CIs, the interaction in one sentence, efficiency per group."),
-    share: float = typer.Option(0.80, "--share", help="Efficiency: the recommended point is the knee of the throughput-vs-cost frontier among points reaching this share of the best throughput (0.8 = 80%)."),
+    share: float = SHARE_OPT,
     format: str = FORMAT_OPT,
     db: Path = DB_OPT,
 ) -> None:
@@ -153,6 +154,7 @@ def report(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for report.md, report.html and charts/."),
     point: Optional[str] = typer.Option(None, "--point", help="Point for the per-interval chart, KEY=VAL[,...] (default: the best)."),
     metric: str = METRIC_OPT,
+    share: float = SHARE_OPT,
     db: Path = DB_OPT,
 ) -> None:
     """Write report.md, PNG and SVG charts, and one self-contained report.html."""
@@ -161,7 +163,7 @@ def report(
 
     with open_store(db) as store:
         data = load(store, study)
-    rep = build_report(data, out, parse_filter(point, "--point"), metric)
+    rep = build_report(data, out, parse_filter(point, "--point"), metric, share=share)
     console.print(f"wrote {rep.markdown}, {rep.html} and {len(rep.charts)} charts in {out / 'charts'}", highlight=False, soft_wrap=True)
 
 
@@ -201,7 +203,7 @@ def import_(
 
     Every file is read first: each unusable one gets an `error: FILE: reason` line. Exit 0
     when all were imported, 1 when some were, 2 (and nothing written) when none was."""
-    from ..importers import check_args, parse_sets, read_files, store_files
+    from ..importers import check_args, import_store, parse_sets, read_files, store_files
     from ..importers.params import compile_rules
     from ..importers.table_csv import table_importer
     from ..importers.nettune_export import import_exports, is_export, read_exports
@@ -228,15 +230,8 @@ def import_(
             print_error(why)
     if all(res is None for _, res, _, _ in results):
         raise typer.Exit(2)  # before the database is opened: nothing is created
-    existed = db.exists()
-    try:
-        with open_store(db, must_exist=False) as store:
-            outcome = store_files(store, results, study, description)
-    except BaseException:
-        if not existed:  # a failed import leaves no database behind
-            for f in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"), db.with_name(db.name + "-journal")):
-                f.unlink(missing_ok=True)
-        raise
+    with import_store(db) as store:  # a failed import leaves no database behind
+        outcome = store_files(store, results, study, description)
     for f in outcome.files:
         if f.ok:
             console.print(f"  {f.path}: {f.message}", highlight=False, soft_wrap=True)

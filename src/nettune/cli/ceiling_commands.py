@@ -24,7 +24,7 @@ def ceiling(
     from ..store.instrument_tables import add_ceilings
 
     with hosts_to_measure(list(what or []), str(inventory) if inventory else None) as hosts:
-        plans = [(h, plan(h, max_streams or None)) for h in hosts]
+        plans = [(h, plan(h, max_streams or None, answers)) for h, answers in hosts]
         missing = [h.name for h, p in plans if not p.tests]
         if missing:
             raise NettuneError(f"{', '.join(missing)}: neither iperf3 nor iperf2 is installed there: apt-get install iperf3 iperf "

@@ -2,8 +2,10 @@
 
 Hosts come from this machine (no study), a study's target (local, lab namespaces, ssh
 hosts) or named hosts of an inventory. Checks about the machine itself (CPU, power,
-virtualization) run once per machine, so lab namespaces sharing this machine are not
-audited twice for it. A check that fails is an error of the report (exit code 2), never
+virtualization, the installed tools) run once per machine, so lab namespaces sharing this
+machine are not audited twice for it; a host-wide setting a per-host check reads (a sysctl
+a namespace cannot set, HostView.setting) is reported once, under the machine, the
+strictest of what its hosts asked for. A check that fails is an error of the report (exit code 2), never
 a traceback; the other checks still run.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .registry import CHECKS, STUDY_CHECKS
 
 log = logging.getLogger("nettune.doctor")
 SHAPE_VERSION = 1
+THIS_MACHINE = "this machine"  # the name findings about the machine the lab's hosts share go under
 
 
 @dataclass
@@ -74,7 +77,33 @@ def audit(views: list[HostView], addresses: dict[str, Any] | None = None, only: 
         for found, errors in pool.map(lambda t: _run_checks(*t), todo):
             rep.findings += found
             rep.errors += errors
+    rep.findings = _once_per_machine(rep.findings, set(rep.hosts))
     return rep
+
+
+def _once_per_machine(findings: list[Finding], hosts: set[str]) -> list[Finding]:
+    """One finding per host-wide setting of a shared machine (findings under a machine's
+    name, not a host's): the lab's hosts each read it, the machine has it once. The
+    strictest stays: the highest severity, then the largest fix value (rmem_max judged
+    against each host's own bandwidth-delay product)."""
+    keep: dict[tuple[str, str, str], int] = {}
+    out: list[Finding | None] = []
+    for f in findings:
+        if f.host in hosts:
+            out.append(f)
+            continue
+        key = (f.check, f.host, str(f.knob["key"]) if f.knob else f.seen)
+        if key not in keep:
+            keep[key] = len(out)
+            out.append(f)
+        elif _strictness(f) > _strictness(out[keep[key]]):  # type: ignore[arg-type]
+            out[keep[key]] = f
+    return [f for f in out if f is not None]
+
+
+def _strictness(f: Finding) -> tuple[int, float]:
+    value = f.knob["value"] if f.knob else None
+    return f.rank, float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def _run_checks(v: HostView, checks: list[Any]) -> tuple[list[Finding], list[str]]:
@@ -97,7 +126,7 @@ def _run_checks(v: HostView, checks: list[Any]) -> tuple[list[Finding], list[str
 def this_machine() -> list[HostView]:
     from ..targets.local import LocalHost
 
-    return [HostView("this machine", LocalHost("this machine"))]
+    return [HostView(THIS_MACHINE, LocalHost(THIS_MACHINE))]
 
 
 @contextmanager
@@ -111,13 +140,23 @@ def study_views(study: Any, streams: int | None = None) -> Iterator[tuple[list[H
     try:
         first = expand(study)[0]
         target.prepare(resolve(study, first))
-        machine = "this machine" if study.target.on_this_machine else None
-        views = [HostView(n, h, machine=machine or n) for n, h in target.hosts.items()]
+        views = target_views(target)
         for v in views:
             v.max_streams = streams
         yield views, {n: h.address for n, h in target.hosts.items() if n in target.test_hosts}, target
     finally:
         target.close()
+
+
+def target_views(target: Any) -> list[HostView]:
+    """A target's hosts as views. Hosts on this machine (a lab's namespaces, a local study's
+    hosts: `on_this_machine`) share it, so its CPU, tools and host-wide settings are audited
+    once, under "this machine"."""
+    from ..targets.local import LocalHost
+
+    machine = LocalHost(THIS_MACHINE)
+    return [HostView(n, h, machine=THIS_MACHINE, machine_host=machine) if h.on_this_machine else HostView(n, h)
+            for n, h in target.hosts.items()]
 
 
 @contextmanager

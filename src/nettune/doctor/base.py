@@ -41,10 +41,11 @@ class Finding:
 class HostView:
     """One host as the checks see it: reads and command outputs, each made once."""
 
-    def __init__(self, name: str, host: Any, interface: str | None = None, machine: str | None = None):
+    def __init__(self, name: str, host: Any, interface: str | None = None, machine: str | None = None, machine_host: Any = None):
         self.name, self.host = name, host
         self.os: str = host.os
         self.machine = machine or name  # hosts sharing a machine (lab namespaces) share its CPU, PCIe...
+        self.machine_host = machine_host  # that machine itself, outside any namespace (None: not shared)
         self._reads: dict[str, str | None] = {}
         self._runs: dict[tuple[str, ...], Any] = {}
         self.interface = interface or host.interface or self._default_interface()
@@ -66,6 +67,27 @@ class HostView:
         if key not in self._runs:
             self._runs[key] = self.host.run(argv, timeout=timeout)
         return self._runs[key]
+
+    def wide(self, path: str) -> bool:
+        """True when the setting in `path` is the machine's, shared with the other hosts on it:
+        this host shares its machine and is no namespace, or the file is missing or read-only
+        in its namespace (net.core.rmem_max, netdev_max_backlog: the rule of knobs/sysctl.py)."""
+        if self.machine == self.name:
+            return False
+        return self.host.netns is None or self.run(["test", "-w", path]).returncode != 0
+
+    def setting(self, path: str) -> tuple[str | None, str]:
+        """(a setting's text, the host it belongs to): a host-wide one is the machine's, read
+        on the machine when the namespace does not show it, and reported once for it."""
+        if not self.wide(path):
+            return self.read(path), self.name
+        text = self.read(path)
+        if text is None and self.machine_host is not None:
+            try:
+                text = self.machine_host.read_text(path).strip()
+            except (OSError, ValueError):
+                text = None
+        return text, self.machine
 
     def files(self, pattern: str) -> dict[str, str]:
         """{path: text} of the files a shell glob matches (one command, works remotely).

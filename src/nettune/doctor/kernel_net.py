@@ -53,7 +53,7 @@ class Buffers(Check):
                                    f"sysctl -w net.ipv4.{name}='{lo} {mid} {want}'", f"sysctl -w net.ipv4.{name}='{text}'",
                                    {"key": f"sysctl:net.ipv4.{name}", "value": f"{lo} {mid} {want}"}))
         for name in ("rmem_max", "wmem_max"):
-            text = h.read(SYS + "core/" + name)
+            text, owner = h.setting(SYS + "core/" + name)  # host-wide in a lab namespace: once, for the machine
             if not text or not text.isdigit():
                 continue
             v = int(text)
@@ -61,12 +61,14 @@ class Buffers(Check):
             need = max(2 * bdp, floor)
             if v < need:
                 want = _pow2(need)
-                out.append(Finding(self.id, h.name, "warn", f"{name} {v} ({_mib(v)}) is small for this link (want >= {_mib(need)})", ev,
+                out.append(Finding(self.id, owner, "warn", f"{name} {v} ({_mib(v)}) is small for this link (want >= {_mib(need)})", ev,
                                    "a tool that sets its buffer (iperf3 -w, iperf -w) is silently capped here, and autotuning turns off (study E's 212992 on 100 Gbit/s)",
                                    f"sysctl -w net.core.{name}={want}", f"sysctl -w net.core.{name}={v}",
                                    {"key": f"sysctl:net.core.{name}", "value": want}))
-        if not out:
-            out.append(Finding(self.id, h.name, "info", f"buffers cover twice the BDP ({_mib(bdp)})", f"{SYS}ipv4/tcp_rmem, core/rmem_max; {rate_src}, {rtt_src}"))
+        if not any(f.host == h.name for f in out):  # this host's own buffers are fine (host-wide ones go to the machine)
+            seen = f"buffers cover twice the BDP ({_mib(bdp)})" if not out else \
+                f"tcp_rmem and tcp_wmem cover twice the BDP ({_mib(bdp)}); rmem_max/wmem_max are {h.machine}'s"
+            out.append(Finding(self.id, h.name, "info", seen, f"{SYS}ipv4/tcp_rmem, core/rmem_max; {rate_src}, {rtt_src}"))
         return out
 
 
@@ -92,17 +94,17 @@ class Backlog(Check):
     source = "/proc/sys/net/core/netdev_max_backlog (host-wide)"
 
     def run(self, h: HostView) -> list[Finding]:
-        text = h.read(SYS + "core/netdev_max_backlog")
+        text, owner = h.setting(SYS + "core/netdev_max_backlog")  # not in a lab namespace: the machine's
         if not text or not text.isdigit():
             return []
         bps, src = link_bps(h)
         v = int(text)
         if bps >= 10e9 and v < 10000:
-            return [Finding(self.id, h.name, "warn", f"netdev_max_backlog {v} on a {bps / 1e9:g} Gbit/s link", f"{SYS}core/netdev_max_backlog: {v}; {src}",
+            return [Finding(self.id, owner, "warn", f"netdev_max_backlog {v} on a {bps / 1e9:g} Gbit/s link", f"{SYS}core/netdev_max_backlog: {v}; {src}",
                             "packets beyond this many per CPU are dropped before the stack sees them (softnet_stat drops)",
                             "sysctl -w net.core.netdev_max_backlog=250000", f"sysctl -w net.core.netdev_max_backlog={v}",
                             {"key": "sysctl:net.core.netdev_max_backlog", "value": 250000})]
-        return [Finding(self.id, h.name, "info", f"netdev_max_backlog {v}", f"{SYS}core/netdev_max_backlog: {v}")]
+        return [Finding(self.id, owner, "info", f"netdev_max_backlog {v}", f"{SYS}core/netdev_max_backlog: {v}")]
 
 
 class Somaxconn(Check):

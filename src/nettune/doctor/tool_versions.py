@@ -18,6 +18,7 @@ def _version(text: str) -> tuple[str, tuple[int, ...]] | None:
 
 class Instrument(Check):
     id, title = "tool.iperf", "iperf3 and iperf2 versions; iperf3's threading"
+    per_machine = True  # the machine's installed binaries: lab namespaces run the same ones
     source = "iperf3 --version; iperf -v"
     oses = ("linux", "freebsd")
 

@@ -20,6 +20,8 @@ import json
 import re
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -230,6 +232,22 @@ def import_files(store: Store, files: list[Path], study: str, params: dict[str, 
     if not any(r is not None for _, r, _, _ in results):
         raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg, _ in results))
     return store_files(store, results, study, description)
+
+
+@contextmanager
+def import_store(db: Path) -> Iterator[Store]:
+    """The database to import into, created if needed. When the import fails and this
+    created the database, the file goes again with SQLite's -wal/-shm/-journal files
+    beside it: a failed import leaves no database behind (an existing one is kept)."""
+    existed = db.exists()
+    try:
+        with Store(db) as store:
+            yield store
+    except BaseException:
+        if not existed:
+            for f in (db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):
+                f.unlink(missing_ok=True)
+        raise
 
 
 def store_files(store: Store, results: list[Read], study: str, description: str = "") -> ImportOutcome:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..analysis.analyze import analyze
 from ..analysis.data import PointData, StudyData, get_metric
+from ..analysis.frontier import SHARE
 from ..analysis.metric import resolve
 from ..analysis.sweep import SATURATION, num
 from ..analysis.verdicts import Analysis, PointRow
@@ -158,16 +159,16 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
 
 
 def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None, metric: str = "auto",
-                 threshold: float = SATURATION) -> Report:
+                 threshold: float = SATURATION, share: float = SHARE) -> Report:
     metric = resolve(metric, data.engines)  # "auto": throughput, or a command's wall seconds
     m = get_metric(metric)
-    analysis = analyze(data, metric, threshold)
+    analysis = analyze(data, metric, threshold, share)  # checks --share before anything is written
     chosen = pick_point(data, point or {}, analysis)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise NettuneError(f"--out {out}: cannot create the directory ({e.strerror})") from None
-    charts = all_charts(data, out / "charts", m, chosen)
+    charts = all_charts(data, out / "charts", m, chosen, analysis.efficiency)
     charts += [c for c in [stability_chart(data, analysis, out / "charts")] if c is not None]  # every point's intervals over time
     pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
     charts += [pairs] if pairs else []

@@ -23,7 +23,7 @@ from ..analysis.cost_curves import cost_curve  # noqa: E402
 from ..analysis.costs import Cost, costs  # noqa: E402
 from ..analysis.data import METRICS, Metric, PointData, StudyData  # noqa: E402
 from ..analysis.fairness import jain, stream_rates  # noqa: E402
-from ..analysis.frontier import Frontier, frontiers  # noqa: E402
+from ..analysis.frontier import Frontier  # noqa: E402
 from ..analysis.stats import summarize  # noqa: E402
 
 # Reproducible SVGs: the same data gives the same file.
@@ -153,9 +153,10 @@ def cpu_chart(data: StudyData, out: Path) -> Chart | None:
     return _save(fig, out, "cpu", "Cost per side (CPU in cores)")
 
 
-def frontier_chart(data: StudyData, out: Path) -> Chart | None:
-    """Throughput against each cost: every point, the frontier, the recommended point."""
-    fronts = [f for f in frontiers(data, data.params) if len(f.frontier) >= 2]
+def frontier_chart(data: StudyData, out: Path, efficiency: list[Frontier]) -> Chart | None:
+    """Throughput against each cost: every point, the frontier, the recommended point (the
+    analysis's frontiers, so the chart's share line is the verdicts' `--share`)."""
+    fronts = [f for f in efficiency if len(f.frontier) >= 2]
     if not fronts:
         return None
     fig, axes = plt.subplots(1, len(fronts), figsize=(5 * len(fronts), 4), squeeze=False)
@@ -238,7 +239,7 @@ def streams_chart(data: StudyData, out: Path) -> Chart | None:
     return _save(fig, out, "streams", "Per-stream spread")
 
 
-def all_charts(data: StudyData, out: Path, metric: Metric, point: PointData | None) -> list[Chart]:
-    charts = [throughput_chart(data, out, metric), cpu_chart(data, out), frontier_chart(data, out),
+def all_charts(data: StudyData, out: Path, metric: Metric, point: PointData | None, efficiency: list[Frontier]) -> list[Chart]:
+    charts = [throughput_chart(data, out, metric), cpu_chart(data, out), frontier_chart(data, out, efficiency),
               intervals_chart(data, point, out) if point else None, streams_chart(data, out)]
     return [c for c in charts if c is not None]

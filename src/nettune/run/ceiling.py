@@ -39,8 +39,10 @@ class _One:
         self.hosts = {host.name: host}
 
 
-def plan(host: Any, max_streams: int | None = None) -> Plan:
-    answers = HostAnswers(_One(host))
+def plan(host: Any, max_streams: int | None = None, answers: HostAnswers | None = None) -> Plan:
+    """`answers`: what the host already said (hosts_to_measure asked its machine name), so
+    nothing is asked twice."""
+    answers = answers or HostAnswers(_One(host))
     cores = answers.cores(host.name)
     versions = {e: answers.version(e, host.name) for e in ("iperf3", "iperf2")}
     top = max(1, max_streams or cores)
@@ -87,10 +89,11 @@ LOCAL_NAMES = ("localhost", "local", "127.0.0.1")
 
 
 @contextmanager
-def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[list[Any]]:
+def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[list[tuple[Any, HostAnswers]]]:
     """The loopbacks `nettune ceiling` measures: this machine (no argument, `localhost`, or a
     study whose hosts are this machine); a study's ssh test hosts; or hosts named in an
-    inventory / ssh_config. One per machine: hosts sharing a machine share its ceiling."""
+    inventory / ssh_config. One per machine: hosts sharing a machine share its ceiling.
+    Each comes with its answers so far (its machine name), for plan()."""
     from ..plan.study_file import load_study
     from ..targets import make_target
     from ..targets.local import LocalHost
@@ -116,12 +119,13 @@ def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[
         yield _one_per_machine(found)
 
 
-def _one_per_machine(hosts: list[Any]) -> list[Any]:
+def _one_per_machine(hosts: list[Any]) -> list[tuple[Any, HostAnswers]]:
     seen: set[str] = set()
     out = []
     for h in hosts:
-        machine = HostAnswers(_One(h)).machine(h.name) or h.name
+        answers = HostAnswers(_One(h))
+        machine = answers.machine(h.name) or h.name
         if machine not in seen:
             seen.add(machine)
-            out.append(h)
+            out.append((h, answers))
     return out

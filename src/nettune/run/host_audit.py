@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..doctor.audit import audit
-from ..doctor.base import HostView
-
-THIS_MACHINE = "this machine"
+from ..doctor.audit import audit, target_views
 
 
 def audit_target(study: Any, target: Any) -> tuple[dict[str, list[dict[str, Any]]], str]:
     """({host: [finding dicts]}, a one-line summary for the run's output)."""
-    machine = THIS_MACHINE if study.target.on_this_machine else None
-    views = [HostView(n, h, machine=machine or n) for n, h in target.hosts.items()]
+    views = target_views(target)
     addresses = {n: h.address for n, h in target.hosts.items() if n in target.test_hosts}
     rep = audit(views, addresses)
     by_host: dict[str, list[dict[str, Any]]] = {}
