@@ -195,3 +195,16 @@ def test_iperf3_server_side_logs(store):
     [run] = store.runs(out.study_id)
     assert run["receiver_bps"] == pytest.approx(parsed_with_both_sides("iperf3", "tcp_p4").receiver_bps, rel=1e-6)
     assert run["sender_bps"] is None and any("server's log" in w for w in run["warnings"])
+
+
+def test_a_failed_import_of_an_export_leaves_no_new_database(store, tmp_path):
+    """An export whose study cannot be stored (a bad --study name) is refused after the
+    database was opened: a database the import created goes again, an existing one stays."""
+    build(store, "A", [({"queues": q, "duration": 5}, 10.0 * q) for q in (1, 2)], runs=2)
+    export(store.runs(store.find_study("A")["id"]), "csv", tmp_path / "a.csv")
+    new = tmp_path / "new.db"
+    p = nettune("import", str(tmp_path / "a.csv"), "--study", "bad name!", "--db", str(new))
+    assert p.returncode != 0 and "--study" in p.stderr and p.stderr.count("\n") == 1
+    assert not list(tmp_path.glob("new.db*"))
+    p = nettune("import", str(tmp_path / "a.csv"), "--study", "bad name!", "--db", str(store.path))
+    assert p.returncode != 0 and store.path.exists() and store.find_study("A") is not None

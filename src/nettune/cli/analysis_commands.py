@@ -212,7 +212,7 @@ def import_(
         if set_ or from_name or from_header or columns or cpu_unit or not all(is_export(f) for f in files):
             raise NettuneError("nettune exports are imported on their own (no iperf logs, no --set, --param-from-*, --columns: the points are in the files)")
         exports = read_exports(files)
-        with open_store(db, must_exist=False) as store:
+        with import_store(db) as store:  # a failed import leaves no database behind
             sid, n = import_exports(store, exports, study, description)
         console.print(f"imported {n} runs from {len(files)} export file(s) into study {study!r} (#{sid})", highlight=False)
         return
