@@ -7,6 +7,9 @@ For every pending change (in reverse order):
   - anything else: someone else changed it since; leave it and warn (and leave the
     older changes of the same setting alone too).
 Every outcome is journaled, so a restore interrupted half way is simply run again.
+Boot-time changes (Kind.at_boot) are put back in the configuration in that same order,
+then each host is rebooted once for all of them (boot_batch.py) and each is journaled
+only once the reboot showed its original in force.
 
 `nettune restore` (restore_pending) reconnects to remote hosts from the journal
 (remote.py); a change whose host cannot be reached stays pending and the outcome says
