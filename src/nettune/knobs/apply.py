@@ -67,31 +67,32 @@ class KnobSession:
         # No signal blocking here (an apply may take minutes, e.g. a VM restart): a change
         # is journaled and listed in self.active before it is made, so an interrupt at any
         # point leaves restore_all (or `nettune restore`) knowing about it.
-        values: dict[str, dict[str, Any]] = {}
         self._drop_stale()
         wanted = {it.slot for it in items}
         stale = [r for r in self.active if r["_slot"] not in wanted]
         if stale:
             self._restore(stale)
-        # boot-time values first, all of a host's with one reboot: a reboot after a run-time
-        # value was set would take that value away again
-        for it, shown in self._set_at_boot([it for it in items if it.kind.at_boot]):
-            values.setdefault(it.place.label, {})[it.loc.key] = shown
-        for it in items:
-            if not it.kind.at_boot:
-                values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
-        return values
+        return self._set_all(items)
 
     def set_items(self, items: list[Item]) -> dict[str, dict[str, Any]]:
-        """Validate and set these items (doctor fixes), each journaled before it is made."""
-        values: dict[str, dict[str, Any]] = {}
+        """Validate these items (doctor fixes), then set them, each journaled before it is made."""
         for it in items:
             ctx = Ctx(self._cpus(it.place), None, host=it.host)
             try:
                 it.kind.validate(it.place.ex, it.loc, it.value, ctx)
             except KnobError as e:
                 raise NettuneError(f"knob {it.loc.key} on {it.host}: {e}") from None
-            values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
+        return self._set_all(items)
+
+    def _set_all(self, items: list[Item]) -> dict[str, dict[str, Any]]:
+        """Boot-time values first, all of a host's with one reboot (a reboot after a
+        run-time value was set would take that value away again), then the others."""
+        values: dict[str, dict[str, Any]] = {}
+        for it, shown in self._set_at_boot([it for it in items if it.kind.at_boot]):
+            values.setdefault(it.place.label, {})[it.loc.key] = shown
+        for it in items:
+            if not it.kind.at_boot:
+                values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
         return values
 
     def _set(self, it: Item) -> Any:
