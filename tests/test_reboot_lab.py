@@ -149,9 +149,9 @@ def test_run_reboots_once_per_value_checks_proc_cmdline_and_restores(lab, fake_b
     assert out.status == "done", out
     assert len(runs) == 8 and all(r.ok for r in runs), [r.error for r in runs if not r.ok]
     # interleaved rounds would switch off/auto before every test (8 reboots + the restore);
-    # grouped: off, then auto; the restore goes back change by change, newest first (the
-    # journal's rule): auto -> off -> the original (no mitigations=), one reboot each
-    assert fake_boot.reboots == 4
+    # grouped: off, then auto; the restore puts both changes back in the configuration,
+    # newest first (the journal's rule), then reboots once into the original (no mitigations=)
+    assert fake_boot.reboots == 3
     assert [c["new"] for c in Journal().records() if c["op"] == "change"] == ["off", "auto"]
     assert fake_boot.d.joinpath("default/grub").read_bytes() == fake_boot.grub_before  # byte for byte
     assert fake_boot.d.joinpath("cmdline").read_text() == fake_boot.cmdline_before
@@ -175,6 +175,45 @@ def test_kill_9_after_the_reboot_then_restore_reboots_back(lab, fake_boot, tmp_p
     assert fake_boot.d.joinpath("default/grub").read_bytes() == fake_boot.grub_before
     assert fake_boot.d.joinpath("cmdline").read_text() == fake_boot.cmdline_before
     assert not [c for s_ in Journal().open_sessions() for c in s_.changes]
+
+
+def two_keys(inv: Path) -> str:
+    """One point that changes two command-line keys of the server: mitigations=off and nosmt."""
+    return study(inv, 'mit = ["off"]').replace("[knobs.hosts]\n", '"cmdline:nosmt" = true\n[knobs.hosts]\n"cmdline:nosmt" = ["server"]\n')
+
+
+def assert_all_back(fake_boot: FakeBoot) -> None:
+    assert fake_boot.d.joinpath("default/grub").read_bytes() == fake_boot.grub_before  # byte for byte
+    assert fake_boot.d.joinpath("cmdline").read_text() == fake_boot.cmdline_before
+    assert not [c for s_ in Journal().open_sessions() for c in s_.changes]
+    assert not Journal().open_sessions()  # the session ended
+
+
+def test_two_keys_at_one_point_boot_once_and_the_end_of_the_run_reboots_once(lab, fake_boot, tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(two_keys(lab["inventory"]))
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(load_study(f), store, f.read_text(), str(f))
+        runs = store.runs(out.study_id)
+    assert out.status == "done" and len(runs) == 2 and all(r.ok for r in runs), [r.error for r in runs if not r.ok]
+    # both edits, then one reboot into them (checked: the tests ran); both back, then one reboot
+    assert fake_boot.reboots == 2
+    assert sorted(c["knob"] for c in Journal().records() if c["op"] == "change") == ["cmdline:mitigations", "cmdline:nosmt"]
+    assert sorted(c["result"] for c in Journal().records() if c["op"] == "done") == ["restored", "restored"]
+    assert_all_back(fake_boot)
+
+
+def test_two_keys_kill_9_then_restore_reboots_once(lab, fake_boot, tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(two_keys(lab["inventory"]))
+    kill_9_once_changed(f, tmp_path / "r.db", 2, tmp_path / "run.out")
+    assert "mitigations=off nosmt" in fake_boot.d.joinpath("cmdline").read_text()  # killed while both are in force
+    assert fake_boot.reboots == 1  # one boot for both
+    r = nettune("restore")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "cmdline:mitigations" in r.stdout and "cmdline:nosmt" in r.stdout and r.stdout.count("restored") >= 2, r.stdout
+    assert fake_boot.reboots == 2  # one reboot for both restores
+    assert_all_back(fake_boot)
 
 
 def test_a_value_the_kernel_did_not_get_fails_the_point_with_the_reason(lab, fake_boot, tmp_path):

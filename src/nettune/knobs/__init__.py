@@ -9,6 +9,7 @@ against them. A run goes through:
     items.py      one point's knobs as items: value, host, place (places.py)
     apply.py      KnobSession: apply point by point, restore everything at the end
     restore.py    put values back (end of a run, or `nettune restore` after kill -9)
+    boot_batch.py boot-time changes (cmdline) of a host, applied or restored, settled by one reboot
 journal.py is the write-ahead journal (fsynced before every change), remote.py reaches
 remote hosts again for a restore, persist.py writes a point's knobs as installable
 files, show.py reads current values.

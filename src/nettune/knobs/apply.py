@@ -17,6 +17,7 @@ from ..errors import NettuneError, PointFailed
 from ..spec.models import Study
 from ..targets.base import Target
 from .base import Ctx, Kind, KnobError, Loc, NotInForce
+from .boot_batch import BootBatch
 from .items import Item, SpecLocator, lab_queues, point_items
 from .journal import Journal
 from .places import CpuCounts, Place, ident_changed, identity
@@ -66,61 +67,118 @@ class KnobSession:
         # No signal blocking here (an apply may take minutes, e.g. a VM restart): a change
         # is journaled and listed in self.active before it is made, so an interrupt at any
         # point leaves restore_all (or `nettune restore`) knowing about it.
-        values: dict[str, dict[str, Any]] = {}
         self._drop_stale()
         wanted = {it.slot for it in items}
         stale = [r for r in self.active if r["_slot"] not in wanted]
         if stale:
             self._restore(stale)
-        for it in items:
-            values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
-        return values
+        return self._set_all(items)
 
     def set_items(self, items: list[Item]) -> dict[str, dict[str, Any]]:
-        """Validate and set these items (doctor fixes), each journaled before it is made."""
-        values: dict[str, dict[str, Any]] = {}
+        """Validate these items (doctor fixes), then set them, each journaled before it is made."""
         for it in items:
             ctx = Ctx(self._cpus(it.place), None, host=it.host)
             try:
                 it.kind.validate(it.place.ex, it.loc, it.value, ctx)
             except KnobError as e:
                 raise NettuneError(f"knob {it.loc.key} on {it.host}: {e}") from None
-            values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
+        return self._set_all(items)
+
+    def _set_all(self, items: list[Item]) -> dict[str, dict[str, Any]]:
+        """Boot-time values first, all of a host's with one reboot (a reboot after a
+        run-time value was set would take that value away again), then the others."""
+        values: dict[str, dict[str, Any]] = {}
+        for it, shown in self._set_at_boot([it for it in items if it.kind.at_boot]):
+            values.setdefault(it.place.label, {})[it.loc.key] = shown
+        for it in items:
+            if not it.kind.at_boot:
+                values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
         return values
 
     def _set(self, it: Item) -> Any:
         kind, ex, loc = it.kind, it.place.ex, it.loc
         cur = kind.read(ex, loc)
-        top = next((r for r in reversed(self.active) if r["_slot"] == it.slot), None)
-        if top is not None:
-            if kind.same(top["new"], it.value) and kind.same(cur, top.get("actual", top["new"])):
-                return self._shown(kind, cur, it.value)
-        elif kind.same(cur, it.value):
+        if self._in_force(it, cur):
             return self._shown(kind, cur, it.value)
-        self.seq += 1
-        rec = self.journal.change(self.sid, self.seq, self.study.name, it.place.label, loc.record(), it.place.record(), cur, it.value, identity(it.place, loc))
-        rec["_place"], rec["_slot"] = it.place, it.slot
-        self.active.append(rec)  # before the change: restore_all must know about it
+        rec = self._journaled(it, cur)
         try:
             kind.apply(ex, loc, it.value)
         except NotInForce as e:  # made and journaled (restored at the end), but not what the host runs with
             raise PointFailed(f"knob {loc.key} on {it.place.label}: {e}") from None
         except KnobError as e:
+            raise self._failed(it, rec, cur, e) from None
+        return self._read_back(it, rec, cur)
+
+    def _set_at_boot(self, items: list[Item]) -> list[tuple[Item, Any]]:
+        """Boot-time items: every edit first, then each host rebooted once for all of them
+        (boot_batch.py), then each value checked and read back as _set does."""
+        shown: list[tuple[Item, Any]] = []
+        boots, made = BootBatch(), {}
+        for it in items:
+            cur = it.kind.read(it.place.ex, it.loc)
+            if self._in_force(it, cur):
+                shown.append((it, self._shown(it.kind, cur, it.value)))
+                continue
+            rec = self._journaled(it, cur)
             try:
-                now = kind.read(ex, loc)
-            except KnobError:
-                now = None
-            if now is not None and kind.same(now, cur):
-                self.journal.done(self.sid, self.seq, "not-applied", str(e))
-                self.active.remove(rec)
-            raise NettuneError(f"knob {loc.key} on {it.place.label}: {e}") from None
+                it.kind.configure(it.place.ex, it.loc, it.value)
+            except KnobError as e:
+                raise self._failed(it, rec, cur, e) from None
+            boots.add(it.place, it.kind, it.loc, it.slot, it.value, it)
+            made[id(it)] = (rec, cur)
+        not_in_force: list[str] = []
+        for w, err in boots.settle():
+            it = w.entries[0]
+            rec, cur = made[id(it)]
+            if isinstance(err, NotInForce):  # made and journaled (restored at the end), but not what the host runs with
+                not_in_force.append(f"knob {it.loc.key} on {it.place.label}: {err}")
+            elif err is not None:
+                raise self._failed(it, rec, cur, err)
+            else:
+                try:
+                    shown.append((it, self._read_back(it, rec, cur)))
+                except PointFailed as e:
+                    not_in_force.append(str(e))
+        if not_in_force:
+            raise PointFailed("; ".join(not_in_force))
+        return shown
+
+    def _in_force(self, it: Item, cur: Any) -> bool:
+        """Is the item's value already there (this session's own change, or before it)?"""
+        top = next((r for r in reversed(self.active) if r["_slot"] == it.slot), None)
+        if top is not None:
+            return it.kind.same(top["new"], it.value) and it.kind.same(cur, top.get("actual", top["new"]))
+        return it.kind.same(cur, it.value)
+
+    def _journaled(self, it: Item, cur: Any) -> dict[str, Any]:
+        """The change's record, fsynced and listed in self.active before it is made."""
+        self.seq += 1
+        rec = self.journal.change(self.sid, self.seq, self.study.name, it.place.label, it.loc.record(), it.place.record(), cur, it.value,
+                                  identity(it.place, it.loc))
+        rec["_place"], rec["_slot"] = it.place, it.slot
+        self.active.append(rec)  # before the change: restore_all must know about it
+        return rec
+
+    def _failed(self, it: Item, rec: dict[str, Any], cur: Any, e: KnobError) -> NettuneError:
+        """A change that raised: settled as not-applied when nothing changed, else kept for the restore."""
+        try:
+            now = it.kind.read(it.place.ex, it.loc)
+        except KnobError:
+            now = None
+        if now is not None and it.kind.same(now, cur):
+            self.journal.done(self.sid, rec["seq"], "not-applied", str(e))
+            self.active.remove(rec)
+        return NettuneError(f"knob {it.loc.key} on {it.place.label}: {e}")
+
+    def _read_back(self, it: Item, rec: dict[str, Any], cur: Any) -> Any:
+        kind, ex, loc = it.kind, it.place.ex, it.loc
         after = kind.read(ex, loc)
-        self.journal.actual(self.sid, self.seq, after)
+        self.journal.actual(self.sid, rec["seq"], after)
         rec["actual"] = after
         if not kind.looks_like(after, it.value):
             if kind.must_read_back:  # the tool said yes but nothing changed: measuring it would lie
                 if kind.same(after, cur):
-                    self.journal.done(self.sid, self.seq, "not-applied", "did not read back")
+                    self.journal.done(self.sid, rec["seq"], "not-applied", "did not read back")
                     self.active.remove(rec)
                 raise PointFailed(f"knob {loc.key} on {it.place.label}: set {kind.show(it.value)} but it reads back {kind.show(after)} (the host accepted the command and kept the old value)")
             self._say(f"knob {loc.key} on {it.place.label}: set {it.value!r} but it reads back {after!r}")

@@ -7,6 +7,11 @@ original values go to an on-disk journal instead of RAM).
     read(ex, loc)              the current value, JSON-able (what the journal stores)
     apply(ex, loc, v)          set it (must_read_back: a value that does not read back fails the point)
     restore(ex, loc, orig)     put an original back (default: apply it)
+    at_boot kinds (takes effect at the next boot; boot_batch.py reboots each host once):
+    configure(ex, loc, v)      apply without the reboot (default: apply)
+    unconfigure(ex, loc, orig) restore without the reboot (default: restore)
+    needs_boot(ex, loc, v)     is the running system without v (default: False)
+    check_booted(ex, loc, v)   NotInForce unless the host now runs with v (default: nothing)
     same(a, b)                 are two values equal once normalised
     commands(loc, v)           shell lines that set v by hand (persist, manual restore)
     show(v)                    a value as one short line (messages, `nettune knobs show`)
@@ -96,6 +101,10 @@ class Kind:
     # a value that does not read back after apply fails the point (ifconfig and ethtool
     # can return 0 and leave a setting unchanged); else the run only says so
     must_read_back = False
+    # takes effect at the next boot: several changes of a host (a point setting two
+    # cmdline keys, a restore putting several back) are configured first, then the host
+    # is rebooted once for all of them (boot_batch.py); apply/restore alone reboot too
+    at_boot = False
 
     def parse(self, loc: Loc, raw: Any) -> Any:
         return raw
@@ -118,6 +127,24 @@ class Kind:
 
     def restore(self, ex: Host, loc: Loc, original: Any) -> None:
         self.apply(ex, loc, original)
+
+    def configure(self, ex: Host, loc: Loc, value: Any) -> None:
+        """at_boot kinds: apply's edit without its reboot (the value is in force once the
+        host has booted). Default: apply."""
+        self.apply(ex, loc, value)
+
+    def unconfigure(self, ex: Host, loc: Loc, original: Any) -> None:
+        """at_boot kinds: restore's edit without its reboot. Default: restore."""
+        self.restore(ex, loc, original)
+
+    def needs_boot(self, ex: Host, loc: Loc, value: Any) -> bool:
+        """at_boot kinds: does the running system lack `value` (a study value or a
+        journaled reading), so that a reboot is due? Default: no."""
+        return False
+
+    def check_booted(self, ex: Host, loc: Loc, value: Any) -> None:
+        """at_boot kinds, after the reboot: NotInForce (with the reason) unless the host
+        runs with `value`. Default: nothing to check."""
 
     def same(self, a: Any, b: Any) -> bool:
         return a == b

@@ -19,6 +19,9 @@ read:    {"family", "value": in the boot configuration, "booted": in /proc/cmdli
 restore: each journaled file back (its original bytes when only nettune's edit is in it;
          else the key alone put back, keeping the other edits), the regenerate command,
          then a reboot if the booted value differs from the original one, and the check.
+at_boot: configure/unconfigure are those edits without the reboot; when a point sets, or a
+         restore puts back, several keys of a host, the knobs layer makes every edit first
+         and reboots the host once for all of them (boot_batch.py), then checks each.
 Refused (validate, before anything changes) on this machine and its namespaces (local,
 lab), on a host without allow_reboot = true, and on a host with this machine's boot id.
 Not run on real hardware here: tested on real-format files in temporary roots and on
@@ -30,8 +33,9 @@ import shlex
 from typing import Any
 
 from ..targets.base import Host
-from ..targets.reboot import RebootError, reboot_and_wait, refuse_unless_rebootable
+from ..targets.reboot import RebootError, refuse_unless_rebootable
 from .base import Ctx, Kind, KnobError, Loc, NotInForce, Persisted, catalog_row, read_file, run_ok
+from .boot_batch import reboot
 from .bootloader import GRUB_DEFAULT, Family, Value, check_value, detect, family_commands_all, parse_value, value_in
 
 SECURITY = ("cmdline:mitigations=off turns off the CPU's speculative-execution mitigations (Spectre, Meltdown, ...): "
@@ -54,6 +58,7 @@ class Cmdline(Kind):
     takes_arg, example_arg = "required", "mitigations"
     host_wide = True  # the whole machine's kernel
     must_read_back = True
+    at_boot = True
 
     def parse(self, loc: Loc, raw: Any) -> Value:
         value = parse_value(raw)
@@ -88,6 +93,15 @@ class Cmdline(Kind):
         return {"family": fam.name, "value": configured, "booted": booted(ex, key), "files": files}
 
     def apply(self, ex: Host, loc: Loc, value: Any) -> None:
+        self.configure(ex, loc, value)
+        self._boot_into(ex, loc, value)
+
+    def restore(self, ex: Host, loc: Loc, original: Any) -> None:
+        self.unconfigure(ex, loc, original)
+        self._boot_into(ex, loc, original)
+
+    def configure(self, ex: Host, loc: Loc, value: Any) -> None:
+        """The edit and the regenerate command; the value is in force after the next boot."""
         key = loc.arg or ""
         fam = detect(ex)
         if fam.name == "grubby":
@@ -97,14 +111,14 @@ class Cmdline(Kind):
                 text = read_file(ex, path)
                 replace_file(ex, path, fam.edit(path, text, key, value))
         self._regen(ex, loc, fam)
-        self._boot_into(ex, loc, value)
 
-    def restore(self, ex: Host, loc: Loc, original: Any) -> None:
+    def unconfigure(self, ex: Host, loc: Loc, original: Any) -> None:
+        """The journaled files back (see the module doc) and the regenerate command."""
         key = loc.arg or ""
         if not isinstance(original, dict):
-            self.apply(ex, loc, original)
+            self.configure(ex, loc, original)
             return
-        orig_value, orig_booted = _facets(original)
+        orig_value, _ = _facets(original)
         fam = detect(ex)
         if fam.name == "grubby":  # entries added since (a kernel update) get the original too
             run_ok(ex, fam.grubby_argv(key, orig_value), f"{loc.key}: grubby", timeout=120)
@@ -121,25 +135,30 @@ class Cmdline(Kind):
             else:
                 replace_file(ex, path, fam.edit(path, now, key, orig_value))  # keep someone else's edits
         self._regen(ex, loc, fam)
-        if booted(ex, key) != orig_booted:
-            self._boot_into(ex, loc, orig_booted)
+
+    def needs_boot(self, ex: Host, loc: Loc, value: Any) -> bool:
+        return booted(ex, loc.arg or "") != _facets(value)[1]
+
+    def check_booted(self, ex: Host, loc: Loc, value: Any) -> None:
+        key, want = loc.arg or "", _facets(value)[1]
+        now = booted(ex, key)
+        if now != want:
+            raise NotInForce(f"{loc.key}: after the reboot /proc/cmdline has {_shown(key, now)}, not {_shown(key, want)}: the boot "
+                             "loader did not pass the edit (another config file overrides it, or the host booted another entry)")
 
     def _regen(self, ex: Host, loc: Loc, fam: Family) -> None:
         for argv in fam.regen:
             run_ok(ex, argv, f"{loc.key}: {argv[0]}", timeout=600)
 
-    def _boot_into(self, ex: Host, loc: Loc, value: Value) -> None:
-        key = loc.arg or ""
-        if booted(ex, key) == value:
+    def _boot_into(self, ex: Host, loc: Loc, value: Any) -> None:
+        """One change alone: reboot if the kernel runs without it, then check."""
+        if not self.needs_boot(ex, loc, value):
             return  # already running with it: no reboot needed
         try:
-            reboot_and_wait(ex)
-        except RebootError as e:
+            reboot(ex)
+        except KnobError as e:
             raise KnobError(f"{loc.key}: {e}") from None
-        now = booted(ex, key)
-        if now != value:
-            raise NotInForce(f"{loc.key}: after the reboot /proc/cmdline has {_shown(key, now)}, not {_shown(key, value)}: the boot "
-                            "loader did not pass the edit (another config file overrides it, or the host booted another entry)")
+        self.check_booted(ex, loc, value)
 
     def same(self, a: Any, b: Any) -> bool:
         return _facets(a) == _facets(b)
@@ -147,6 +166,13 @@ class Cmdline(Kind):
     def looks_like(self, current: Any, new: Any) -> bool:
         """The configuration holds nettune's value (the reboot may not have happened yet)."""
         return _facets(current)[0] == _facets(new)[0]
+
+    def between(self, current: Any, original: Any, new: Any) -> bool:
+        """The configuration of one and the booted value of the other: a restore (or
+        apply) stopped between its edit and its reboot (kill -9, a reboot that failed)."""
+        conf, boot = _facets(current)
+        (o_conf, o_boot), (n_conf, n_boot) = _facets(original), _facets(new)
+        return conf in (o_conf, n_conf) and boot in (o_boot, n_boot)
 
     def show(self, value: Any) -> str:
         conf, boot = _facets(value)

@@ -7,6 +7,9 @@ For every pending change (in reverse order):
   - anything else: someone else changed it since; leave it and warn (and leave the
     older changes of the same setting alone too).
 Every outcome is journaled, so a restore interrupted half way is simply run again.
+Boot-time changes (Kind.at_boot) are put back in the configuration in that same order,
+then each host is rebooted once for all of them (boot_batch.py) and each is journaled
+only once the reboot showed its original in force.
 
 `nettune restore` (restore_pending) reconnects to remote hosts from the journal
 (remote.py); a change whose host cannot be reached stays pending and the outcome says
@@ -21,7 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .base import KnobError, Loc
+from .base import Kind, KnobError, Loc
+from .boot_batch import BootBatch
 from .journal import Journal, OpenSession
 from .places import Place, ident_changed, place_from_record
 from .registry import KINDS
@@ -66,6 +70,7 @@ def restore_changes(
     journal: Journal, session: str, changes: list[dict[str, Any]], place_of: Callable[[dict[str, Any]], tuple[Place | None, str]]
 ) -> RestoreOutcome:
     out = RestoreOutcome()
+    boots = BootBatch()  # boot-time changes configured back, waiting for their host's one reboot
     left: set[tuple[str, str]] = set()
     first: dict[tuple[str, str], Any] = {}  # the value before nettune's first change of a setting
     for rec in changes:
@@ -99,14 +104,24 @@ def restore_changes(
             journal.done(session, rec["seq"], "left", "a later value was changed by someone else")
             continue
         original = rec["original"]
+        made = rec.get("actual", rec["new"])
         try:
             cur = kind.read(place.ex, loc)
+            waiting = boots.waiting(place, slot)
+            if waiting is not None and kind.looks_like(cur, original):
+                boots.add(place, kind, loc, slot, original, (rec, who, cur))  # configured as before already: the reboot decides
+                continue
             if kind.same(cur, original):
                 journal.done(session, rec["seq"], "unchanged", "already the original value")
                 out.lines.append(("unchanged", f"{who}: already {kind.show(original)}"))
                 continue
             ours = kind.same(cur, rec["actual"]) if "actual" in rec else kind.looks_like(cur, rec["new"])
-            ours = ours or kind.between(cur, original, rec.get("actual", rec["new"]))  # a kill mid-write
+            ours = ours or kind.between(cur, original, made)  # a kill mid-write
+            if kind.at_boot:
+                # the host's reboot is still to come in this restore: what runs is stale, the configuration tells
+                ours = ours or (boots.host_waits(place) and kind.looks_like(cur, made))
+                # a restore of this setting's changes that configured the first original and did not reboot (killed, failed)
+                ours = ours or kind.between(cur, first[slot], made)
             if not ours:
                 left.add(slot)
                 msg = (f"{who} is now {kind.show(cur)}, not the {kind.show(rec.get('actual', rec['new']))} nettune set: "
@@ -115,28 +130,55 @@ def restore_changes(
                 out.lines.append(("left", msg))
                 out.warnings.append(msg)
                 continue
+            if kind.at_boot:  # the configuration now, the reboot once all of the host's are back
+                kind.unconfigure(place.ex, loc, original)
+                boots.add(place, kind, loc, slot, original, (rec, who, cur))
+                continue
             kind.restore(place.ex, loc, original)
             after = kind.read(place.ex, loc)
         except Exception as e:  # noqa: BLE001 - one knob must not stop the others' restore
-            why = place.gone() or ident_changed(place, loc, rec.get("ident") or {})
-            if why:  # vanished while we were at it (the lab was being removed)
-                journal.done(session, rec["seq"], "gone", why)
-                out.lines.append(("gone", f"{who}: nothing to restore: {why}"))
-                continue
-            out.failed += 1
-            out.failed_seqs.append(rec["seq"])
-            msg = f"{who}: could not restore {kind.show(original)}: {e}; run `nettune restore` again once fixed"
-            out.lines.append(("failed", msg))
-            out.warnings.append(msg)
+            _not_restored(journal, session, out, place, loc, rec, who, kind.show(original), e)
             continue
-        journal.done(session, rec["seq"], "restored")
-        if kind.same(after, original):
-            out.lines.append(("restored", f"{who}: {kind.show(cur)} -> {kind.show(original)}"))
-        else:
-            msg = f"{who}: restored, but it reads back {kind.show(after)} instead of {kind.show(original)}"
-            out.lines.append(("restored", msg))
-            out.warnings.append(msg)
+        _restored(journal, session, out, kind, rec, who, cur, after)
+    for w, err in boots.settle():  # each host rebooted once for all its boot-time changes, then checked
+        after = None
+        if err is None:
+            try:
+                after = w.kind.read(w.place.ex, w.loc)
+            except KnobError as e:
+                err = e
+        for rec, who, cur in w.entries:
+            if err is not None:
+                _not_restored(journal, session, out, w.place, w.loc, rec, who, w.kind.show(rec["original"]), err)
+            else:  # the oldest change's original is in force: every change of the setting is back
+                _restored(journal, session, out, w.kind, rec, who, cur, after if rec is w.entries[-1][0] else rec["original"])
     return out
+
+
+def _restored(journal: Journal, session: str, out: RestoreOutcome, kind: Kind, rec: dict[str, Any], who: str, cur: Any, after: Any) -> None:
+    journal.done(session, rec["seq"], "restored")
+    original = rec["original"]
+    if kind.same(after, original):
+        out.lines.append(("restored", f"{who}: {kind.show(cur)} -> {kind.show(original)}"))
+    else:
+        msg = f"{who}: restored, but it reads back {kind.show(after)} instead of {kind.show(original)}"
+        out.lines.append(("restored", msg))
+        out.warnings.append(msg)
+
+
+def _not_restored(journal: Journal, session: str, out: RestoreOutcome, place: Place, loc: Loc, rec: dict[str, Any], who: str, shown: str,
+                  e: Exception) -> None:
+    """A restore that raised: gone if its place vanished meanwhile, else pending (failed)."""
+    why = place.gone() or ident_changed(place, loc, rec.get("ident") or {})
+    if why:  # vanished while we were at it (the lab was being removed)
+        journal.done(session, rec["seq"], "gone", why)
+        out.lines.append(("gone", f"{who}: nothing to restore: {why}"))
+        return
+    out.failed += 1
+    out.failed_seqs.append(rec["seq"])
+    msg = f"{who}: could not restore {shown}: {e}; run `nettune restore` again once fixed"
+    out.lines.append(("failed", msg))
+    out.warnings.append(msg)
 
 
 def _slot(rec: dict[str, Any]) -> tuple[str, str]:
