@@ -421,20 +421,27 @@ def test_a_parallel_round_is_stored_whole_or_not_at_all(tmp_path):
         assert [r["extra"]["pair"] for r in s.runs(sid)] == ["a->b", "c->d"]
 
 
-def test_a_process_started_but_not_yet_recorded_is_stopped(tmp_path):
+@pytest.mark.parametrize("records_dir", [True, False], ids=["other-records", "no-records-dir"])
+def test_a_process_started_but_not_yet_recorded_is_stopped(tmp_path, records_dir, monkeypatch):
     """kill -9 between starting a process and writing its record: the owner token in the
-    process's environment still ties it to the dead run (and to nothing else)."""
+    process's environment still ties it to the dead run (and to nothing else); also when
+    the run had recorded nothing yet, so the records' directory does not even exist."""
     from nettune.targets.procs import owner_alive, start_time, stop_recorded
 
     code = ("import os, sys, time; from nettune.targets.procs import LocalProc, PROC_DIR, owner_token\n"
             "p = LocalProc(['sleep', '60']); (PROC_DIR / str(p.pid)).unlink()\n"
-            "print(p.pid, owner_token(), flush=True); time.sleep(60)")
-    dead = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+            + ("" if records_dir else "PROC_DIR.rmdir()\n")
+            + "print(p.pid, owner_token(), flush=True); time.sleep(60)")
+    from nettune.targets import procs
+
+    monkeypatch.setattr(procs, "PROC_DIR", tmp_path / "run" / "procs")  # this test's records only
+    dead = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "NETTUNE_RUN_DIR": str(tmp_path / "run")})
     bystander = subprocess.Popen(["sleep", "60"])  # started here, no owner: never touched
     pid, owner = dead.stdout.readline().split(" ", 1)
     owner = owner.strip()
     try:
         assert stop_recorded(owners={owner}) == []  # its nettune is alive: left alone
+        assert procs.PROC_DIR.is_dir() == records_dir
         _kill(dead)
         assert not owner_alive(owner)
         assert stop_recorded(owners={owner}) == [int(pid)]

@@ -213,9 +213,9 @@ def stop_recorded(force: bool = False, owners: set[str] | None = None) -> list[i
     owner is gone (a killed run). With force, also those of a nettune still running.
     With owners, only the processes those nettune runs started. Returns the PIDs stopped."""
     stopped: list[int] = []
-    if not PROC_DIR.is_dir():
-        return stopped
-    for f in PROC_DIR.iterdir():
+    # no records at all (a run killed before it recorded its first process) still leaves
+    # the owner scan below
+    for f in PROC_DIR.iterdir() if PROC_DIR.is_dir() else ():
         try:
             pid = int(f.name)
             st, _, owner = f.read_text().strip().partition(" ")
