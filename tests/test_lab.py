@@ -2,6 +2,7 @@
 import ipaddress
 import os
 import subprocess
+import time
 
 import pytest
 from pyroute2 import netns
@@ -54,6 +55,54 @@ def test_lab_layout_queues_mtu_and_teardown():
         target.close()
     assert not any(n.startswith("nettune-nettune-t-lab") for n in netns.listnetns())
     assert not [n for n in os.listdir("/sys/class/net") if n.startswith("nt" + target.layout.sid)]
+
+
+def _netlink_fds() -> int:
+    """This process's open sockets (netlink ones into a namespace keep it alive; they show
+    in that namespace's /proc/net/netlink, not ours, so every socket counts)."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            n += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            continue
+    return n
+
+
+def test_namespace_files_ports_and_netlink_sockets_of_a_lab():
+    """Namespace files are read and written from inside the namespace (a thread there), a
+    listening port is seen in its namespace only, and the lab's netlink sockets, kept for
+    its life, are all closed by close() and by a one-off LabNet's with-block."""
+    study = parse_study(STUDY)
+    before = _netlink_fds()
+    target = LabTarget(study)
+    try:
+        target.prepare(resolve(study, expand(study)[0]))
+        assert _netlink_fds() > before  # one per namespace, kept
+        a, b = target.hosts["a"], target.hosts["b"]
+        a.write_text("/proc/sys/net/ipv4/tcp_rmem", "4096 12345 67890")
+        assert a.read_text("/proc/sys/net/ipv4/tcp_rmem").split() == ["4096", "12345", "67890"]
+        assert b.read_text("/proc/sys/net/ipv4/tcp_rmem").split() != ["4096", "12345", "67890"]
+        with pytest.raises(OSError, match="nope"):
+            a.read_text("/proc/sys/net/ipv4/nope")
+        srv = a.spawn(["python3", "-c", "import socket,time; s=socket.socket(); s.bind(('0.0.0.0', 5999)); s.listen(); time.sleep(30)"])
+        try:
+            for _ in range(200):
+                if a.listening(5999):
+                    break
+                time.sleep(0.02)
+            assert a.listening(5999) and not b.listening(5999)
+            assert "0A" in [ln.split()[3] for ln in a.read_text("/proc/net/tcp").splitlines()[1:] if ln.split()[1].endswith(":176F")]
+        finally:
+            srv.stop()
+        mid = _netlink_fds()
+        with labnet.LabNet(target.layout) as net:  # a one-off use of the same lab (the bastion's way)
+            net.set_mtu(1500)
+            assert _netlink_fds() > mid
+        assert _netlink_fds() == mid
+    finally:
+        target.close()
+    assert _netlink_fds() == before
 
 
 def test_subnet_outside_benchmark_range_is_refused():

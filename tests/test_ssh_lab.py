@@ -343,7 +343,8 @@ def _reboot_lab_host(layout: LabLayout, host: str) -> None:
     sshlab.stop_sshd(LAB_NAME, host)
     for pid in sessions:
         kill_pid(pid)
-    LabNet(layout).recreate_veth(host, 1500, 1)
+    with LabNet(layout) as net:
+        net.recreate_veth(host, 1500, 1)
     # the re-created veth has a new MAC (a rebooted VM keeps its own): forget the old one
     subprocess.run(["ip", "neigh", "flush", "to", layout.address(host)], check=True)
 

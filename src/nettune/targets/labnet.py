@@ -60,6 +60,12 @@ class LabNet:
         self.underlay: Any = None  # spec UnderlaySpec in force
         self.netlink = NetlinkPool()  # one socket per namespace for the lab's life
 
+    def __enter__(self) -> "LabNet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.netlink.close()  # a one-off use (the bastion host): its sockets must not keep namespaces alive
+
     def _nl(self, ns: str | None) -> AbstractContextManager[Any]:
         """A netlink socket into a namespace (None: the root one), kept between calls."""
         return self.netlink.socket(ns)

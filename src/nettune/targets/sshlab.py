@@ -142,7 +142,8 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
     if bastion:
         from .labnet import LabNet
 
-        layout = LabNet(layout).add_host(BASTION)
+        with LabNet(layout) as net:
+            layout = net.add_host(BASTION)
     authorized = d / "authorized_keys"
     # only from the lab's own subnet (the bridge address is the root namespace's)
     authorized.write_text(f'from="{_pattern(layout)}" {_pub(user_key)}\n')
