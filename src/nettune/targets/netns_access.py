@@ -90,7 +90,10 @@ def port_bound(port: int, proto: str, ns: str | None = None) -> bool | None:
         except Exception:  # pyroute2 raises its own NetlinkError, or OSError
             return None
 
-    return call_in_netns(ns, ask) if ns else ask()
+    try:
+        return call_in_netns(ns, ask) if ns else ask()
+    except OSError:  # the namespace is gone: the caller's own way says so
+        return None
 
 
 class NetlinkPool:
