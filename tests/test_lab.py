@@ -105,6 +105,17 @@ def test_namespace_files_ports_and_netlink_sockets_of_a_lab():
     assert _netlink_fds() == before
 
 
+def test_a_namespace_that_is_gone_reads_as_an_error_and_listens_on_nothing():
+    from nettune.targets.lab import LabHost
+
+    gone = LabHost("a", "nettune-t-lab-never-made", "198.18.0.11", "eth0")
+    assert gone.listening(5201) is False and gone.listening(5201, "udp") is False
+    with pytest.raises(OSError):
+        gone.read_text("/proc/sys/net/ipv4/tcp_rmem")
+    with pytest.raises(OSError):
+        gone.write_text("/proc/sys/net/ipv4/tcp_rmem", "4096 1 2")
+
+
 def test_subnet_outside_benchmark_range_is_refused():
     # refused when the file is read, before a target exists (the lab's own check stays as a guard)
     with pytest.raises(SpecError, match=r"target\.subnet: .*198\.18\.0\.0/15"):
