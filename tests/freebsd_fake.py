@@ -137,7 +137,9 @@ class FakeFreeBSD(HostBase):
             old = self.sysctl[name]
             if old.isdigit() and not value.isdigit():
                 return res("", f"sysctl: invalid integer '{value}'\n", 1)
-            if name == "net.inet.tcp.cc.algorithm" and value not in self.sysctl["net.inet.tcp.cc.available"].split(", "):
+            loaded = self.sysctl["net.inet.tcp.cc.available"]  # a FreeBSD 13+ table, or an older comma list
+            names = [ln.split()[0] for ln in loaded.splitlines()[2:] if ln.strip()] if "CCmod" in loaded else loaded.split(", ")
+            if name == "net.inet.tcp.cc.algorithm" and value not in names:
                 return res(f"{name}: {old}\n", f"sysctl: {name}={value}: No such file or directory\n", 1)
             self.sysctl[name] = value
             return res(f"{name}: {old} -> {value}\n")

@@ -214,3 +214,32 @@ def test_study_b_example_with_vms_prints_each_pairs_freebsd_and_linux_commands()
         lx = next(n for n in notes if n.startswith(f"knobs on {os_}-a (linux, if it is): "))
         assert f"ifconfig vmx0 mtu {mtu}" in fb and re.search(r"ifconfig vmx0 -?tso", fb)
         assert f"ip link set dev vmx0 mtu {mtu}" in lx and "ethtool -K vmx0 tso" in lx
+
+
+def test_freebsd_cc_is_checked_against_the_loaded_algorithms_in_either_format(tmp_path, monkeypatch):
+    """cc on FreeBSD: the value must be in net.inet.tcp.cc.available, read as FreeBSD 13+
+    prints it (a table, fixture from a real host) or as older releases did (a comma list);
+    one that is not loaded is refused before any change, naming the module to load."""
+    from nettune.errors import SpecError
+    from nettune.knobs.cc import freebsd_available
+    from nettune.knobs.precheck import precheck
+
+    table = (REAL / "sysctl_n_cc_available.txt").read_text()
+    assert freebsd_available(table) == ["cubic", "htcp", "cdg", "chd", "dctcp", "vegas", "newreno"]
+    assert freebsd_available("cubic, newreno\n") == ["cubic", "newreno"]
+
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    host = _freebsd_host()
+    host.sysctl["net.inet.tcp.cc.available"] = table
+    study, rp = _study({"cc": "bbr"})
+    with pytest.raises(SpecError) as e:
+        precheck(study, _OneHost(host), [rp], "", "n.toml", gate=False)
+    assert "bbr is not loaded" in str(e.value) and "kldload cc_bbr" in str(e.value) and "htcp" in str(e.value)
+    assert not [c for c in host.calls if c[0] == "sysctl" and "=" in c[-1]]  # nothing changed
+
+    study, rp = _study({"cc": "htcp"})  # loaded: set, and put back
+    before = host.sysctl["net.inet.tcp.cc.algorithm"]
+    s = KnobSession(study, _OneHost(host), None)
+    s.apply_point(rp)
+    assert host.sysctl["net.inet.tcp.cc.algorithm"] == "htcp"
+    assert s.restore_all() == [] and host.sysctl["net.inet.tcp.cc.algorithm"] == before

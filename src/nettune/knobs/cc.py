@@ -13,6 +13,16 @@ from ..targets.base import Host
 from .base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, read_file, run_ok, write_file
 
 PATH = "/proc/sys/net/ipv4/tcp_congestion_control"
+FREEBSD_AVAILABLE = "net.inet.tcp.cc.available"
+
+
+def freebsd_available(text: str) -> list[str]:
+    """The algorithms `sysctl -n net.inet.tcp.cc.available` lists: FreeBSD 13 and later
+    print a table (CCmod, D, PCB count: sys/netinet/cc/cc.c), older ones a comma list."""
+    rows = [ln.split() for ln in text.splitlines() if ln.strip()]
+    if rows and rows[0][0] == "CCmod":
+        return [r[0] for r in rows[1:]]
+    return [x.strip() for x in text.replace("\n", ",").split(",") if x.strip()]
 
 
 class CongestionControl(Kind):
@@ -27,6 +37,9 @@ class CongestionControl(Kind):
 
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         if ex.os == "freebsd":
+            avail = freebsd_available(run_ok(ex, ["sysctl", "-n", FREEBSD_AVAILABLE], loc.key))
+            if avail and value not in avail:
+                raise KnobError(f"{loc.key}: {value} is not loaded on this FreeBSD host (available: {' '.join(avail)}); load it first: kldload cc_{value}")
             return
         avail = read_file(ex, "/proc/sys/net/ipv4/tcp_available_congestion_control", loc.key).split()
         if value not in avail:
