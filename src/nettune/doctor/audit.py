@@ -87,7 +87,7 @@ def _once_per_machine(findings: list[Finding], hosts: set[str]) -> list[Finding]
     strictest stays: the highest severity, then the largest fix value (rmem_max judged
     against each host's own bandwidth-delay product)."""
     keep: dict[tuple[str, str, str], int] = {}
-    out: list[Finding | None] = []
+    out: list[Finding] = []
     for f in findings:
         if f.host in hosts:
             out.append(f)
@@ -96,9 +96,9 @@ def _once_per_machine(findings: list[Finding], hosts: set[str]) -> list[Finding]
         if key not in keep:
             keep[key] = len(out)
             out.append(f)
-        elif _strictness(f) > _strictness(out[keep[key]]):  # type: ignore[arg-type]
+        elif _strictness(f) > _strictness(out[keep[key]]):
             out[keep[key]] = f
-    return [f for f in out if f is not None]
+    return out
 
 
 def _strictness(f: Finding) -> tuple[int, float]:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..knobs.base import cpu_list
+from ..knobs.sysctl import sysctl_scope
 
 SEVERITIES = ("info", "warn", "problem")
 
@@ -69,12 +70,12 @@ class HostView:
         return self._runs[key]
 
     def wide(self, path: str) -> bool:
-        """True when the setting in `path` is the machine's, shared with the other hosts on it:
-        this host shares its machine and is no namespace, or the file is missing or read-only
-        in its namespace (net.core.rmem_max, netdev_max_backlog: the rule of knobs/sysctl.py)."""
+        """True when the sysctl in `path` (under /proc/sys) is the machine's, shared with the
+        other hosts on it: this host shares its machine and is no namespace, or the sysctl
+        knob's own rule says a namespace shares it (net.core.rmem_max, netdev_max_backlog)."""
         if self.machine == self.name:
             return False
-        return self.host.netns is None or self.run(["test", "-w", path]).returncode != 0
+        return self.host.netns is None or sysctl_scope(self.host, path.removeprefix("/proc/sys/")) == "machine"
 
     def setting(self, path: str) -> tuple[str | None, str]:
         """(a setting's text, the host it belongs to): a host-wide one is the machine's, read

@@ -113,7 +113,7 @@ class KnobSession:
         """Boot-time items: every edit first, then each host rebooted once for all of them
         (boot_batch.py), then each value checked and read back as _set does."""
         shown: list[tuple[Item, Any]] = []
-        boots, made = BootBatch(), {}
+        boots = BootBatch()
         for it in items:
             cur = it.kind.read(it.place.ex, it.loc)
             if self._in_force(it, cur):
@@ -124,12 +124,10 @@ class KnobSession:
                 it.kind.configure(it.place.ex, it.loc, it.value)
             except KnobError as e:
                 raise self._failed(it, rec, cur, e) from None
-            boots.add(it.place, it.kind, it.loc, it.slot, it.value, it)
-            made[id(it)] = (rec, cur)
+            boots.add(it.place, it.kind, it.loc, it.slot, it.value, (it, rec, cur))
         not_in_force: list[str] = []
         for w, err in boots.settle():
-            it = w.entries[0]
-            rec, cur = made[id(it)]
+            it, rec, cur = w.entries[0]
             if isinstance(err, NotInForce):  # made and journaled (restored at the end), but not what the host runs with
                 not_in_force.append(f"knob {it.loc.key} on {it.place.label}: {err}")
             elif err is not None:

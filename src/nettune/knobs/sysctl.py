@@ -9,6 +9,7 @@ host-wide. FreeBSD hosts use `sysctl NAME=VALUE`.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from ..targets.base import Host
@@ -40,6 +41,19 @@ def sysctl_path(name: str) -> str:
     return "/proc/sys/" + (name if "/" in name else name.replace(".", "/"))
 
 
+def sysctl_scope(ex: Host, name: str) -> str:
+    """"ns" when the sysctl is the host's own (a whole host, or per namespace), "machine"
+    when a namespace shares the machine's (see the module doc). `name` as sysctl_path takes it."""
+    if ex.netns is None:
+        return "ns"  # a whole host: its own sysctls
+    if not name.startswith("net.") and not name.startswith("net/"):
+        return "machine"
+    if ex.run(["test", "-w", sysctl_path(name)], timeout=10).returncode == 0:
+        return "ns"
+    # exists on the machine but missing or read-only in a namespace: host-wide
+    return "machine" if Path(sysctl_path(name)).exists() else "ns"
+
+
 def norm(v: Any) -> str:
     if isinstance(v, bool):
         return "1" if v else "0"
@@ -66,17 +80,7 @@ class Sysctl(Kind):
         return value
 
     def scope(self, ex: Host, loc: Loc) -> str:
-        name = loc.arg or ""
-        if ex.netns is None:
-            return "ns"  # a whole host: its own sysctls
-        if not name.startswith("net.") and not name.startswith("net/"):
-            return "machine"
-        if ex.run(["test", "-w", sysctl_path(name)], timeout=10).returncode == 0:
-            return "ns"
-        from pathlib import Path
-
-        # exists on the machine but missing or read-only in a namespace: host-wide
-        return "machine" if Path(sysctl_path(name)).exists() else "ns"
+        return sysctl_scope(ex, loc.arg or "")
 
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         cur = self.read(ex, loc)
