@@ -11,8 +11,8 @@ from ..spec.lab_link import UnderlaySpec
 from . import lab_nodes
 from . import lab_placement as placement
 from .labnet import LabNet, require_root, study_layout
-from .netns_access import PER_TASK, port_bound, read_in_netns, write_in_netns
-from .procs import LocalProc, port_listening, run_local, with_env
+from .netns_access import PER_TASK, listening_in, read_in_netns, write_in_netns
+from .procs import LocalProc, run_local, with_env
 
 # Paths whose content differs per network namespace: read/write them from inside it
 # (PER_TASK ones from a thread that entered it; sysfs through `ip netns exec`, which
@@ -74,17 +74,9 @@ class LabHost(HostBase):
         return 5201  # a namespace we created: nothing else listens there
 
     def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
-        bound = port_bound(port, proto, self.netns)
-        if bound is not None:
-            return bound
-        texts = []
-        for name in (proto, proto + "6"):
-            try:
-                # /proc/PID/net shows the network namespace of that process
-                texts.append(Path(f"/proc/{pid}/net/{name}").read_text() if pid else self.read_text(f"/proc/net/{name}"))
-            except OSError:
-                pass
-        return port_listening(texts, port, proto)
+        # /proc/PID/net shows the network namespace of that process
+        return listening_in(port, proto, self.netns,
+                            lambda name: Path(f"/proc/{pid}/net/{name}").read_text() if pid else self.read_text(f"/proc/net/{name}"))
 
 
 class LabTarget(TargetBase):

@@ -7,8 +7,8 @@ from typing import Any
 
 from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
-from .netns_access import port_bound
-from .procs import LocalProc, port_listening, run_local, with_env
+from .netns_access import listening_in
+from .procs import LocalProc, run_local, with_env
 
 
 class LocalHost(HostBase):
@@ -34,17 +34,8 @@ class LocalHost(HostBase):
         return shutil.which(tool)
 
     def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
-        bound = port_bound(port, proto)  # this process's namespace, which is the tools' too
-        if bound is not None:
-            return bound
-        base = f"/proc/{pid}/net" if pid else "/proc/net"
-        texts = []
-        for name in (proto, proto + "6"):
-            try:
-                texts.append(Path(f"{base}/{name}").read_text())
-            except OSError:
-                pass
-        return port_listening(texts, port, proto)
+        base = f"/proc/{pid}/net" if pid else "/proc/net"  # this process's namespace is the tools' too
+        return listening_in(port, proto, None, lambda name: Path(f"{base}/{name}").read_text())
 
 
 class LocalTarget(TargetBase):

@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterator, TypeVar
 from pyroute2 import DiagSocket, IPRoute, NetNS, netns
 from pyroute2.netlink.diag import SS_LISTEN
 
+from .procs import port_listening
+
 T = TypeVar("T")
 
 # Paths whose content the opening task's network namespace decides (see the module doc).
@@ -94,6 +96,21 @@ def port_bound(port: int, proto: str, ns: str | None = None) -> bool | None:
         return call_in_netns(ns, ask) if ns else ask()
     except OSError:  # the namespace is gone: the caller's own way says so
         return None
+
+
+def listening_in(port: int, proto: str, ns: str | None, read_table: Callable[[str], str]) -> bool:
+    """port_bound; where sock_diag cannot answer, the /proc/net tables ("tcp", "tcp6", ...)
+    read_table gives (a table it cannot read counts as empty)."""
+    bound = port_bound(port, proto, ns)
+    if bound is not None:
+        return bound
+    texts = []
+    for name in (proto, proto + "6"):
+        try:
+            texts.append(read_table(name))
+        except OSError:
+            pass
+    return port_listening(texts, port, proto)
 
 
 class NetlinkPool:
