@@ -42,7 +42,7 @@ def nettune(*args: str, timeout: float = 300, check: bool = False, cwd: Path | N
 
 def lab_leftovers() -> dict:
     """What tests must never leave behind: our namespaces, links and processes."""
-    from nettune.targets.labnet import leftovers
+    from nettune.targets.lab.labnet import leftovers
 
     found = leftovers()
     found.pop("labs", None)

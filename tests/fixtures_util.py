@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nettune.engines.result import SideOutput
-from nettune.spec.models import Workload
+from nettune.studyfile.models import Workload
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from nettune.targets.k8s_api import PodState
+from nettune.targets.kubernetes.k8s_api import PodState
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -122,7 +122,7 @@ class FakeKube:
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         self.calls.append(("delete", kind, namespace, name))
         if self.down:
-            from nettune.targets.k8s_api import KubeError
+            from nettune.targets.kubernetes.k8s_api import KubeError
 
             raise KubeError("cannot reach the API server")
         self.objects.pop((kind, namespace, name), None)

@@ -3,7 +3,7 @@ import json
 import re
 import subprocess
 
-from nettune.targets.lab import LabTarget
+from nettune.targets.lab.lab import LabTarget
 
 
 def iperf3_bps(target: LabTarget, server: str, client: str, seconds: int = 2, extra: tuple[str, ...] = ()) -> float:

@@ -18,8 +18,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from nettune.targets import sshlab
-from nettune.targets.labnet import LabLayout, LabNet, pids_in_namespace
+from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.lab.labnet import LabLayout, LabNet, pids_in_namespace
 from nettune.targets.procs import start_time
 
 from conftest import nettune

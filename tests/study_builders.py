@@ -6,7 +6,7 @@ from typing import Any, Callable
 from nettune.engines.result import Interval, StreamResult
 from nettune.plan.pairs import mesh_rounds
 from nettune.engines.result import TestResult as Result  # not "Test*": pytest would try to collect it
-from nettune.spec.models import Study
+from nettune.studyfile.models import Study
 from nettune.store import Store
 
 Cpu = Callable[[dict, float], tuple[float, float, float]]

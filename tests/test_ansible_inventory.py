@@ -11,7 +11,7 @@ import pytest
 
 from nettune.errors import SpecError
 from nettune.plan.study_file import parse_study
-from nettune.spec.ansible_inventory import load_ansible, static_list
+from nettune.studyfile.ansible_inventory import load_ansible, static_list
 
 FIX = Path(__file__).parent / "fixtures" / "ansible"
 

@@ -25,7 +25,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from nettune import parse_study
-from nettune.spec.models import json_schema
+from nettune.studyfile.models import json_schema
 
 from bad_input_util import FUZZ, Place, assert_one_line_error, base_study, check_any_study, check_rejected_import, check_rejected_study, to_toml
 from conftest import EXAMPLES

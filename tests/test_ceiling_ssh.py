@@ -7,8 +7,8 @@ import socket
 from pathlib import Path
 
 from nettune.store import Store
-from nettune.targets import sshlab
-from nettune.targets.labnet import pids_in_namespace
+from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.lab.labnet import pids_in_namespace
 from nettune.store.instrument_tables import ceiling_rows
 
 from conftest import needs_iperf3, needs_root, nettune

@@ -384,7 +384,7 @@ def test_allow_reboot_from_a_toml_inventory_and_an_ansible_one(tmp_path):
     study, _ = plan(PLAN.format(inventory=f'inventory = "{tmp_path / "inv.toml"}"', allow=""))
     assert study.target.hosts["vm1"].allow_reboot and study.target.hosts["vm1"].reboot_timeout == 900
     assert not study.target.hosts["vm2"].allow_reboot
-    from nettune.spec.ansible_inventory import load_ansible
+    from nettune.studyfile.ansible_inventory import load_ansible
 
     (tmp_path / "hosts.ini").write_text("[lab]\nvm1 ansible_host=192.0.2.10 nettune_allow_reboot=true nettune_reboot_timeout=300\n"
                                         "vm2 ansible_host=192.0.2.11 nettune_allow_reboot=false\n")
@@ -393,7 +393,7 @@ def test_allow_reboot_from_a_toml_inventory_and_an_ansible_one(tmp_path):
 
 
 def test_dry_run_shows_every_reboot_its_commands_and_the_security_warning():
-    from nettune.run.dry_run import dry_run
+    from nettune.commands.dry_run import dry_run
 
     text = PLAN.format(inventory="", allow="allow_reboot = true")
     study, _ = plan(text)

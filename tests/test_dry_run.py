@@ -14,7 +14,7 @@ from nettune import parse_study
 from nettune.engines import get_engine
 from nettune.engines.access import Access
 from nettune.plan.points import expand_and_check
-from nettune.targets.labnet import study_layout
+from nettune.targets.lab.labnet import study_layout
 
 from conftest import nettune
 

@@ -4,8 +4,8 @@ import pytest
 
 from nettune.plan.points import expand_and_check
 from nettune.plan.study_file import parse_study
-from nettune.run.dry_run import dry_run
-from nettune.run.eta import plan_seconds
+from nettune.commands.dry_run import dry_run
+from nettune.commands.eta import plan_seconds
 
 
 def _study(pairs: str, parallel: bool, runs: int = 2, warmup: int = 0, hosts: int = 4) -> tuple[object, str]:

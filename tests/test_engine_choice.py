@@ -12,7 +12,7 @@ from nettune.engines.choice import auto_processes, choose, threaded
 from nettune.engines.fanout import combine, split_streams
 from nettune.engines.result import Interval, StreamResult
 from nettune.engines.result import TestResult as Result  # not "Test*": pytest would collect it
-from nettune.spec.models import Workload
+from nettune.studyfile.models import Workload
 
 VERSIONS = Path(__file__).parent / "fixtures" / "versions"
 

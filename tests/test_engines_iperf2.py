@@ -15,7 +15,7 @@ from nettune.engines.base import client_budget
 from nettune.engines.iperf2 import Iperf2Engine, _port_from_argv, parse_rows
 from nettune.engines.result import SideOutput
 from nettune.engines.result import TestResult as Result
-from nettune.spec.models import Workload
+from nettune.studyfile.models import Workload
 
 from fixtures_util import FIXTURES, close, load_capture
 

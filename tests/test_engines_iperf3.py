@@ -16,7 +16,7 @@ from nettune.engines.access import Access, iperf3_has_auth, users_line
 from nettune.engines.iperf3 import MAX_STREAMS, Iperf3Engine, json_objects, load_json, parse_version
 from nettune.engines.result import SideOutput
 from nettune.engines.result import TestResult as Result
-from nettune.spec.models import Workload
+from nettune.studyfile.models import Workload
 
 from fixtures_util import FIXTURES, close, load_capture
 

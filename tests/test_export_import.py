@@ -11,7 +11,7 @@ from nettune.analysis.data import load
 from nettune.engines import get_engine
 from nettune.engines.result import SideOutput
 from nettune.errors import NettuneError
-from nettune.spec.models import Workload
+from nettune.studyfile.models import Workload
 from nettune.store import Store
 from nettune.exporters.runs import export, frame
 from nettune.importers import import_files, parse_sets

@@ -11,7 +11,7 @@ from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 from nettune.analysis.frontier import FrontierPoint, knee, pareto
 from nettune.engines.result import TestResult as Result
-from nettune.spec.models import Study
+from nettune.studyfile.models import Study
 from nettune.store import Store
 
 from conftest import nettune

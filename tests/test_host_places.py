@@ -8,7 +8,7 @@ import pytest
 
 from nettune.knobs.places import place_for
 from nettune.targets.base import HostBase
-from nettune.targets.lab import LabHost
+from nettune.targets.lab.lab import LabHost
 from nettune.targets.local import LocalHost
 
 

@@ -93,7 +93,7 @@ def test_a_pair_of_one_host_at_some_point_is_refused():
 
 
 def test_dry_run_shows_each_points_pair_and_its_knob_hosts():
-    from nettune.run.dry_run import dry_run
+    from nettune.commands.dry_run import dry_run
 
     study = parse_study(BASE, "b.toml")
     plan = dry_run(study, BASE, "b.toml")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from nettune.knobs.base import Ctx, KnobError, Loc
-from nettune.knobs.libvirt_queues import LibvirtQueues, driver_tag, queues_in, set_queues
-from nettune.knobs.libvirt_vcpupin import LibvirtVcpupin, config_pins
-from nettune.knobs.proxmox_queues import (
+from nettune.knobs.kinds.libvirt_queues import LibvirtQueues, driver_tag, queues_in, set_queues
+from nettune.knobs.kinds.libvirt_vcpupin import LibvirtVcpupin, config_pins
+from nettune.knobs.kinds.proxmox_queues import (
     ProxmoxQueues, canonical_net, net_meaning, net_options, nic_model, parse_config, with_queues, without_queues,
 )
 

@@ -304,7 +304,7 @@ def test_import_store_removes_only_a_database_it_created(tmp_path):
     """The cleanup below the CLI (importers.intake.import_store): a failure removes a database
     it created with SQLite's side files, never one that was there, and success keeps it."""
     from nettune.importers import import_store
-    from nettune.spec.models import Study
+    from nettune.studyfile.models import Study
 
     study = Study.model_validate({"name": "s", "target": {"kind": "local"}})
     new = tmp_path / "new.db"

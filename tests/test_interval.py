@@ -9,7 +9,7 @@ from nettune import parse_study
 from nettune.engines.iperf2 import Iperf2Engine
 from nettune.engines.iperf3 import Iperf3Engine
 from nettune.errors import SpecError
-from nettune.spec.models import Workload
+from nettune.studyfile.models import Workload
 
 from fixtures_util import FIXTURES, load_capture
 

@@ -11,7 +11,7 @@ import pytest
 from nettune.engines.iperf2 import Iperf2Engine, csv_output, report_rows
 from nettune.engines.iperf2_enhanced import is_text, parse_text_rows
 from nettune.engines.result import SideOutput
-from nettune.spec.models import Workload
+from nettune.studyfile.models import Workload
 
 from fixtures_util import FIXTURES, close
 

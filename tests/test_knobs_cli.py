@@ -174,7 +174,7 @@ def test_run_with_knobs_records_them_and_persist_writes_files(tmp_path):
 @needs_root
 def test_knobs_show_a_study_on_its_lab(tmp_path):
     from nettune import load_study
-    from nettune.targets.lab import LabTarget
+    from nettune.targets.lab.lab import LabTarget
 
     spec = tmp_path / "study.toml"
     spec.write_text(LAB.replace("{rmem}", "4194304").replace("MTU", "1500").replace('name = "tk-cli"', 'name = "tk-show"'))

@@ -18,7 +18,7 @@ from nettune.knobs.apply import KnobSession
 from nettune.knobs.precheck import precheck
 from nettune.plan.points import expand_and_check
 from nettune import parse_study
-from nettune.targets.lab import LabTarget
+from nettune.targets.lab.lab import LabTarget
 from nettune.targets.local import LocalHost
 
 from conftest import hostwide, needs_root

@@ -54,6 +54,6 @@ def test_knob_code_builds_no_target_class():
 def test_the_spec_layer_does_not_import_knobs():
     for path in sorted((SRC / "spec").glob("*.py")):
         assert not [m for m in _imports(path, top_level_only=True) if "knobs" in m.split(".")], path.name
-    code = "import sys, nettune.spec; print(sorted(m for m in sys.modules if m.startswith('nettune.knobs')))"
+    code = "import sys, nettune.studyfile; print(sorted(m for m in sys.modules if m.startswith('nettune.knobs')))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"

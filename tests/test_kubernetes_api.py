@@ -1,4 +1,4 @@
-"""The thin layer over the real `kubernetes` client (targets/k8s_api.py), as far as it
+"""The thin layer over the real `kubernetes` client (targets/kubernetes/k8s_api.py), as far as it
 can run without a cluster: kubeconfig handling, an API server that does not answer, a
 pod's readiness and reason read from the client's own V1Pod model; and `nettune k8s`
 commands through the CLI."""
@@ -7,8 +7,8 @@ from kubernetes import client as kc
 from typer.testing import CliRunner
 
 from nettune.cli.main import app
-from nettune.targets import kubernetes as k8s
-from nettune.targets.k8s_api import KubeApi, KubeError, pod_state
+from nettune.targets.kubernetes.kubernetes import kubernetes as k8s
+from nettune.targets.kubernetes.k8s_api import KubeApi, KubeError, pod_state
 
 from k8s_fake import FakeKube
 

@@ -2,8 +2,9 @@
 import pytest
 
 from nettune import Store, parse_study, run_study
-from nettune.targets import kubernetes as k8s, make_target
-from nettune.targets.k8s_clean import clean_cluster
+from nettune.targets.kubernetes.kubernetes import kubernetes as k8s
+from nettune.targets import make_target
+from nettune.targets.kubernetes.k8s_clean import clean_cluster
 
 from conftest import needs_iperf3
 from k8s_fake import FakeKube

@@ -8,8 +8,8 @@ import kubernetes_validate
 
 from nettune import parse_study
 from nettune.plan.points import expand_and_check
-from nettune.targets.k8s_manifests import RunNames, all_manifests, point_manifests
-from nettune.targets.k8s_plan import manifests_yaml
+from nettune.targets.kubernetes.k8s_manifests import RunNames, all_manifests, point_manifests
+from nettune.targets.kubernetes.k8s_plan import manifests_yaml
 
 from conftest import EXAMPLES, nettune
 

@@ -8,7 +8,7 @@ import pytest
 
 from nettune import Store, parse_study, run_study
 from nettune.errors import NettuneError
-from nettune.targets import kubernetes as k8s
+from nettune.targets.kubernetes.kubernetes import kubernetes as k8s
 
 from conftest import needs_iperf2, needs_iperf3
 from k8s_fake import FakeKube
@@ -275,7 +275,7 @@ def test_a_node_knob_aimed_at_test_pods_is_refused_and_nothing_stays_changed(fak
 
 
 def test_exec_refused_mid_study_fails_the_test_with_the_reason(fake, tmp_path):
-    from nettune.targets.k8s_api import KubeError
+    from nettune.targets.kubernetes.k8s_api import KubeError
 
     def refuse(pod, argv):
         if is_client(argv):

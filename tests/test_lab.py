@@ -10,9 +10,9 @@ from pyroute2 import netns
 from nettune.errors import NettuneError, SpecError
 from nettune.plan import expand, resolve
 from nettune import parse_study
-from nettune.targets import labnet
-from nettune.targets.lab import LabTarget
-from nettune.targets.labnet import LabLayout
+from nettune.targets.lab.lab import labnet
+from nettune.targets.lab.lab import LabTarget
+from nettune.targets.lab.labnet import LabLayout
 
 from conftest import lab_leftovers, needs_root, nettune
 
@@ -106,7 +106,7 @@ def test_namespace_files_ports_and_netlink_sockets_of_a_lab():
 
 
 def test_a_namespace_that_is_gone_reads_as_an_error_and_listens_on_nothing():
-    from nettune.targets.lab import LabHost
+    from nettune.targets.lab.lab import LabHost
 
     gone = LabHost("a", "nettune-t-lab-never-made", "198.18.0.11", "eth0")
     assert gone.listening(5201) is False and gone.listening(5201, "udp") is False

@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "nettune"
 
 
 def test_the_spec_stage_loads_nothing_of_the_plan():
-    code = ("import sys, nettune.spec, nettune.spec.load, nettune.spec.models, nettune.spec.ssh_hosts, nettune.spec.expr;"
+    code = ("import sys, nettune.studyfile, nettune.studyfile.load, nettune.studyfile.models, nettune.studyfile.ssh_hosts, nettune.studyfile.expr;"
             "print([m for m in sys.modules if m.startswith('nettune.plan')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -32,11 +32,11 @@ def test_cli_command_modules_do_not_import_each_other():
 # The pipeline, earliest first (docs/architecture.md draws it). A module may import from its
 # own package and from earlier ones, never from a later one; `run` (orchestration) and `cli`
 # come last. Imports inside functions count too: they are dependencies all the same.
-PIPELINE = ["errors", "spec", "plan", "targets", "knobs", "engines", "probes", "doctor", "store", "analysis",
-            "exporters", "importers", "report", "run", "setup_tools", "cli"]
+PIPELINE = ["errors", "studyfile", "plan", "targets", "knobs", "engines", "probes", "doctor", "store", "analysis",
+            "exporters", "importers", "report", "run", "commands", "setup_tools", "cli"]
 # (file, later package it imports) -> why it may
 LATE_IMPORTS = {
-    ("spec/knobs_section.py", "knobs"): "an unknown knob kind is refused while the file is read, and only the knob registry knows the kinds",
+    ("studyfile/knobs_section.py", "knobs"): "an unknown knob kind is refused while the file is read, and only the knob registry knows the kinds",
 }
 
 

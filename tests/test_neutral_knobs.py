@@ -151,7 +151,7 @@ def test_bad_sockbuf_values_are_one_line_before_any_change(raw, why, tmp_path, m
 
 
 def test_dry_run_of_an_ssh_study_prints_both_forms_per_host():
-    from nettune.run.dry_run import dry_run
+    from nettune.commands.dry_run import dry_run
 
     text = """name = "nt-vms"
 [target]
@@ -198,7 +198,7 @@ def test_study_b_example_with_vms_prints_each_pairs_freebsd_and_linux_commands()
     import re
 
     from conftest import EXAMPLES
-    from nettune.run.dry_run import dry_run
+    from nettune.commands.dry_run import dry_run
 
     text = (EXAMPLES / "study-b.toml").read_text()
     hosts = "".join(f'[target.hosts.{h}]\naddress = "192.0.2.{10 + i}"\ninterface = "vmx0"\n'
@@ -221,7 +221,7 @@ def test_freebsd_cc_is_checked_against_the_loaded_algorithms_in_either_format(tm
     prints it (a table, fixture from a real host) or as older releases did (a comma list);
     one that is not loaded is refused before any change, naming the module to load."""
     from nettune.errors import SpecError
-    from nettune.knobs.cc import freebsd_available
+    from nettune.knobs.kinds.cc import freebsd_available
     from nettune.knobs.precheck import precheck
 
     table = (REAL / "sysctl_n_cc_available.txt").read_text()

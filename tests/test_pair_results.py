@@ -13,7 +13,7 @@ from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 from nettune.engines.result import TestResult as Result  # not "Test*": pytest would collect it
 from nettune.plan.pairs import mesh_rounds
-from nettune.spec.models import Study
+from nettune.studyfile.models import Study
 from nettune.store import Store
 from nettune.store import sqlite as st
 

@@ -71,7 +71,7 @@ def test_a_plan_longer_than_72_hours_needs_allow_long():
 
 def test_expected_time_of_adaptive_repeats_and_pairs():
     from nettune.plan.points import expand_and_check
-    from nettune.run.eta import describe, human_seconds, plan_seconds
+    from nettune.commands.eta import describe, human_seconds, plan_seconds
 
     doc = base_study()
     doc["repeat"] = {"min_runs": 3, "max_runs": 5, "target_margin": 0.05, "pause": 1}

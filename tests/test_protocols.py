@@ -20,7 +20,7 @@ CHECKED = ("",)
 
 # files allowed to use reflection, relative to src/nettune, with the reason
 ALLOWED: dict[str, str] = {
-    "spec/load.py": "pydantic model introspection (field names and aliases of the spec models), not a protocol",
+    "studyfile/load.py": "pydantic model introspection (field names and aliases of the spec models), not a protocol",
     "__init__.py": "the package's lazy exports (module __getattr__ imports the module that holds a name)",
 }
 
@@ -73,11 +73,11 @@ def test_family_members_inherit_their_defaults():
     from nettune.engines import ENGINES
     from nettune.engines.base import EngineBase
     from nettune.targets.base import HostBase, ProcBase, TargetBase
-    from nettune.targets.lab import LabHost, LabTarget
+    from nettune.targets.lab.lab import LabHost, LabTarget
     from nettune.targets.local import LocalHost, LocalTarget
     from nettune.targets.procs import LocalProc
-    from nettune.targets.ssh import SshHost, SshTarget
-    from nettune.targets.sshproc import SshProc
+    from nettune.targets.ssh.ssh import SshHost, SshTarget
+    from nettune.targets.ssh.sshproc import SshProc
 
     assert all(isinstance(e, EngineBase) for e in ENGINES.values())
     assert all(issubclass(h, HostBase) for h in (LabHost, LocalHost, SshHost))

@@ -5,8 +5,8 @@ import pytest
 from pydantic import ValidationError
 
 from nettune.engines import get_engine
-from nettune.spec.models import Workload
-from nettune.spec.rates import parse_rate, rate_arg, rate_text
+from nettune.studyfile.models import Workload
+from nettune.studyfile.rates import parse_rate, rate_arg, rate_text
 
 
 @pytest.mark.parametrize("text,bps", [

@@ -173,7 +173,7 @@ def slots(final: dict[int, tuple]) -> list[tuple]:
 def ours(runner_pids: list[int], names: list[str]) -> dict:
     """conftest.lab_leftovers, limited to this module's labs and processes (other people's
     labs may be up on this machine at the same time)."""
-    from nettune.targets.labnet import short_id
+    from nettune.targets.lab.labnet import short_id
 
     found = lab_leftovers()
     mine = {}

@@ -5,7 +5,7 @@ from typing import Any
 
 from nettune import Store, parse_study, run_study
 from nettune.run.study import Outcome
-from nettune.spec.models import Study
+from nettune.studyfile.models import Study
 
 from conftest import needs_iperf3
 

@@ -25,8 +25,8 @@ import pytest
 from conftest import needs_iperf2, needs_iperf3, needs_root
 from nettune import Store, load_study, run_study
 from nettune.engines.access import SECRET
-from nettune.targets import lab as labmod
-from nettune.targets.labnet import LabLayout
+from nettune.targets.lab.lab import lab as labmod
+from nettune.targets.lab.labnet import LabLayout
 
 pytestmark = [needs_root, needs_iperf3]
 
@@ -308,7 +308,7 @@ def test_iperf2_permit_key_refuses_other_hosts(tmp_path: Path) -> None:
 
 
 def _ns_pids(lay: LabLayout, host: str) -> list[int]:
-    from nettune.targets.labnet import pids_in_namespace
+    from nettune.targets.lab.labnet import pids_in_namespace
 
     return pids_in_namespace(lay.ns(host))
 
@@ -433,7 +433,7 @@ def test_iperf2_server_stops_by_itself_when_nettune_cannot(monkeypatch: pytest.M
     connection) its -t ends it anyway, keyed or not. Lifetime shortened for the test."""
     from nettune.engines import iperf2
     from nettune.engines.access import Access
-    from nettune.spec.models import Workload
+    from nettune.studyfile.models import Workload
 
     monkeypatch.setattr(iperf2, "SERVER_LIFETIME_SLACK", 2)
     eng = iperf2.Iperf2Engine()
@@ -482,7 +482,7 @@ def test_credentials_removed_on_interrupt(tmp_path: Path, sig: int) -> None:
             p.communicate()
     if sig == signal.SIGKILL:
         from nettune.run.credentials import DIR_PREFIX
-        from nettune.targets.labnet import LabNet
+        from nettune.targets.lab.labnet import LabNet
         from nettune.targets.procs import remove_stale_dirs, stop_recorded
 
         assert keydir.exists()  # nothing could run after kill -9

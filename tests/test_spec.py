@@ -6,8 +6,8 @@ import pytest
 from nettune.errors import SpecError
 from nettune.plan import expand, resolve, schedule
 from nettune import load_study, parse_study
-from nettune.spec.expr import ExprError, evaluate, fill
-from nettune.spec.models import json_schema
+from nettune.studyfile.expr import ExprError, evaluate, fill
+from nettune.studyfile.models import json_schema
 
 from conftest import EXAMPLES
 

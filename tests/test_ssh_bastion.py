@@ -14,12 +14,12 @@ import pytest
 from nettune import load_study, parse_study
 from nettune.errors import NettuneError
 from nettune.run.study import run_study
-from nettune.spec.ssh_hosts import SshHostSpec
+from nettune.studyfile.ssh_hosts import SshHostSpec
 from nettune.store import Store
-from nettune.targets import sshlab
-from nettune.targets.labnet import LabLayout, LabNet, pids_in_namespace
-from nettune.targets.ssh import SshError, SshHost, SshTarget
-from nettune.targets.sshproc import EventLoopThread
+from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.lab.labnet import LabLayout, LabNet, pids_in_namespace
+from nettune.targets.ssh.ssh import SshError, SshHost, SshTarget
+from nettune.targets.ssh.sshproc import EventLoopThread
 
 from conftest import needs_iperf3, needs_root, nettune
 from sshlab_util import kill_9_once_changed, lab_text, netns_read, private_state, run_with_cut_sessions  # noqa: F401 - private_state is an autouse fixture

@@ -9,7 +9,7 @@ from asyncssh.config import SSHClientConfig
 
 from nettune.errors import SpecError
 from nettune.plan.study_file import parse_study
-from nettune.spec.ssh_config import SshConfigError, ansible_jump, parse_jump, resolve
+from nettune.studyfile.ssh_config import SshConfigError, ansible_jump, parse_jump, resolve
 
 
 @pytest.fixture

@@ -2,9 +2,9 @@
 import pytest
 
 from nettune.knobs.base import Ctx, KnobError, Loc
-from nettune.knobs.libvirt_queues import LibvirtQueues, queues_in, set_queues
-from nettune.knobs.libvirt_vcpupin import LibvirtVcpupin, parse_pins
-from nettune.knobs.proxmox_queues import ProxmoxQueues, parse_config, pending_keys, queues_of, with_queues
+from nettune.knobs.kinds.libvirt_queues import LibvirtQueues, queues_in, set_queues
+from nettune.knobs.kinds.libvirt_vcpupin import LibvirtVcpupin, parse_pins
+from nettune.knobs.kinds.proxmox_queues import ProxmoxQueues, parse_config, pending_keys, queues_of, with_queues
 
 from hypervisor_fakes import FIX, FakePve, FakeVirsh
 

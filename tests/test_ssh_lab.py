@@ -19,10 +19,10 @@ from nettune.run.slots import round_totals, run_slot, workload_hosts
 from nettune.run.study import run_study
 from nettune import load_study, parse_study
 from nettune.store import Store
-from nettune.targets import sshlab
-from nettune.targets.labnet import LabLayout, LabNet, pids_in_namespace
+from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.lab.labnet import LabLayout, LabNet, pids_in_namespace
 from nettune.targets.procs import PROC_DIR, start_time
-from nettune.targets.ssh import SshError, SshTarget
+from nettune.targets.ssh.ssh import SshError, SshTarget
 
 from conftest import needs_iperf3, needs_root, nettune
 from sshlab_util import run_with_cut_sessions
@@ -392,7 +392,7 @@ def test_proxmox_queue_knob_restart_then_the_guest_is_used(lab):
 
     from nettune.run.driver import run_test
     from nettune.knobs.base import Loc
-    from nettune.knobs.proxmox_queues import ProxmoxQueues
+    from nettune.knobs.kinds.proxmox_queues import ProxmoxQueues
 
     layout = lab["layout"]
     study = parse_study(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 1\n', reconnect=30))

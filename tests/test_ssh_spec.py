@@ -163,7 +163,7 @@ def test_freebsd_cp_time_reads_like_proc_stat():
 def test_sudo_refusals_name_the_user_and_the_fix():
     """What `sudo -n true` says, as sshtrust.sudo_problem words it (the lab tests run as
     root; these are the other users' forms, from sudo 1.9's messages)."""
-    from nettune.targets.sshtrust import sudo_problem
+    from nettune.targets.ssh.sshtrust import sudo_problem
 
     w = "vm (deploy@192.0.2.1:22)"
     assert sudo_problem(w, "deploy", 0, "") is None

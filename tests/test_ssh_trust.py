@@ -22,8 +22,8 @@ from nettune.report.table import columns
 from nettune.run.study import run_study
 from nettune import load_study, parse_study
 from nettune.store import Store
-from nettune.targets import sshlab
-from nettune.targets.ssh import SshTarget
+from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.ssh.ssh import SshTarget
 
 from conftest import needs_iperf3, needs_root, nettune
 from sshlab_util import cut_sessions_when_client_runs, lab_fixture, private_state, restart_plain_sshd, restart_sshd_with_mounts  # noqa: F401 - private_state: autouse fixture

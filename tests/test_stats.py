@@ -13,7 +13,7 @@ from nettune.analysis.compare import compare_values
 from nettune.analysis.stats import adaptive_rounds, mad_outliers, needs_more_runs, summarize, welch
 from nettune.errors import NettuneError, SpecError
 from nettune import parse_study
-from nettune.spec.models import Repeat
+from nettune.studyfile.models import Repeat
 
 
 def test_summary_of_known_values():

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plan.points import Point, expand
     from .run.study import Outcome, run_study
     from .plan.study_file import load_study, parse_study
-    from .spec.models import Study
+    from .studyfile.models import Study
     from .store.sqlite import Store
 
 # Imported lazily so `import nettune` stays cheap (the CLI starts in well under a second).

@@ -17,7 +17,7 @@ from scipy import stats as sst
 
 if TYPE_CHECKING:  # annotations only: the statistics import neither engines nor the spec
     from ..engines.result import TestResult
-    from ..spec.models import Repeat
+    from ..studyfile.models import Repeat
 
 LEVEL = 0.95
 # Iglewicz & Hoaglin: a modified z-score above 3.5 marks a likely outlier.

@@ -20,7 +20,7 @@ def ceiling(
 ) -> None:
     """Measure each engine on each host's own loopback (-P 1 to its core count) and store it as a host fact: analyze then
     says when a path result is within 10% of that ceiling, and engine = "auto" picks the configuration that went fastest."""
-    from ..run.ceiling import best, hosts_to_measure, measure, plan
+    from ..commands.ceiling import best, hosts_to_measure, measure, plan
     from ..store.instrument_tables import add_ceilings
 
     with hosts_to_measure(list(what or []), str(inventory) if inventory else None) as hosts:

@@ -78,7 +78,7 @@ def check(
     from ..analysis.data import get_metric, jsonable, load
     from ..analysis.regression import check as run_check, parse_tolerance
     from ..plan.study_file import parse_study
-    from ..spec.load import read_study_text
+    from ..studyfile.load import read_study_text
 
     tol = parse_tolerance(tolerance)
     if metric != "auto":
@@ -91,7 +91,7 @@ def check(
             spec = parse_study(text, str(file))
             base = _baseline(baseline, spec.name, baseline_study, Path(tmp))  # read first: the rerun may go to the same db
             from ..plan.points import expand_and_check
-            from ..run.eta import MAX_HOURS, check_length
+            from ..commands.eta import MAX_HOURS, check_length
             from ..run.study import run_study
 
             check_length(spec, expand_and_check(spec, text, str(file)), str(file), MAX_HOURS)

@@ -6,8 +6,8 @@ import shlex
 
 from rich.markup import escape
 
-from ..run.dry_run import DryRun, dry_run
-from ..spec.models import Study
+from ..commands.dry_run import DryRun, dry_run
+from ..studyfile.models import Study
 from .app import console
 
 

@@ -19,7 +19,7 @@ def hosts(
     """Print each host as nettune will connect to it (address, port, user, key, jump chain,
     known_hosts, sudo) and check it answers and has iperf3/iperf. Exit 1 when a host fails."""
     from ..plan.study_file import load_study
-    from ..run.hosts_check import check_hosts, describe_hosts
+    from ..commands.hosts_check import check_hosts, describe_hosts
 
     study = load_study(file)
     rows = check_hosts(study) if connect else describe_hosts(study)

@@ -24,7 +24,7 @@ def clean(
 ) -> None:
     """Delete every object labelled app.kubernetes.io/managed-by=nettune (of a study or run).
     Runs still going lose their pods too: use it when no nettune run uses the cluster."""
-    from ..targets.k8s_clean import clean_cluster  # noqa: PLC0415 - the kubernetes client only when asked
+    from ..targets.kubernetes.k8s_clean import clean_cluster  # noqa: PLC0415 - the kubernetes client only when asked
 
     found, failed = clean_cluster(context, str(kubeconfig) if kubeconfig else None, study, run, dry_run)
     if not found:
@@ -46,8 +46,8 @@ def manifests(file: Path = typer.Argument(..., help="Study file whose [target] k
     from ..errors import NettuneError  # noqa: PLC0415
     from ..plan.points import expand_and_check  # noqa: PLC0415
     from ..plan.study_file import parse_study  # noqa: PLC0415
-    from ..spec.load import read_study_text  # noqa: PLC0415
-    from ..targets.k8s_plan import manifests_yaml  # noqa: PLC0415
+    from ..studyfile.load import read_study_text  # noqa: PLC0415
+    from ..targets.kubernetes.k8s_plan import manifests_yaml  # noqa: PLC0415
 
     text = read_study_text(file)
     study = parse_study(text, str(file))

@@ -1,5 +1,5 @@
 """The kubernetes part of `nettune run --dry-run`: the kubectl exec lines of each point's
-commands and the objects a run creates, as YAML (targets/k8s_plan.py builds them)."""
+commands and the objects a run creates, as YAML (targets/kubernetes/k8s_plan.py builds them)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,7 +7,7 @@ from typing import Any
 from rich.markup import escape
 
 from ..plan.points import expand_and_check
-from ..targets.k8s_plan import kubectl_exec, manifests_yaml
+from ..targets.kubernetes.k8s_plan import kubectl_exec, manifests_yaml
 from .app import console
 
 

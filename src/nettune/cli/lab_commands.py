@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..targets import labnet
+from ..targets.lab import labnet
 from .app import RESULT_STYLE, app, console, print_given_up, user_errors
 
 lab_app = typer.Typer(help="The built-in lab: network namespaces on a Linux bridge.", no_args_is_help=True)
@@ -26,7 +26,7 @@ def up(
     ansible: Path = typer.Option(None, "--ansible", help="With --ssh: also write an Ansible YAML inventory here (hosts in a group named after the study)."),
 ) -> None:
     """Create a study's lab (first point's MTU and queues) and leave it up."""
-    from ..run.lab_admin import lab_up, start_sshds
+    from ..commands.lab_admin import lab_up, start_sshds
 
     lab = lab_up(file)
     t = Table(title=f"lab {lab.name} is up (remove with: nettune lab down)", title_justify="left")
@@ -56,7 +56,7 @@ def down(
 ) -> None:
     """Remove every nettune lab (or lab NAME), including what a killed run left behind.
     Settings a killed run left changed on those hosts are put back first."""
-    from ..run.lab_admin import lab_down, settle_before_down
+    from ..commands.lab_admin import lab_down, settle_before_down
 
     out, given_up = settle_before_down(name, force)
     for result, text in out.lines if out else []:

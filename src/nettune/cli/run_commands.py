@@ -15,13 +15,13 @@ from ..errors import NettuneError
 from ..plan.points import MAX_POINTS, Slot, expand_and_check
 from ..plan.study_file import parse_study
 from ..report import table as rt
-from ..run.eta import MAX_HOURS, check_length, human_seconds
-from ..spec.load import read_study_text
-from ..spec.models import Study, json_schema
+from ..commands.eta import MAX_HOURS, check_length, human_seconds
+from ..studyfile.load import read_study_text
+from ..studyfile.models import Study, json_schema
 from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
 
 if TYPE_CHECKING:  # the summary and the dry run are loaded only by the command that prints them
-    from ..run.summary import RunSummary
+    from ..commands.summary import RunSummary
 
 
 class RichProgress:
@@ -60,7 +60,7 @@ class RichProgress:
 def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False, resume: bool = False,
             cross_check: bool = False, doctor: bool = True) -> None:
     from ..run.study import run_study
-    from ..run.summary import summarize
+    from ..commands.summary import summarize
 
     prog = RichProgress()
     with open_store(db, must_exist=resume) as store:

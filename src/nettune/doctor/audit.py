@@ -173,7 +173,7 @@ def gather(names: list[str], inventory: str | None = None, study: Any = None) ->
     if not names:
         yield this_machine(), {}
         return
-    from ..targets.ssh_named import named_ssh_hosts
+    from ..targets.ssh.ssh_named import named_ssh_hosts
 
     with named_ssh_hosts(names, inventory, "doctor") as hosts:
         yield [HostView(h.name, h) for h in hosts], {h.name: h.address for h in hosts}

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..knobs.base import cpu_list
-from ..knobs.sysctl import sysctl_scope
+from ..knobs.kinds.sysctl import sysctl_scope
 
 SEVERITIES = ("info", "warn", "problem")
 

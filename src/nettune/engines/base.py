@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..spec.models import Workload
+from ..studyfile.models import Workload
 from .access import Access, Iperf3Credentials
 from .result import SideOutput, TestResult
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.models import Workload
+from ..studyfile.models import Workload
 from .result import Interval, SideOutput, StreamResult, TestResult
 from .streams import total, weighted_mean
 

@@ -27,8 +27,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from ..spec.models import Workload
-from ..spec.rates import rate_arg
+from ..studyfile.models import Workload
+from ..studyfile.rates import rate_arg
 from .access import Access
 from .base import EngineBase, client_budget
 from .iperf2_reader import Row, parse_rows, parse_version

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.models import Workload
-from ..spec.rates import rate_arg
+from ..studyfile.models import Workload
+from ..studyfile.rates import rate_arg
 from .access import Access, Iperf3Credentials, iperf3_has_auth
 from .base import EngineBase
 from .iperf3_reader import json_objects, load_json, parse_version, version_tuple, stream_receive_bps

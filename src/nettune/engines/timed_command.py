@@ -4,7 +4,7 @@ benchmark script. One host runs setup (untimed), run (timed) and cleanup (untime
 This engine only builds command lines and the result; run/command_driver.py starts the
 processes and measures them. An argv list is run as written (no shell); a string runs
 with `sh -c` (its sweep values were shell-quoted when the point was resolved, see
-spec/command_workload.py). `cwd` is entered by a fixed `sh -c 'cd -- "$1" ...' ` line that
+studyfile/command_workload.py). `cwd` is entered by a fixed `sh -c 'cd -- "$1" ...' ` line that
 takes the directory as an argument, so it never becomes shell text either.
 
 The primary metric is the wall seconds of `run` (lower is better), stored as the test's
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.models import Workload
+from ..studyfile.models import Workload
 from .access import Access
 from .base import EngineBase
 from .result import SideOutput, TestResult

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ..engines.result import SideOutput, TestResult
 from ..errors import NettuneError
-from ..spec.models import Workload
+from ..studyfile.models import Workload
 
 # --set keys that also tell the parser what the test was
 WORKLOAD_HINTS = ("protocol", "parallel", "reverse", "bidir", "duration")

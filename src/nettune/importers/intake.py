@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..engines.result import TestResult
 from ..errors import NettuneError
-from ..spec.load import read_bytes
-from ..spec.models import Workload
+from ..studyfile.load import read_bytes
+from ..studyfile.models import Workload
 from ..store.sqlite import Store
 from .base import WORKLOAD_HINTS, Importer, importers
 from .params import from_header, from_name

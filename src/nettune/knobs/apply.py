@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from ..errors import NettuneError, PointFailed
-from ..spec.models import Study
+from ..studyfile.models import Study
 from ..targets.base import Target
 from .base import Ctx, Kind, KnobError, Loc, NotInForce
 from .boot_batch import BootBatch

@@ -170,7 +170,7 @@ class Kind:
     def forms(self, os: str, loc: Loc, value: Any) -> list[tuple[Loc, Any]]:
         """The settings this knob is on a host of this OS (`host.os`), each set, journaled
         and restored by its own kind: itself (the default); an OS-neutral kind (sockbuf)
-        names the real sysctls of each OS (knobs/sockbuf.py)."""
+        names the real sysctls of each OS (knobs/kinds/sockbuf.py)."""
         return [(loc, value)]
 
     def slot_key(self, loc: Loc) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SpecError
-from ..spec.load import find_line
+from ..studyfile.load import find_line
 from ..targets.base import Host
 from .base import Kind, KnobError, Loc
 from .keys import knob_items, parse_key

@@ -11,7 +11,7 @@
 A key is KIND[:ARG][@DEVICE]; DEVICE defaults to the host's own interface. What a kind's
 key may hold (an ARG or not, a DEVICE or not, a table value) is declared by the kind
 (base.Kind.takes_arg, needs_device, table_value); nothing here lists kinds by name. The
-file format of the section is spec/knobs_section.py, which calls check_entry when the
+file format of the section is studyfile/knobs_section.py, which calls check_entry when the
 study file is read.
 """
 from __future__ import annotations

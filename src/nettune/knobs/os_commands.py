@@ -14,7 +14,7 @@ from typing import Any
 
 from .base import KnobError, Loc
 from .keys import parse_key
-from .offload import FREEBSD as FREEBSD_OFFLOAD
+from .kinds.offload import FREEBSD as FREEBSD_OFFLOAD
 from .registry import KINDS
 
 NEUTRAL = ("mtu", "offload", "cc", "sockbuf")

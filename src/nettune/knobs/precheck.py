@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from ..errors import NettuneError
-from ..spec.models import Study
+from ..studyfile.models import Study
 from ..targets.base import Target
 from .base import Ctx, KnobError
 from .gate import journal_gate

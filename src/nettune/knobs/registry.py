@@ -4,28 +4,28 @@
 from __future__ import annotations
 
 from .base import Kind, catalog_row
-from .cc import CongestionControl
-from .channels import Channels
-from .cmdline import Cmdline
-from .command import Command
-from .cpu_switches import AmdPstate, Smt
-from .cpufreq import CpuFreq
-from .cpuidle import CpuIdle
-from .irq import IrqAffinity
-from .libvirt_queues import LibvirtQueues
-from .libvirt_vcpupin import LibvirtVcpupin
-from .mtu import Mtu
-from .offload import Offload
-from .proxmox_queues import ProxmoxQueues
-from .qdisc import Qdisc
-from .ring import Ring
-from .rps import Rps
-from .sockbuf import SockBuf
-from .sysctl import Sysctl
-from .sysctl_field import SysctlField
-from .tuned import Tuned
-from .txqueuelen import TxQueueLen
-from .xps import Xps
+from .kinds.cc import CongestionControl
+from .kinds.channels import Channels
+from .kinds.cmdline import Cmdline
+from .kinds.command import Command
+from .kinds.cpu_switches import AmdPstate, Smt
+from .kinds.cpufreq import CpuFreq
+from .kinds.cpuidle import CpuIdle
+from .kinds.irq import IrqAffinity
+from .kinds.libvirt_queues import LibvirtQueues
+from .kinds.libvirt_vcpupin import LibvirtVcpupin
+from .kinds.mtu import Mtu
+from .kinds.offload import Offload
+from .kinds.proxmox_queues import ProxmoxQueues
+from .kinds.qdisc import Qdisc
+from .kinds.ring import Ring
+from .kinds.rps import Rps
+from .kinds.sockbuf import SockBuf
+from .kinds.sysctl import Sysctl
+from .kinds.sysctl_field import SysctlField
+from .kinds.tuned import Tuned
+from .kinds.txqueuelen import TxQueueLen
+from .kinds.xps import Xps
 
 KINDS: dict[str, Kind] = {
     k.name: k

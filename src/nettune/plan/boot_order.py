@@ -11,7 +11,7 @@ check_boot_hosts() refuses, when the study is read, a boot-time knob on a host t
 not be rebooted: this machine (local, lab) or an ssh host without allow_reboot = true.
 
 The plan stage comes before the knobs layer, so boot-time kinds are named here by their
-key prefix (BOOT_KINDS); knobs/cmdline.py is the kind itself.
+key prefix (BOOT_KINDS); knobs/kinds/cmdline.py is the kind itself.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import json
 from typing import Any
 
 from ..errors import SpecError
-from ..spec.load import find_line
-from ..spec.models import Study
-from ..spec.ssh_hosts import SshTargetSpec
+from ..studyfile.load import find_line
+from ..studyfile.models import Study
+from ..studyfile.ssh_hosts import SshTargetSpec
 from .points import Slot
 
 BOOT_KINDS = ("cmdline",)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..spec.models import pairs_problem
+from ..studyfile.models import pairs_problem
 
 Pair = tuple[str, str]  # (server, client)
 

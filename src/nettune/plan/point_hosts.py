@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from ..spec.expr import has_placeholder
-from ..spec.load import find_line
-from ..spec.models import Study, pairs_hosts, pairs_problem
+from ..studyfile.expr import has_placeholder
+from ..studyfile.load import find_line
+from ..studyfile.models import Study, pairs_hosts, pairs_problem
 
 
 def selection_follows_sweep(study: Study) -> bool:

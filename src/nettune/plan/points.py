@@ -13,10 +13,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import SpecError
-from ..spec import expr
-from ..spec.command_workload import fill_workload
-from ..spec.load import find_line, spec_error
-from ..spec.models import Study, Workload
+from ..studyfile import expr
+from ..studyfile.command_workload import fill_workload
+from ..studyfile.load import find_line, spec_error
+from ..studyfile.models import Study, Workload
 from .point_hosts import check_point_hosts
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..spec.load import parse_spec, read_study_text
-from ..spec.models import Study
+from ..studyfile.load import parse_spec, read_study_text
+from ..studyfile.models import Study
 from .points import MAX_POINTS, check_point_count, expand_and_check
 
 

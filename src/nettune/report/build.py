@@ -107,7 +107,7 @@ def _audit_md(facts: dict[str, Any]) -> list[str]:
 def _boot_security(data: StudyData) -> list[str]:
     """A warning above the results when the study booted a host with mitigations=off
     (cmdline:mitigations as written, or a sweep value of it)."""
-    from ..knobs.cmdline import SECURITY  # noqa: PLC0415
+    from ..knobs.kinds.cmdline import SECURITY  # noqa: PLC0415
 
     spec = data.spec()
     for key, value in (spec.get("knobs") or {}).items():

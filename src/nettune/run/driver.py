@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ..probes.registry import process_probes, server_energy, window_probes
-from ..spec.models import Workload
+from ..studyfile.models import Workload
 from ..targets.base import Host, Proc
 from ..engines.access import Access, redact
 from ..engines.base import Engine, client_budget

@@ -20,7 +20,7 @@ from ..engines.base import Engine, client_budget
 from ..engines.fanout import combine, process_workloads
 from ..engines.result import SideOutput, TestResult
 from ..probes.registry import process_probes, window_probes
-from ..spec.models import Workload
+from ..studyfile.models import Workload
 from ..targets.base import Host, Proc
 from .driver import BUSY_RETRIES, SERVER_START_TIMEOUT, _failed, _finish, _hidden, _retry_reason, _wait_listening, _wait_server, pick_port
 

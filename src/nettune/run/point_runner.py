@@ -13,7 +13,7 @@ from ..engines import get_engine
 from ..engines.result import TestResult
 from ..errors import PointFailed
 from ..plan.points import ResolvedPoint, Slot
-from ..spec.models import Study
+from ..studyfile.models import Study
 from ..store import Store
 from .resume import Stored
 from .slots import run_slot

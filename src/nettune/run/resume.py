@@ -124,7 +124,7 @@ def clear_dead_run(study: Any, owners: set[str]) -> list[str]:
     recorded (stopped by PID and start time). Returns what was done, for the log."""
     notes = []
     if study.target.kind == "lab":
-        from ..targets import labnet  # noqa: PLC0415 - the lab needs pyroute2 and root
+        from ..targets.lab import labnet  # noqa: PLC0415 - the lab needs pyroute2 and root
 
         removed = labnet.clear_dead_lab(study.name)
         for owner in owners:

@@ -24,7 +24,7 @@ from .point_runner import PointRunner
 from .engine_choice import HostAnswers, choose_engines
 from .slots import pair_rounds, workload_hosts
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
-from ..spec.models import Study
+from ..studyfile.models import Study
 from ..store import Store
 from ..targets import make_target
 

@@ -7,7 +7,7 @@ from .base import CommandResult, Host, Proc, Target
 
 
 def _lab(study: Any) -> Target:
-    from .lab import LabTarget
+    from .lab.lab import LabTarget
 
     return LabTarget(study)
 
@@ -21,13 +21,13 @@ def _local(study: Any) -> Target:
 
 
 def _ssh(study: Any) -> Target:
-    from .ssh import SshTarget
+    from .ssh.ssh import SshTarget
 
     return SshTarget(study)
 
 
 def _kubernetes(study: Any) -> Target:
-    from .kubernetes import KubeTarget
+    from .kubernetes.kubernetes import KubeTarget
 
     return KubeTarget(study)
 

@@ -30,7 +30,7 @@ def footprint(study: Any) -> Footprint:
     if spec.kind == "local":
         return Footprint(machine=True)
     if spec.kind == "lab":
-        from .labnet import study_layout  # noqa: PLC0415 - pyroute2, only for the lab
+        from .lab.labnet import study_layout  # noqa: PLC0415 - pyroute2, only for the lab
 
         layout = study_layout(study)
         return Footprint(machine=True, namespaces={layout.ns(h) for h in layout.hosts}, subnets=[layout.subnet])
@@ -44,7 +44,7 @@ def server_address(study: Any, host: str) -> str:
     host's address, the local host's loopback address."""
     spec = study.target
     if spec.kind == "lab":
-        from .labnet import study_layout  # noqa: PLC0415 - pyroute2, only for the lab
+        from .lab.labnet import study_layout  # noqa: PLC0415 - pyroute2, only for the lab
 
         return study_layout(study).address(host)
     if spec.kind == "ssh":

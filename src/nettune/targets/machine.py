@@ -35,7 +35,7 @@ def machine_host(name: str = "machine") -> Host:
 
 def namespace_host(name: str, netns: str, interface: str = "") -> Host:
     """A named network namespace of this machine (one nettune created)."""
-    from .lab import LabHost
+    from .lab.lab import LabHost
 
     return LabHost(name, netns, "", interface)
 

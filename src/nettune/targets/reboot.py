@@ -4,7 +4,7 @@ The kernel's boot id (/proc/sys/kernel/random/boot_id, a new random UUID every b
 tells a reboot that happened from one that did not: the wait ends when the host answers
 with another boot id, or fails after `timeout` seconds saying which. The reboot is
 started detached, a second later, so the command returns its exit status before the
-connection drops; an SSH host's next command reconnects by itself (targets/ssh.py).
+connection drops; an SSH host's next command reconnects by itself (targets/ssh/ssh.py).
 
 Never for a host on this machine (a lab namespace, the local target) or one that shares
 this machine's boot id (an SSH "host" that is this machine under another address).

@@ -34,8 +34,8 @@ class Reconnector:
                 return SandboxHost.from_reach(label, reach)
             except OSError as e:
                 raise ConnectionError(str(e)) from None
-        if reach.get("kubernetes"):  # a node of a cluster, through a privileged pod (targets/k8s_reach.py)
-            from .k8s_reach import NodeReach
+        if reach.get("kubernetes"):  # a node of a cluster, through a privileged pod (targets/kubernetes/k8s_reach.py)
+            from .kubernetes.k8s_reach import NodeReach
 
             self._k8s = self._k8s or NodeReach()
             key = ("kubernetes", reach.get("context"), reach.get("node"))
@@ -52,9 +52,9 @@ class Reconnector:
         return host
 
     def _ssh_host(self, label: str, reach: dict[str, Any]) -> Any:
-        from ..spec.ssh_hosts import SshHopSpec, SshHostSpec
-        from .ssh import SshHost
-        from .sshproc import EventLoopThread
+        from ..studyfile.ssh_hosts import SshHopSpec, SshHostSpec
+        from .ssh.ssh import SshHost
+        from .ssh.sshproc import EventLoopThread
 
         jump = [dict(h) for h in reach.get("jump") or []]
         keys = [h.pop("host_key", None) for h in jump]  # each hop must show the key it showed then

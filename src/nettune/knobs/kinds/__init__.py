@@ -1,0 +1,1 @@
+"""The knob kinds, one file each (the registry is knobs/registry.py)."""

@@ -1,0 +1,1 @@
+"""Kubernetes target: pods as hosts, through the official client."""

@@ -1,0 +1,1 @@
+"""Lab target: network namespaces on a bridge, built by this machine."""
