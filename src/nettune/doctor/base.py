@@ -56,7 +56,7 @@ def missing(what: str, *gone: Got | Ran | Files | str) -> tuple[str, str]:
         if isinstance(g, str):
             ev.append(g)
             continue
-        ev.append(f"{g.where}: {g.why or 'not available'}")
+        ev.append(f"{g.where}: {g.why or ('absent' if isinstance(g, Got) and g.absent else 'not available')}")
         if g.how and g.how not in how:
             how.append(g.how)
     return "missing: " + "; ".join(ev), "; ".join(how)
@@ -97,6 +97,11 @@ class HostView:
     def _note(self, where: str) -> None:
         if where not in self.used:
             self.used.append(where)
+
+    def note(self, where: str) -> None:
+        """Name an input a check used through a fact another check derived (memo)."""
+        if where:
+            self._note(where)
 
     def get(self, path: str) -> Got:
         if path not in self._reads:
@@ -209,7 +214,8 @@ class HostView:
             k, sep, v = line.partition("=")
             if sep and k.strip() == name:
                 return Got(" ".join(v.split()), f"{r.where} ({name})")
-        return Got(None, f"{r.where} ({name})", absent=True)
+        return Got(None, f"{r.where} ({name})", absent=True, why="not listed (a container or network namespace does not show the host's own sysctls)",
+                   how="read it on the host itself (or its sosreport)")
 
     def wide(self, path: str) -> bool:
         """True when the sysctl in `path` (under /proc/sys) is the machine's, shared with the

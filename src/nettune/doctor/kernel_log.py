@@ -51,7 +51,7 @@ PATTERNS = (
     ("timeout", re.compile(_PREFIX + r"NETDEV WATCHDOG: CPU: \d+: transmit queue \d+ timed out")),
     ("timeout", re.compile(_PREFIX + r"(?:TX timeout detected|TX timeout on queue|tx_timeout recovery level|TX driver issue detected)")),
     ("health", re.compile(_PREFIX + r".*?(?:device's health compromised|Fatal error \d+ detected|Keep alive watchdog timeout|Found a Tx that wasn't completed on time)")),
-    ("hang", re.compile(_PREFIX + r"rtl_\w+_cond == \d+ \(loop")),
+    ("stall", re.compile(_PREFIX + r"rtl_\w+_cond == \d+ \(loop")),
 )
 CRASH = re.compile(r"RIP: \S+:\S+\+\S+ \[(?P<drv>\w+)\]")
 FLAP = re.compile(r"(?:^|\s)(?P<dev>[\w.-]+): (?:NIC )?Link is Down")
@@ -61,7 +61,7 @@ FLAPS = 3  # link-down messages of one device before it counts as flapping
 
 @dataclass
 class Event:
-    kind: str  # hang | reset | timeout | health | crash | flap | overmtu
+    kind: str  # hang | reset | timeout | health | stall | crash | flap | overmtu
     driver: str
     dev: str | None
     line: str
@@ -143,13 +143,16 @@ def nic_events(h: HostView) -> KernelLog:
         text, where, gone = read_log(h)
         h.memo["kernel_log"] = (KernelLog(False, gone=gone) if text is None
                                 else KernelLog(True, where, len(text.splitlines()), parse_events(text)))
-    return h.memo["kernel_log"]  # type: ignore[no-any-return]
+    log: KernelLog = h.memo["kernel_log"]
+    h.note(log.where.removesuffix(" (may span older boots)"))
+    return log
 
 
 class Hangs(Check):
     id, title, per_machine = "nic.hangs", "NIC hangs, resets, TX timeouts, health events and driver crashes in the kernel log", True
     source = "dmesg (else journalctl -k -b); a capture: sos_commands/kernel/dmesg, var/log/kern.log or messages"
-    NAMES = {"hang": "hardware/TX unit hang", "reset": "adapter reset", "timeout": "TX timeout", "health": "device health event", "crash": "kernel crash in the driver"}
+    NAMES = {"hang": "hardware/TX unit hang", "reset": "adapter reset", "timeout": "TX timeout", "health": "device health event",
+             "stall": "the chip did not drain its queues on reset", "crash": "kernel crash in the driver"}
 
     def run(self, h: HostView) -> list[Finding]:
         log = nic_events(h)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..knobs.base import cpu_list
 from .base import Check, Finding, HostView, cannot
-from .link import NET, device_path
+from .link import NET, device_path, link_facts
 from .parsers import IrqLine, ethtool_info, interrupts
 
 INTERRUPTS = "/proc/interrupts"
@@ -79,6 +79,9 @@ def landing(h: HostView, dev: str) -> tuple[Vectors | None, dict[int, int], str]
     key = f"landing:{dev}"
     if key not in h.memo:
         h.memo[key] = _landing(h, dev)
+    v = h.memo[key][0]
+    if v is not None:
+        h.note(v.where)
     return h.memo[key]  # type: ignore[no-any-return]
 
 
@@ -115,6 +118,9 @@ class IrqSpread(Check):
             return [cannot(self.id, h.name, f"where {dev}'s interrupts land", got)]
         v, counts, when = landing(h, dev)
         assert v is not None
+        facts = link_facts(h, dev)
+        if not v.queue and facts.kind == "virtual":
+            return [Finding(self.id, h.name, "info", f"{dev} is a virtual device ({facts.driver}): no interrupts of its own; the NIC under it takes them", got.where)]
         if not v.queue:
             names = sorted({n for ln in v.other for n in ln.names})
             what = (f"which of {dev}'s interrupts carry its queues: its lines are named {', '.join(names[:6])}, a naming doctor does not know" if names else

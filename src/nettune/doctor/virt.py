@@ -70,8 +70,8 @@ class Vm(Check):
             dd = h.cmd(["dmidecode"])
             if dd.known:
                 dmi, dmi_src = dmidecode(dd.stdout), "dmidecode"
-        # the kernel's own boot line, when neither the CPU flag nor DMI can be read (a capture)
-        log = h.first(["dmesg"], ["journalctl", "-k", "-b", "--no-pager", "-q"]) if not flag and not dmi else None
+        # the kernel's own boot line names the hypervisor when DMI cannot (a container, a capture)
+        log = h.first(["dmesg"], ["journalctl", "-k", "-b", "--no-pager", "-q"]) if not dmi else None
         detected = re.search(r"Hypervisor detected: (\S+)", log.stdout) if log and log.known else None
         det = h.cmd(["systemd-detect-virt", "--vm"])
         detect = det.stdout.strip() if det.known and det.rc in (0, 1) else ""
