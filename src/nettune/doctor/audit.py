@@ -23,6 +23,9 @@ from .registry import CHECKS, STUDY_CHECKS
 from .sources import LiveSource, Recorder
 
 log = logging.getLogger("nettune.doctor")
+# the evidence names files and commands; which source answered is the finding's `inputs`
+# (so a host read live and through its own capture gives the same evidence)
+LIVE_OR_CAPTURE = re.compile(r"(?<![\w-])(?:live|capture): ")
 SHAPE_VERSION = 2
 THIS_MACHINE = "this machine"  # the name findings about the machine the lab's hosts share go under
 
@@ -67,6 +70,7 @@ def audit(views: list[HostView], addresses: dict[str, Any] | None = None, only: 
             by = {v.name: v for v in views}
             for f in found:
                 f.inputs = f.inputs or list(by[f.host].used if f.host in by else [])
+                f.evidence = LIVE_OR_CAPTURE.sub("", f.evidence)
             rep.findings += found
     done_machines: set[tuple[str, str]] = set()
     todo: list[tuple[HostView, list[Any]]] = []  # each host's checks, in order
@@ -134,6 +138,7 @@ def _run_checks(v: HostView, checks: list[Any]) -> tuple[list[Finding], list[str
             continue
         for f in got:
             f.inputs = f.inputs or list(v.used)
+            f.evidence = LIVE_OR_CAPTURE.sub("", f.evidence)
             if c.per_machine and v.machine != v.name:
                 f.host = v.machine
         found += got
