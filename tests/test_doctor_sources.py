@@ -14,7 +14,7 @@ import pytest
 from nettune.doctor.archive import open_tree
 from nettune.doctor.audit import audit, this_machine
 from nettune.doctor.base import HostView
-from nettune.doctor.capture import CaptureSource, capture_views, write_capture
+from nettune.doctor.capture import CaptureSource, write_capture
 from nettune.doctor.inputs import views_from
 from nettune.doctor.kernel_log import parse_events
 from nettune.doctor.parsers import dmidecode, ethtool_settings, interrupts, ip_links, softnet

@@ -79,7 +79,7 @@ def _cpus(text: str | None) -> list[int] | None:
     from ..knobs.base import cpu_list
 
     try:
-        cpus = cpu_list(text)
+        cpus = sorted(cpu_list(text))
     except ValueError:
         cpus = []
     if not cpus:

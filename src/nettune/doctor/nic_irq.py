@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..knobs.base import cpu_list
+from ..knobs.base import cpu_list, cpu_list_text
 from .base import Check, Finding, HostView, cannot
 from .link import NET, device_path, link_facts
 from .parsers import IrqLine, ethtool_info, interrupts
@@ -173,7 +173,7 @@ class Numa(Check):
         if n < 0 or n not in cpus_of:
             return [Finding(self.id, h.name, "info", f"the platform reports no NUMA node for {dev} (numa_node {node.text})", node.where)]
         local = cpus_of[n]
-        ev = f"{node.where}: {n}; node{n} CPUs {_ranges(local)}"
+        ev = f"{node.where}: {n}; node{n} CPUs {cpu_list_text(local)}"
         out = []
         v, counts, when = landing(h, dev) if h.read(INTERRUPTS) is not None else (None, {}, "")
         if v is None or not v.queue:
@@ -185,29 +185,15 @@ class Numa(Check):
                 out.append(Finding(self.id, h.name, "warn", f"{dev} is on node {n}, but {sum(remote.values()) / total:.0%} of its queue interrupts land on other nodes' CPUs ({when})",
                                    ev + "; remote: " + ", ".join(f"CPU{c} {k}" for c, k in sorted(remote.items())[:6]),
                                    "every received packet then crosses the interconnect between sockets: more latency, less throughput",
-                                   f"pin its IRQs to node {n}'s CPUs ({_ranges(local)}): irqbalance does it when not restricted; or [knobs] \"irq_affinity:N\"", ""))
+                                   f"pin its IRQs to node {n}'s CPUs ({cpu_list_text(local)}): irqbalance does it when not restricted; or [knobs] \"irq_affinity:N\"", ""))
         if h.app_cpus is None:
-            out.append(Finding(self.id, h.name, "info", f"{dev} is on node {n} (CPUs {_ranges(local)}): run the application there (where it runs was not given: --app-cpus)", ev))
+            out.append(Finding(self.id, h.name, "info", f"{dev} is on node {n} (CPUs {cpu_list_text(local)}): run the application there (where it runs was not given: --app-cpus)", ev))
         elif not set(h.app_cpus) <= local:
-            out.append(Finding(self.id, h.name, "warn", f"the application's CPUs {_ranges(set(h.app_cpus))} are not all on {dev}'s node {n} ({_ranges(local)})", ev,
-                               "its data crosses between sockets on every packet", f"pin it to node {n}: taskset -c {_ranges(local)} / numactl -N {n}", ""))
+            out.append(Finding(self.id, h.name, "warn", f"the application's CPUs {cpu_list_text(set(h.app_cpus))} are not all on {dev}'s node {n} ({cpu_list_text(local)})", ev,
+                               "its data crosses between sockets on every packet", f"pin it to node {n}: taskset -c {cpu_list_text(local)} / numactl -N {n}", ""))
         elif not out:
             out.append(Finding(self.id, h.name, "info", f"{dev}, its interrupts and the application are on node {n}", ev))
         return out
-
-
-def _ranges(cpus: set[int]) -> str:
-    out, run = [], []
-    for c in sorted(cpus):
-        if run and c == run[-1] + 1:
-            run.append(c)
-        else:
-            if run:
-                out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-            run = [c]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
 
 
 CHECKS = (IrqSpread(), Numa())
