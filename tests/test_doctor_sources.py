@@ -198,3 +198,16 @@ def test_names_read_from_a_host_never_become_shell_text(tmp_path):
     v = HostView("x", LocalHost("x"), interface=f"e$(touch {mark})")
     audit([v], only={"nic.rps", "nic.irq", "pcie.link", "nic.numa", "net.tunnel", "nic.errors"})
     assert not mark.exists()
+
+
+def test_a_tool_that_is_not_installed_is_cannot_tell_not_an_empty_answer():
+    r = LiveSource(LocalHost("x")).run(["nettune-no-such-tool", "-k", "eth0"])
+    assert not r.known and r.why == "nettune-no-such-tool is not installed" and "install" in r.how
+
+    class NoEthtool(LocalHost):
+        def run(self, argv, timeout=30.0):
+            return super().run(["nettune-no-such-tool", *argv[1:]] if argv[0] == "ethtool" else argv, timeout)
+
+    v = HostView("x", NoEthtool("x"), interface="lo")
+    (f,) = audit([v], only={"nic.offloads"}).findings
+    assert f.severity == "cannot_tell" and "ethtool is not installed" in f.evidence and f.fix.startswith("install ethtool")

@@ -56,6 +56,10 @@ def missing(what: str, *gone: Got | Ran | Files | str) -> tuple[str, str]:
         if isinstance(g, str):
             ev.append(g)
             continue
+        if isinstance(g, Ran) and g.known:  # it ran and failed (dmesg without root)
+            said = (g.stderr.strip() or g.stdout.strip()).splitlines()
+            ev.append(f"{g.where}: exit {g.rc}" + (f": {said[0][:120]}" if said else ""))
+            continue
         ev.append(f"{g.where}: {g.why or ('absent' if isinstance(g, Got) and g.absent else 'not available')}")
         if g.how and g.how not in how:
             how.append(g.how)

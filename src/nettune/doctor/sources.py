@@ -134,7 +134,11 @@ class LiveSource(SourceBase):
 
     def run(self, argv: list[str], timeout: float = 20.0, again: bool = False) -> Ran:
         r = self.host.run(list(argv), timeout=timeout)
-        return Ran(tuple(argv), r.returncode, r.stdout, r.stderr, f"live: {' '.join(argv)}")
+        where = f"live: {' '.join(argv)}"
+        # a tool that is not installed gives no output to judge: not known (never "empty")
+        if r.returncode == 127 or ("exec of" in r.stderr and "No such file" in r.stderr):
+            return Ran(tuple(argv), None, "", r.stderr, where, why=f"{argv[0]} is not installed", how=f"install {argv[0]} (nettune setup installs what nettune uses)")
+        return Ran(tuple(argv), r.returncode, r.stdout, r.stderr, where)
 
     def files(self, pattern: str, again: bool = False) -> Files:
         # the pattern is an argument of the shell, never part of its text: a name read from
