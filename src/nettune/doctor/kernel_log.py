@@ -20,13 +20,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .base import Check, Finding, HostView, cannot
+from .base import Check, Finding, HostView, cannot, q
 from .sources import Got, Ran
 
 ASPM = "disable PCIe ASPM for the NIC (pcie_aspm=off on the kernel command line) and update the driver/firmware"
 WORKAROUND = {
-    "e1000e": "ethtool -K IF tso off gso off (the common workaround for this e1000e hang; if it persists, " + ASPM + ")",
-    "e1000": "on a VM, give it a virtio NIC instead of the emulated e1000; on hardware, ethtool -K IF tso off",
+    "e1000e": "ethtool -K {dev} tso off gso off (the common workaround for this e1000e hang; if it persists, " + ASPM + ")",
+    "e1000": "on a VM, give it a virtio NIC instead of the emulated e1000; on hardware, ethtool -K {dev} tso off",
     "igb": "update the igb driver and NIC firmware; check the log for PCIe (AER) errors; " + ASPM,
     "igc": "update the igc driver (early I225/I226 revisions); " + ASPM,
     "ixgbe": "update the ixgbe driver and NIC firmware; check PCIe (AER) errors and the transceiver",
@@ -70,7 +70,7 @@ class Event:
     @property
     def workaround(self) -> str:
         w = WORKAROUND.get(self.driver, "update the driver and the NIC's firmware; report it with this log")
-        return w.replace("IF", self.dev) if self.dev else w
+        return w.format(dev=q(self.dev) if self.dev else "IF")  # a name from the log, quoted for the shell
 
     @property
     def workaround_offloads(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Finding, HostView, StudyCheck, cannot
+from .base import Finding, HostView, StudyCheck, cannot, q
 
 HEADERS = 28
 
@@ -51,8 +51,8 @@ class PathMtu(StudyCheck):
                 if known.get(v.name) and known[v.name] < top:
                     out.append(Finding(self.id, v.name, "problem", f"MTU mismatch: {listing}", f"/sys/class/net/{v.interface}/mtu: {known[v.name]} (peers: {listing})",
                                        "a host with the larger MTU sends frames the smaller one drops: stalls, retransmits, or TCP falling back to small segments",
-                                       f"ip link set dev {v.interface} mtu {top}   (or lower the others; every device on the path must carry it)",
-                                       f"ip link set dev {v.interface} mtu {known[v.name]}", {"key": f"mtu@{v.interface}", "value": top}))
+                                       f"ip link set dev {q(v.interface or '')} mtu {top}   (or lower the others; every device on the path must carry it)",
+                                       f"ip link set dev {q(v.interface or '')} mtu {known[v.name]}", {"key": f"mtu@{v.interface}", "value": top}))
         for a in views:
             w = a.which("ping")
             if not w.known:
