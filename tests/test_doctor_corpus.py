@@ -62,3 +62,19 @@ def test_every_case_has_its_reasoning_and_source():
     for case in CASES:
         assert f"## {case}" in expected and f"`{case}/`" in sources, case
     assert len(CASES) >= 6
+
+
+def test_a_sosreport_tarball_reads_as_its_directory(tmp_path):
+    """sos writes sosreport-HOST-DATE.tar.xz with one top directory: the same findings as
+    the unpacked directory (symbolic links such as proc/net -> self/net included)."""
+    import tarfile
+
+    t = tmp_path / "sosreport-juju-k8s-2022.tar.xz"
+    with tarfile.open(t, "w:xz") as tar:
+        tar.add(REAL / "hotsos-k8s-worker", arcname="sosreport-juju-k8s-2022")
+    r = nettune("doctor", "--from", str(t), "--format", "json")
+    from_tar = json.loads(r.stdout)
+    from_dir = run("hotsos-k8s-worker")
+    key = lambda f: (f["check"], f["severity"], f["seen"], f["evidence"])  # noqa: E731
+    assert sorted(map(key, from_tar["findings"])) == sorted(map(key, from_dir["findings"]))
+    assert from_tar["hosts"] == ["juju-110cc2-k8stest-4"]
