@@ -106,6 +106,7 @@ class Tunnels(Check):
             out.append(Finding(self.id, h.name, "info", f"{t.name}: MTU {t.mtu} fits {under} ({uf.mtu}) for IPv4 endpoints only (IPv6 adds {v6})", ev))
         else:
             out.append(Finding(self.id, h.name, "info", f"{t.name}: MTU {t.mtu} + {ovh} = {t.mtu + ovh} fits {under}'s {uf.mtu}", ev))
+        out += self._counters(h, t)
         if t.kind in ("vxlan", "geneve"):
             k = h.cmd(["ethtool", "-k", under])
             if not k.known:
@@ -120,6 +121,27 @@ class Tunnels(Check):
                     out.append(Finding(self.id, h.name, "info", f"{under} cannot segment UDP tunnels (tx-udp_tnl-segmentation off [fixed]): the kernel segments {t.kind} in software",
                                        f"ethtool -k {under}: tx-udp_tnl-segmentation: off [fixed]"))
         return out
+
+
+    def _counters(self, h: HostView, t: Tunnel) -> list[Finding]:
+        """The tunnel device's own error and drop counters (sysfs, else a capture's ip -s link)."""
+        f = h.files(f"{NET}{t.name}/statistics/*")
+        stats = {p.rsplit("/", 1)[1]: int(v) for p, v in f.texts.items() if v.isdigit()} if f.known else {}
+        where = f.where
+        if not stats:
+            lk = ip_text(h).get(t.name)
+            stats, where = (lk.stats, "ip -s link (capture)") if lk is not None else ({}, "")
+        errors = {k: v for k, v in stats.items() if v and k in ("rx_errors", "tx_errors", "tx_carrier_errors", "tx_aborted_errors")}
+        drops = {k: v for k, v in stats.items() if v and k in ("rx_dropped", "tx_dropped")}
+        shown = ", ".join(f"{k} {v}" for k, v in sorted({**errors, **drops}.items()))
+        if errors:
+            return [Finding(self.id, h.name, "warn", f"{t.name}: {shown}", f"{where}: {shown}",
+                            f"packets the {t.kind} device failed to send or receive: an unreachable remote, a missing forwarding entry, or the underlay's MTU",
+                            f"compare with the underlay's counters (nic.errors) and the tunnel's remote/forwarding entries (bridge fdb show dev {q(t.name)})", "")]
+        if drops:
+            return [Finding(self.id, h.name, "info", f"{t.name}: {shown}", f"{where}: {shown}",
+                            "a tunnel drops what it has no forwarding entry or route for: matters only if it rises during a test")]
+        return []
 
 
 CHECKS = (Tunnels(),)
