@@ -316,3 +316,11 @@ def test_corpus_numbers_agree_with_the_files_own(name):
 def test_corpus_refusals_are_one_line_naming_the_file(path):
     assert REFUSED[path] in refusal(path)
 
+
+
+def test_the_command_says_what_it_skipped(tmp_path):
+    """The warnings come with the file's line, not only in the database."""
+    from conftest import nettune
+
+    p = nettune("import", str(I3 / "json_warning" / "client.stdout"), "--study", "w", "--db", str(tmp_path / "r.db"), check=True)
+    assert "warning: skipped 1 line(s) before the JSON: 'warning: UDP block size 65507 exceeds TCP MSS" in p.stdout

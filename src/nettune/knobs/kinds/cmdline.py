@@ -213,8 +213,8 @@ class Cmdline(Kind):
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(
             "cmdline", '"cmdline:KEY" = "VALUE" | true | false', "machine (boot)",
-            "kernel command-line parameter (mitigations=off, amd_pstate=active, ...): grubby, /etc/default/grub + update-grub, "
-            "or /etc/kernel/cmdline + proxmox-boot-tool, then a reboot; only hosts with allow_reboot = true",
+            "kernel command-line parameter (mitigations=off, amd_pstate=active, ...): BLS entries and grubenv (grubby hosts), "
+            "/etc/default/grub + update-grub, or /etc/kernel/cmdline + proxmox-boot-tool, then a reboot; only hosts with allow_reboot = true",
             "distribution's", "-", "reboot (nettune reboots the host and checks /proc/cmdline)",
             "a wrong value can leave a host unbootable; mitigations=off weakens its security", "loader.conf",
         )]
