@@ -364,3 +364,14 @@ def test_grub_corpus_apply_reboot_and_restore_byte_for_byte(tmp_path, case):
         assert loader_value((h.root / "proc/cmdline").read_text(), loc.arg) == bl.parse_value(value)
         KIND.restore(h, loc, orig)
         assert snapshot(h) == before
+
+
+def test_a_journaled_reading_naming_another_file_is_not_written(tmp_path):
+    """What restore writes back comes from a journal on disk: only the boot files a family edits."""
+    h = make_root(tmp_path, "debian")
+    orig = KIND.read(h, LOC)
+    assert all(bl.boot_file(p) for p in orig["files"])
+    bad = orig | {"files": {"/etc/shadow": "root::0:0:99999:7:::\n"}}
+    with pytest.raises(KnobError, match="names '/etc/shadow', not a boot configuration file"):
+        KIND.restore(h, LOC, bad)
+    assert not (h.root / "etc/shadow").exists()

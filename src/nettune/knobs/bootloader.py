@@ -43,9 +43,17 @@ SECURITY_KEYS = {"mitigations", "nosmt", "spectre_v2", "spectre_v2_user", "spec_
                  "init_on_alloc", "init_on_free", "slab_nomerge", "page_alloc.shuffle", "randomize_kstack_offset", "vsyscall",
                  "debugfs", "nokaslr", "selinux", "apparmor", "security", "lsm", "audit", "iommu", "intel_iommu", "amd_iommu"}
 OPT_IN = "override_boot_dropins = true"
+# every file a family journals and a restore may write back (the keys of a cmdline change's
+# journaled `files`): anything else in a journal record is not nettune's to write
+BOOT_FILES = re.compile(r"^(?:/etc/default/grub|/etc/default/grub\.d/[^/]+\.cfg|/boot/loader/entries/[^/]+\.conf|/boot/grub2/grubenv|/etc/kernel/cmdline)$")
 
-__all__ = ["BLS_DIR", "GRUBENV", "GRUB_DEFAULT", "KERNEL_CMDLINE", "Edit", "Family", "Value", "check_value", "detect", "family_commands_all",
+__all__ = ["BLS_DIR", "BOOT_FILES", "GRUBENV", "GRUB_DEFAULT", "KERNEL_CMDLINE", "Edit", "Family", "Value", "boot_file", "check_value", "detect", "family_commands_all",
            "grub_set", "grub_value", "parse_value", "same_key", "token", "value_in"]
+
+
+def boot_file(path: str) -> bool:
+    """Is `path` one of the files a family edits (so a journaled text for it may be written back)?"""
+    return bool(BOOT_FILES.match(path))
 
 
 def token(key: str, value: Value) -> str:

@@ -42,7 +42,7 @@ from ...targets.reboot import RebootError, refuse_unless_rebootable
 from ..base import Ctx, Kind, KnobError, Loc, NotInForce, Persisted, catalog_row, read_file, run_ok
 from ..boot_batch import reboot
 from ..boot_bls import GRUBENV, grubenv_vars
-from ..bootloader import Edit, Family, Value, check_value, detect, family_commands_all, parse_value, token, value_in
+from ..bootloader import Edit, Family, Value, boot_file, check_value, detect, family_commands_all, parse_value, token, value_in
 
 SECURITY = ("cmdline:mitigations=off turns off the CPU's speculative-execution mitigations (Spectre, Meltdown, ...): "
             "the host is open to those attacks while it runs so; only on hosts that run nothing untrusted")
@@ -119,6 +119,9 @@ class Cmdline(Kind):
         orig_value, _ = _facets(original)
         fam = detect(ex)
         before: dict[str, str] = dict(original.get("files") or {})
+        odd = [p for p in before if not boot_file(p)]
+        if odd:  # a journal is read back from disk: it names only the files a family edits
+            raise KnobError(f"{loc.key}: the journaled reading names {odd[0]!r}, not a boot configuration file nettune edits; not written")
         now: dict[str, str] = {}
         for path in before:
             try:
