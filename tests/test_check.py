@@ -133,10 +133,11 @@ def test_cli_errors_are_one_line_and_exit_2(tmp_path, args, why):
 
 
 def test_check_a_study_imported_from_iperf_logs(tmp_path):
-    """The same iperf3 log imported three times on each side: nothing changed, exit 0."""
-    log = ROOT / "tests" / "fixtures" / "iperf3" / "tcp_p4" / "client.stdout"
+    """The same three iperf3 logs imported on each side: nothing changed, exit 0 (one log
+    three times would be one test: an iperf3 test is imported once, issue 37)."""
+    logs = [str(ROOT / "tests" / "fixtures" / "iperf3" / m / "client.stdout") for m in ("tcp_p4", "interval2", "reverse")]
     for db in ("a.db", "b.db"):
-        nettune("import", str(log), str(log), str(log), "--study", "legacy", "--db", str(tmp_path / db), check=True)
+        nettune("import", *logs, "--study", "legacy", "--db", str(tmp_path / db), check=True)
     out = tmp_path / "c.json"
     r = nettune("check", "legacy", "--baseline", str(tmp_path / "a.db"), "--db", str(tmp_path / "b.db"), "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr

@@ -24,6 +24,15 @@ TOOLS = {
     "sudo": ("sudo", "sudo"),  # hosts with sudo = true (the SSH rehearsal on the lab uses it)
     "ping": ("iputils-ping", "iputils"),  # `nettune doctor`: path MTU (don't-fragment pings) and RTT between hosts
 }
+# Commands only the tests run on this machine -> (Debian package, Fedora package): the boot
+# loaders' own readings of the files cmdline:KEY edits (tests/boot_readers.py: the real
+# grub-mkconfig in private namespaces, grub-editenv for grubenv). scripts/env.sh installs
+# them too; `nettune setup` does not put a boot loader's tools on a user's machine. Fedora
+# names them grub2-*: there the tests that need them skip, saying why.
+TEST_TOOLS = {
+    "grub-mkconfig": ("grub2-common", "grub2-tools"),
+    "grub-editenv": ("grub-common", "grub2-tools-minimal"),
+}
 
 
 def missing_tools() -> list[str]:

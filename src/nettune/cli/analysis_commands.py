@@ -232,9 +232,13 @@ def import_(
         raise typer.Exit(2)  # before the database is opened: nothing is created
     with import_store(db) as store:  # a failed import leaves no database behind
         outcome = store_files(store, results, study, description)
+    said: list[str] = []
     for f in outcome.files:
         if f.ok:
-            console.print(f"  {f.path}: {f.message}", highlight=False, soft_wrap=True)
+            console.print(f"  {f.path}: {f.message}", highlight=False, soft_wrap=True, markup=False)
+            for w in f.warnings if f.warnings != said else []:  # a table's rows share theirs: said once
+                console.print(f"    warning: {w}", highlight=False, soft_wrap=True, markup=False)
+            said = f.warnings
     what = "files" if len(outcome.files) == len(files) else "tests"
     console.print(f"imported {outcome.imported} of {len(outcome.files)} {what} into study {outcome.study!r} (#{outcome.study_id})", highlight=False)
     if outcome.rejected:

@@ -254,6 +254,8 @@ def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
         out["key"] = str(p if p.is_absolute() else (path.parent / p).resolve())
     if "nettune_allow_reboot" in hv:  # boot-time knobs may reboot this host
         out["allow_reboot"] = _truthy(hv["nettune_allow_reboot"])
+    if "nettune_override_boot_dropins" in hv:  # and edit a setting another package made
+        out["override_boot_dropins"] = _truthy(hv["nettune_override_boot_dropins"])
     if _truthy(hv.get("ansible_become", False)):
         if str(hv.get("ansible_become_method") or "sudo") != "sudo" or str(hv.get("ansible_become_user") or "root") != "root":
             ignored.append("ansible_become (nettune becomes root with sudo only)")

@@ -80,6 +80,7 @@ class SshHostSpec(_Strict):
     connect_timeout: float | None = Field(default=None, gt=0, le=300, description="Seconds (ssh_config ConnectTimeout); default: the target's.")
     allow_reboot: bool = Field(default=False, description="nettune may reboot this host (boot-time knobs such as cmdline:mitigations); never allowed for this machine.")
     reboot_timeout: float = Field(default=600.0, gt=0, le=7200, description="Seconds to wait for the host to answer over SSH again after a reboot.")
+    override_boot_dropins: bool = Field(default=False, description="Boot-time knobs may edit a setting another package made (a /etc/default/grub.d drop-in, grubenv's tuned_params); journaled and put back like the rest.")
     resolved_from: str | None = Field(default=None, description="Set by nettune: the ssh_config file this host was looked up in.")
     ignored: list[str] = Field(default_factory=list, description="Set by nettune: inventory variables that change how Ansible connects and that nettune does not honour (warned).")
 

@@ -87,6 +87,9 @@ class Host(Protocol):
     # hosts on this machine; reboot_timeout bounds the wait for it to answer again
     allow_reboot: bool
     reboot_timeout: float
+    # the study lets boot-time knobs edit files other packages own (a /etc/default/grub.d
+    # drop-in, grubenv's tuned_params) when the setting is made there
+    override_boot_dropins: bool
 
     def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> Proc:
         """Start argv. `env`: variables added to its environment (secrets such as
@@ -200,6 +203,7 @@ class HostBase:
     on_this_machine = False
     allow_reboot = False
     reboot_timeout = 600.0
+    override_boot_dropins = False
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         raise NotImplementedError

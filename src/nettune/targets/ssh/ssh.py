@@ -66,6 +66,7 @@ class SshHost(ShellHostBase):
         self.role: str = spec.role
         self.interface: str | None = spec.interface  # default device of interface knobs
         self.allow_reboot, self.reboot_timeout = spec.allow_reboot, spec.reboot_timeout  # boot-time knobs (targets/reboot.py)
+        self.override_boot_dropins: bool = spec.override_boot_dropins  # and the files they may edit (knobs/bootloader.py)
         self.os = "linux"
         self.connects = 0
         self.host_key_note: str | None = None
