@@ -34,7 +34,10 @@ def doctor(
     names = list(targets or [])
     study = None
     if len(names) == 1 and names[0].endswith(".toml"):
-        study = load_study(Path(names[0]))
+        from ..studyfile.local_commands import allow_local_commands
+
+        with allow_local_commands():  # the audit connects: ssh_config Match exec runs as ssh would run it
+            study = load_study(Path(names[0]))
         names = []
     with gather(names, str(inventory) if inventory else None, study) as (views, addresses):
         rep = audit(views, addresses, set(only) if only else None)
