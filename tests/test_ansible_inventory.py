@@ -13,7 +13,7 @@ import pytest
 
 from nettune.errors import SpecError
 from nettune.plan.study_file import parse_study
-from nettune.studyfile.ansible_inventory import load_ansible, static_list
+from nettune.studyfile.ansible_inventory import static_list
 
 try:
     from nettune.studyfile.local_commands import allow_local_commands
@@ -63,7 +63,12 @@ def test_ranges_children_and_variables_as_ansible_reaches_them(tmp_path, monkeyp
     assert (t.hosts["web02"].user, t.hosts["web02"].port) == ("deploy", 2222)  # host var over group var
     a, b = t.hosts["db-a"], t.hosts["db-b"]
     assert (a.user, a.sudo, a.role, a.connect_timeout, a.address) == ("dba", True, "hypervisor", 7.0, "198.18.1.5")
-    assert b.port == 2200 and b.key == str(Path("keys/db_key").resolve())  # relative to where nettune runs, as for Ansible
+    assert b.port == 2200 and b.key is None and b.agent  # keys/db_key (from where nettune runs, as for Ansible) does not exist: ssh offers agent keys
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "db_key").write_text("stand-in\n")
+    b = hosts_of(study(tmp_path, FIX / "fleet.ini", 'group = "prod"')).hosts["db-b"]
+    assert b.key == str(tmp_path / "keys" / "db_key")
     assert any("ansible_password" in x for x in b.ignored) and not any("secret" in x for x in b.ignored)
     assert a.known_hosts is None and "/tmp/nettune-kh" in a.more_known_hosts
     # -o ProxyJump=bastion: ssh resolves `bastion` through its config (here the -F file), not the inventory

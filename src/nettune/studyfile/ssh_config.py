@@ -76,10 +76,9 @@ def fields(r: Resolution, where: str) -> dict[str, Any]:
     _refuse(r, where)
     out: dict[str, Any] = {"address": r.hostname, "user": r.user, "port": r.port, "resolved_from": r.config}
     existing = [f for f in r.identity_files if os.path.isfile(f)]
-    if r.identities_explicit:  # named: ssh offers those present; none present is an error when connecting
-        keys = existing or r.identity_files
-    else:
-        keys = existing  # ssh's default files: only those present are offered
+    # ssh offers the files present, in order; with none present it offers agent keys only, or
+    # (IdentitiesOnly) nothing: then the first file named stays, and connecting says it is missing
+    keys = existing or (r.identity_files[:1] if r.identities_explicit and r.identities_only else [])
     if keys:
         out["key"], out["more_keys"] = keys[0], keys[1:]
     out["agent"] = not r.identities_only and r.identity_agent != "none"

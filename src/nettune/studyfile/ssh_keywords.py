@@ -233,7 +233,11 @@ def _forward(o: Options, name: str, words: list[str], rest: str, active: bool) -
     if name == "LocalForward" and (not words or words[0] == ""):
         raise Bad("Missing target argument.")
     second = words.pop(0) if name != "DynamicForward" and words else None
+    import os  # noqa: PLC0415
+
     for spec in filter(None, (arg, second)):
+        if any(v not in os.environ for v in re.findall(r"\$\{([^}]*)\}", spec)):
+            raise Bad("Bad forwarding specification.")  # ssh expands ${VAR} in a forwarded socket path when it reads the line
         if "/" not in spec and not re.fullmatch(r"(\[[^\]]*\]|[^:\[\]]*:)*[^:\[\]]*", spec):
             raise Bad("Bad forwarding specification.")
     if active:
