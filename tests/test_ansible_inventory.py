@@ -255,3 +255,11 @@ def test_redact_hides_password_like_words():
     assert redact("sshpass -p hunter2 ssh -W %h:%p gw") == "sshpass -p *** ssh -W %h:%p gw"
     assert redact("ssh -p 2222 -W %h:%p gw") == "ssh -p 2222 -W %h:%p gw"
     assert redact("tool --password=hunter2 x") == "tool --password=*** x" and "hunter2" not in redact("x TOKEN=hunter2")
+
+
+def test_naming_a_host_the_inventory_reaches_locally_is_an_error(tmp_path):
+    inv = tmp_path / "hosts.ini"
+    inv.write_text("localhost ansible_connection=local\n[web]\na\nb\n")
+    with pytest.raises(SpecError) as e:
+        hosts_of(study(tmp_path, inv, hosts="[target.hosts.localhost]\nrole = \"test\""))
+    assert "ansible_connection=local" in str(e.value) and 'kind = "local"' in str(e.value)

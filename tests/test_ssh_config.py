@@ -281,3 +281,20 @@ def test_an_error_in_a_non_utf8_file_names_file_and_line(tmp_path):
     with pytest.raises(SshConfigError) as e:
         resolve("x", f)
     assert f"{f} line 3" in str(e.value) and "Bad port" in str(e.value)
+
+
+def test_a_host_read_without_running_its_match_exec_is_never_connected(tmp_path):
+    from nettune.studyfile.ssh_hosts import SshHostSpec
+    from nettune.targets.ssh.ssh import SshError, SshHost
+    from nettune.targets.ssh.sshproc import EventLoopThread
+
+    f = write(tmp_path, 'Host pi\n  HostName 127.0.0.1\n  Port 1\nMatch exec "true"\n  User fromexec\n')
+    spec = SshHostSpec.model_validate({k: v for k, v in resolve("pi", f).items() if k != "resolved_from"})
+    loop = EventLoopThread()
+    host = SshHost("pi", spec, loop, connect_timeout=2)
+    try:
+        with pytest.raises(SshError, match="not connected: Match exec 'true'"):
+            host.connect()  # its user may be ssh's or not: no connection is even tried (port 1 would refuse it)
+    finally:
+        host.close()
+        loop.stop()

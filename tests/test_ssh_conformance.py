@@ -182,7 +182,7 @@ def test_ansible_inventory_resolves_as_ansible_and_ssh_say(item, tmp_path):
             if r["nettune"]["fields"].get("sudo", False) != become:
                 bad.append(f"{item.name}: {host}: become {r['become']!r} but nettune sudo {r['nettune']['fields'].get('sudo')}")
     # nettune's own reader (what a dry run uses) gives every variable ansible-inventory gives
-    from nettune.studyfile.ansible_static import static_list
+    from nettune.studyfile.ansible_listing import static_list
 
     ours = json.loads(json.dumps(static_list(files[0]), default=str))["_meta"]["hostvars"]
     for host, hv in res["listing"]["_meta"]["hostvars"].items():

@@ -31,7 +31,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .ansible_static import InventoryError, Vaulted, groups_of, read_inventory, static_list
+from .ansible_listing import groups_of, read_inventory, static_list
+from .ansible_static import InventoryError, Vaulted
 from .local_commands import FLAG, may_run, redact
 from .ssh_resolve import CommandLine
 
@@ -213,14 +214,11 @@ def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
             ignored.append("ansible_become (nettune becomes root with sudo only)")
         else:
             out["sudo"] = True
-    cl = CommandLine()
+    # in the order Ansible's ssh plugin writes them (ssh keeps the first value of each option)
     ssh_args = hv.get("ansible_ssh_args")
-    extra: list[str] = []
-    for var, args in (("ansible_ssh_args", DEFAULT_SSH_ARGS if ssh_args is None else ssh_args),):
-        got, notes = ssh_words(_plain(var, args, name, path), var, name, path)
-        cl.args += got.args
-        cl.config = got.config or cl.config
-        extra += notes if ssh_args is not None else []
+    cl, notes = ssh_words(_plain("ansible_ssh_args", DEFAULT_SSH_ARGS if ssh_args is None else ssh_args, name, path),
+                          "ansible_ssh_args", name, path)
+    extra = notes if ssh_args is not None else []  # Ansible's own default flags are not the user's to hear about
     hkc = _first(hv, "ansible_ssh_host_key_checking", "ansible_host_key_checking")
     if hkc is not None and not _truthy(hkc):
         cl.args.append(("o", "StrictHostKeyChecking=no"))

@@ -186,12 +186,7 @@ def resolve_jump(value: str, path: Path | None, use_config: bool = True) -> list
         except Bad as e:
             raise SshConfigError(f"jump {value!r}: {e}; write [user@]host[:port][,...]") from None
         return [{"name": h, "address": h, **({"user": u} if u else {}), **({"port": p} if p else {})} for u, h, p in hops]
-    from .ssh_resolve import Resolution as R  # noqa: PLC0415
-
-    study_host = R(destination="(the study's host)", hostname="", user="", port=22, identity_files=[], identities_explicit=False,
-                   identities_only=False, identity_agent=None, user_known_hosts=[], global_known_hosts=[], strict="ask",
-                   connect_timeout=None, jump=value, proxy_command=None, options=None, evaluation=None, config="")  # type: ignore[arg-type]
-    return chain(study_host, path)
+    return chain(Resolution.of_jump(value), path)
 
 
 def describe(hops: list[Any]) -> str:

@@ -10,24 +10,12 @@ forwardings add up. Host, Match and Include are the reader's (ssh_config_read.py
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Callable
 
-from .ssh_words import a2port, atoi, convtime, parse_ssh_uri, parse_user_host_port
+from . import ssh_keyword_checks as checks
+from .ssh_options import FLAG, STATES, Bad, Options, one, time_value
+from .ssh_words import a2port, atoi, parse_ssh_uri, parse_user_host_port
 
-FLAG = {"yes": 1, "true": 1, "no": 0, "false": 0}
-_STATES = {
-    "yesnoask": {**FLAG, "ask": 2},
-    "strict": {"true": "yes", "yes": "yes", "false": "no", "no": "no", "off": "no", "ask": "ask", "accept-new": "accept-new"},
-    "yesnoaskconfirm": {**FLAG, "ask": 2, "confirm": 3},
-    "family": {"inet": "inet", "inet6": "inet6", "any": "any"},
-    "controlmaster": {**FLAG, "auto": 2, "ask": 3, "autoask": 4},
-    "tunnel": {"ethernet": 2, "point-to-point": 1, **FLAG},
-    "requesttty": {**FLAG, "force": 2, "auto": 3},
-    "sessiontype": {"none": 0, "subsystem": 1, "default": 2},
-    "canonicalize": {**FLAG, "always": 2},
-    "pubkey": {**FLAG, "unbound": 2, "host-bound": 3},
-    "compression": {"yes": 1, "no": 0},
-}
 # `ssh -Q cipher|mac|kex|key-sig` of OpenSSH 9.2, and the names added up to 10.x
 CIPHERS = set("3des-cbc aes128-cbc aes192-cbc aes256-cbc aes128-ctr aes192-ctr aes256-ctr aes128-gcm@openssh.com "
               "aes256-gcm@openssh.com chacha20-poly1305@openssh.com".split())
@@ -44,49 +32,10 @@ KEYS = set("ssh-ed25519 ssh-ed25519-cert-v01@openssh.com sk-ssh-ed25519@openssh.
            "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com webauthn-sk-ecdsa-sha2-nistp256@openssh.com ssh-dss "
            "ssh-dss-cert-v01@openssh.com ssh-rsa ssh-rsa-cert-v01@openssh.com rsa-sha2-256 rsa-sha2-256-cert-v01@openssh.com "
            "rsa-sha2-512 rsa-sha2-512-cert-v01@openssh.com".split())
-_IPQOS = {"none", "af11", "af12", "af13", "af21", "af22", "af23", "af31", "af32", "af33", "af41", "af42", "af43",
-          "cs0", "cs1", "cs2", "cs3", "cs4", "cs5", "cs6", "cs7", "ef", "le", "lowdelay", "throughput", "reliability"}
 _LOGLEVELS = {"quiet", "fatal", "error", "info", "verbose", "debug", "debug1", "debug2", "debug3"}
 _FACILITIES = {"daemon", "user", "auth", "authpriv", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"}
 _DIGESTS = {"md5", "sha1", "sha256", "sha384", "sha512"}
 MAX_IDENTITY_FILES = 100
-
-
-class Bad(ValueError):
-    """ssh's reason for refusing a line (the reader adds the file and line)."""
-
-
-class Options:
-    """The values kept so far (first one wins) and the lists that add up."""
-
-    def __init__(self) -> None:
-        self.v: dict[str, Any] = {}
-        self.identity_files: list[str] = []
-        self.certificate_files: list[str] = []
-        self.send_env: list[str] = []
-        self.forwards: list[tuple[str, str]] = []
-        self.unsupported: list[str] = []  # ssh prints an error for these but goes on
-        self.at = "command line"  # the line being read (the reader sets it)
-        self.origin: dict[str, str] = {}  # where each kept value (and identity file) was written
-
-    def keep(self, name: str, value: Any, active: bool) -> None:
-        if active and name not in self.v:
-            self.v[name] = value
-            self.origin[name] = self.at
-
-    def where(self, name: str) -> str:
-        """'ssh_config FILE line N' (or 'ssh command line') for messages about a value."""
-        at = self.origin.get(name, "")
-        return f"ssh_config {at}" if " line " in at else f"ssh {at or 'default'}"
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.v.get(name, default)
-
-
-def _one(words: list[str], what: str = "Missing argument.") -> str:
-    if not words or words[0] == "":
-        raise Bad(what)
-    return words.pop(0)
 
 
 def _multistate(table: str) -> Callable[..., None]:
@@ -94,21 +43,11 @@ def _multistate(table: str) -> Callable[..., None]:
         arg = words.pop(0) if words else None
         if arg is None or arg == "":
             raise Bad("missing argument.")
-        value = _STATES[table].get(arg.lower()) if table != "flag" else FLAG.get(arg.lower())
+        value = STATES[table].get(arg.lower()) if table != "flag" else FLAG.get(arg.lower())
         if value is None:
             raise Bad(f'unsupported option "{arg}".')
         o.keep(name, value, active)
     return handle
-
-
-def _time(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = words.pop(0) if words else ""
-    if arg == "":
-        raise Bad("missing time value.")
-    value = -1 if arg == "none" else convtime(arg)
-    if value is None:
-        raise Bad("invalid time value.")
-    o.keep(name, value, active)
 
 
 def _int(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
@@ -120,11 +59,11 @@ def _int(o: Options, name: str, words: list[str], rest: str, active: bool) -> No
 
 
 def _string(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    o.keep(name, _one(words), active)
+    o.keep(name, one(words), active)
 
 
 def _port(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = _one(words)
+    arg = one(words)
     port = a2port(arg)
     if not port:
         raise Bad(f"Bad port '{arg}'.")
@@ -151,7 +90,7 @@ def _append_file(certificates: bool) -> Callable[..., None]:
     limit = "certificate files" if certificates else "identity files"
 
     def handle(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-        arg = _one(words)
+        arg = one(words)
         files = o.certificate_files if certificates else o.identity_files
         if active:
             if len(files) >= MAX_IDENTITY_FILES:
@@ -168,13 +107,6 @@ def _command(o: Options, name: str, words: list[str], rest: str, active: bool) -
     if not (name == "ProxyCommand" and "ProxyJump" in o.v):
         o.keep(name, rest.lstrip(" \t\r\n="), active)
     words.clear()
-
-
-def _persist(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = _one(words, "Missing ControlPersist argument.")
-    if arg not in ("yes", "true", "no", "false") and convtime(arg) is None:
-        raise Bad("Bad ControlPersist argument.")
-    o.keep(name, arg, active)
 
 
 def parse_jump(value: str) -> list[tuple[str | None, str, int | None]]:
@@ -204,7 +136,7 @@ def _jump(o: Options, name: str, words: list[str], rest: str, active: bool) -> N
 
 def _algos(known: set[str], what: str, wildcard: bool = False) -> Callable[..., None]:
     def handle(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-        arg = _one(words)
+        arg = one(words)
         if arg[0] != "-":
             for n in (arg[1:] if arg[0] in "+^" else arg).split(","):
                 if n == "":
@@ -226,159 +158,6 @@ def _choice(values: set[str], message: str) -> Callable[..., None]:
             raise Bad(message.format(arg or "<NONE>"))
         o.keep(name, arg.lower(), active)
     return handle
-
-
-def _forward(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = _one(words)
-    if name == "LocalForward" and (not words or words[0] == ""):
-        raise Bad("Missing target argument.")
-    second = words.pop(0) if name != "DynamicForward" and words else None
-    import os  # noqa: PLC0415
-
-    for spec in filter(None, (arg, second)):
-        if any(v not in os.environ for v in re.findall(r"\$\{([^}]*)\}", spec)):
-            raise Bad("Bad forwarding specification.")  # ssh expands ${VAR} in a forwarded socket path when it reads the line
-        if "/" not in spec and not re.fullmatch(r"(\[[^\]]*\]|[^:\[\]]*:)*[^:\[\]]*", spec):
-            raise Bad("Bad forwarding specification.")
-    if active:
-        o.forwards.append((name, " ".join(filter(None, (arg, second)))))
-
-
-def _send_env(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    for arg in words:
-        if arg == "" or "=" in arg:
-            raise Bad("Invalid environment name.")
-        if active:
-            o.send_env.append(arg)
-    words.clear()
-
-
-def _set_env(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    for arg in words:
-        if "=" not in arg:
-            raise Bad("Invalid SetEnv.")
-    o.keep(name, list(words), active)
-    words.clear()
-
-
-def _escape(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = _one(words)
-    if not (arg == "none" or len(arg) == 1 or (len(arg) == 2 and arg[0] == "^" and 64 <= ord(arg[1]) < 128)):
-        raise Bad("Bad escape character.")
-    o.keep(name, arg, active)
-
-
-def _ipqos(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    args = [words.pop(0) if words else None]
-    if words:
-        args.append(words.pop(0))
-    for arg in args:
-        if arg is None or not (arg.lower() in _IPQOS or re.fullmatch(r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)", arg) and int(arg, 0) <= 255):
-            raise Bad(f"Bad IPQoS value: {arg}")
-    o.keep(name, args, active)
-
-
-def _rekey(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = _one(words, "Missing argument.")
-    if arg != "default":
-        m = re.fullmatch(r"(\d+)([KMGkmg]?)", arg)
-        if not m:
-            raise Bad(f"Bad number '{arg}': Invalid argument")
-        n = int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
-        if 0 < n < 16:
-            raise Bad("RekeyLimit too small")
-    if words:
-        if words[0] == "none":
-            words.pop(0)
-        else:
-            _time(o, "RekeyInterval", words, rest, active)
-    o.keep(name, arg, active)
-
-
-def _mask(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = _one(words, "Missing StreamLocalBindMask argument.")
-    m = re.match(r"[0-7]+", arg)
-    if not m or int(m.group(0), 8) > 0o777:
-        raise Bad("Bad mask.")
-    o.keep(name, arg, active)
-
-
-def _tundev(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = _one(words)
-    for part in arg.split(":", 1):
-        if not (part.lower() == "any" or (part.isdigit() and int(part) <= 0x7fffffff - 2)):
-            raise Bad("Bad tun device.")
-    o.keep(name, arg, active)
-
-
-def _agent_path(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    """IdentityAgent (and ForwardAgent given a path): ${VAR} must be set even where the
-    block does not apply, a legacy $VAR must be a valid name (ssh checks both at parse)."""
-    import os  # noqa: PLC0415
-
-    arg = _one(words)
-    if name == "ForwardAgent" and arg.lower() in FLAG:
-        o.keep(name, FLAG[arg.lower()], active)
-        return
-    for var in re.findall(r"\$\{([^}]*)\}", arg):
-        if not var or var not in os.environ:
-            raise Bad(f"Invalid environment expansion {arg}.")
-    if arg.startswith("$") and not arg.startswith("${") and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", arg[1:]):
-        raise Bad(f"Invalid environment name {arg}.")
-    o.keep(name, arg, active)
-
-
-def _add_keys(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    arg = words.pop(0) if words else None
-    arg2 = words.pop(0) if words else None
-    value = _STATES["yesnoaskconfirm"].get((arg or "").lower())
-    if value == 3 and arg2 is not None:
-        if convtime(arg2) is None:
-            raise Bad("invalid time value.")
-    elif value is None and arg2 is None:
-        if arg is None or convtime(arg) is None:
-            raise Bad("unsupported option")
-    elif value is None or arg2 is not None:
-        raise Bad("unsupported option")
-    o.keep(name, arg, active)
-
-
-def _domains(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    for i, arg in enumerate(words):
-        if arg == "":
-            raise Bad(f"keyword {name} empty argument")
-        if arg.lower() == "none" and (i > 0 or len(words) > 1):
-            raise Bad(f'keyword {name} "none" argument must appear alone.')
-        if arg.lower() != "none" and (not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", arg) or ".." in arg):
-            raise Bad(f'name "{arg}" contains invalid characters')
-    o.keep(name, list(words), active)
-    words.clear()
-
-
-def _cnames(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    for i, arg in enumerate(words):
-        if arg.lower() == "none":
-            if i > 0 or len(words) > 1:
-                raise Bad(f'keyword {name} "none" argument must appear alone.')
-        elif arg != "*" and (":" not in arg or arg.endswith(":")):
-            raise Bad(f'Invalid permitted CNAME "{arg.lower()}"')
-    o.keep(name, list(words), active)
-    words.clear()
-
-
-def _remote_open(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
-    if not words:
-        raise Bad(f"missing {name} specification")
-    for i, arg in enumerate(words):
-        if arg.lower() in ("none", "any"):
-            if i > 0 or len(words) > 1:
-                raise Bad(f'keyword {name} "{arg}" argument must appear alone.')
-            continue
-        host, sep, port = arg.rpartition(":") if not arg.startswith("[") else (arg[: arg.find("]") + 1], ":", arg[arg.find("]") + 2:])
-        if not sep or not host or (port != "*" and not a2port(port)):
-            raise Bad(f"bad port number in {name}")
-    o.keep(name, list(words), active)
-    words.clear()
 
 
 def _consume(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
@@ -435,10 +214,10 @@ _add(_multistate("tunnel"), "Tunnel")
 _add(_multistate("requesttty"), "RequestTTY")
 _add(_multistate("sessiontype"), "SessionType")
 _add(_multistate("canonicalize"), "CanonicalizeHostname")
-_add(_agent_path, "ForwardAgent", "IdentityAgent")
-_add(_time, "ForwardX11Timeout", "ConnectTimeout", "ServerAliveInterval")
+_add(checks.agent_path, "ForwardAgent", "IdentityAgent")
+_add(time_value, "ForwardX11Timeout", "ConnectTimeout", "ServerAliveInterval")
 _add(_int, "NumberOfPasswordPrompts", "ConnectionAttempts", "ServerAliveCountMax", "CanonicalizeMaxDots", "RequiredRSASize")
-_add(_rekey, "RekeyLimit")
+_add(checks.rekey, "RekeyLimit")
 _add(_append_file(False), "IdentityFile", "IdentityFile2=IdentityFile")
 _add(_append_file(True), "CertificateFile")
 _add(_array, "GlobalKnownHostsFile", "UserKnownHostsFile", "LogVerbose")
@@ -453,17 +232,17 @@ _add(_algos(KEYS, "Bad key types", wildcard=True), "HostKeyAlgorithms", "CASigna
 _add(_choice(_LOGLEVELS, "unsupported log level '{}'"), "LogLevel")
 _add(_choice(_FACILITIES, "unsupported log facility '{}'"), "SyslogFacility")
 _add(_choice(_DIGESTS, 'Invalid hash algorithm "{}".'), "FingerprintHash")
-_add(_forward, "LocalForward", "RemoteForward", "DynamicForward")
-_add(_remote_open, "PermitRemoteOpen")
-_add(_escape, "EscapeChar")
-_add(_persist, "ControlPersist")
-_add(_send_env, "SendEnv")
-_add(_set_env, "SetEnv")
-_add(_ipqos, "IPQoS")
-_add(_mask, "StreamLocalBindMask")
-_add(_tundev, "TunnelDevice")
-_add(_add_keys, "AddKeysToAgent")
-_add(_domains, "CanonicalDomains")
-_add(_cnames, "CanonicalizePermittedCNAMEs")
+_add(checks.forward, "LocalForward", "RemoteForward", "DynamicForward")
+_add(checks.remote_open, "PermitRemoteOpen")
+_add(checks.escape, "EscapeChar")
+_add(checks.persist, "ControlPersist")
+_add(checks.send_env, "SendEnv")
+_add(checks.set_env, "SetEnv")
+_add(checks.ipqos, "IPQoS")
+_add(checks.mask, "StreamLocalBindMask")
+_add(checks.tundev, "TunnelDevice")
+_add(checks.add_keys, "AddKeysToAgent")
+_add(checks.domains, "CanonicalDomains")
+_add(checks.cnames, "CanonicalizePermittedCNAMEs")
 _add(_loose, "ObscureKeystrokeTiming", "ChannelTimeout", "VersionAddendum", "RefuseConnection", "WarnWeakCrypto")  # OpenSSH 9.5+
 CONDITIONALS = {"host": "Host", "match": "Match", "include": "Include"}

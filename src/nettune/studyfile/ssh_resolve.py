@@ -41,6 +41,13 @@ class Resolution:
     config: str  # the file(s) read, for messages
     unsupported: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of_jump(cls, jump: str) -> "Resolution":
+        """A host known only by the jump hosts before it (a study's own `jump = "..."`)."""
+        return cls(destination="(the study's host)", hostname="", user="", port=22, identity_files=[], identities_explicit=False,
+                   identities_only=False, identity_agent=None, user_known_hosts=[], global_known_hosts=[], strict="ask",
+                   connect_timeout=None, jump=jump, proxy_command=None, options=Options(), evaluation=Evaluation(), config="")
+
 
 @dataclass
 class CommandLine:
