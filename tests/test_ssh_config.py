@@ -298,3 +298,20 @@ def test_a_host_read_without_running_its_match_exec_is_never_connected(tmp_path)
     finally:
         host.close()
         loop.stop()
+
+
+def test_keys_in_global_known_hosts_files_are_pinned_too(tmp_path):
+    import asyncssh
+
+    from nettune.targets.ssh.sshtrust import host_trust
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    line = " ".join(key.export_public_key("openssh").decode().split()[:2])
+    (tmp_path / "global_kh").write_text(f"198.18.0.4 {line}\n")
+    f = write(tmp_path, f"Host g\n  HostName 198.18.0.4\n  UserKnownHostsFile {tmp_path}/none_here\n"
+                        f"  GlobalKnownHostsFile {tmp_path}/global_kh\n")
+    h = resolve("g", f)
+    trust = host_trust("g", h["address"], h["port"], h.get("known_hosts"), str(tmp_path / "tofu"), False, None, h["more_known_hosts"])
+    assert trust.record is False and trust.known_hosts is not None  # the key is pinned: strict checking, nothing asked
+    assert trust.known_hosts.match("198.18.0.4", "198.18.0.4", None)[0]
+    assert trust.pinned_file == f"{tmp_path}/none_here"  # a key still to add goes to the user file ssh would write
