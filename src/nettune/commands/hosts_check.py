@@ -116,8 +116,9 @@ def check_hosts(study: Any) -> list[HostCheck]:
 
 def resolution_notes(study: Any) -> list[str]:
     """What reading the study's hosts ran or did not run, one line each (said by `nettune
-    run` before anything starts, and by its dry run): Match exec commands run or not run,
-    an inventory script run, hosts the inventory has that are not reached over SSH."""
+    run` before anything starts, and by its dry run): inventory settings not honoured (names
+    only), Match exec commands run or not run, an inventory script run, hosts the inventory
+    has that are not reached over SSH."""
     t = study.target
     if t.kind != "ssh":
         return []
@@ -125,6 +126,7 @@ def resolution_notes(study: Any) -> list[str]:
     if t.inventory_read and t.inventory_read.startswith("ran "):
         lines.append(f"inventory {t.inventory}: {t.inventory_read}")
     for name, h in t.hosts.items():
+        lines += [f"{name}: inventory setting not honoured: {x}" for x in h.ignored]
         lines += [f"{name}: {x}" for x in h.local_commands + [c for j in h.jump for c in j.local_commands]]
         lines += [f"{name}: {x}" for x in h.unresolved + [u for j in h.jump for u in j.unresolved]]
     lines += [f"{name}: left out: {why}" for name, why in t.left_out.items()]
