@@ -88,7 +88,10 @@ def show(
     else:
         from ..plan.study_file import load_study
 
-        study = load_study(file)
+        from ..studyfile.local_commands import allow_local_commands
+
+        with allow_local_commands():  # reading the values connects: ssh_config Match exec runs as ssh would run it
+            study = load_study(file)
         if not study.knobs:
             raise NettuneError(f"{file}: the study has no [knobs] section")
         rows = sh.study_values(study, file.read_text(), str(file), host)

@@ -98,10 +98,16 @@ def run(
     allow_long: bool = typer.Option(False, "--allow-long", help=f"Run a plan expected to take more than {MAX_HOURS} hours."),
     cross_check: bool = typer.Option(False, "--cross-check", help="After the study, re-run every point analysis marks tool-bound with the other engine and with iperf3 fanned out, and show them side by side with a verdict."),
     doctor: str = typer.Option("on", "--doctor", help="on: audit the hosts before the first point (nettune doctor's checks; stored with the study, listed by the report); off: skip."),
+    run_config_commands: bool = typer.Option(False, "--run-config-commands", help="With --dry-run: run the ssh_config `Match exec` commands and inventory scripts the hosts depend on (a real run always runs them, as ssh and Ansible do; a dry run otherwise runs nothing)."),
 ) -> None:
     """Run a study: every point of the sweep, repeated, stored as it goes."""
+    from ..commands.hosts_check import resolution_notes
+    from ..studyfile.local_commands import allow_local_commands
+
     text = read_study_text(file)
-    study = parse_study(text, str(file), max_points)
+    with allow_local_commands(not dry_run or run_config_commands):
+        study = parse_study(text, str(file), max_points)
+    print_items(resolution_notes(study), bullet="")
     if dry_run and resume:
         raise NettuneError("--dry-run and --resume: give one (--dry-run alone prints the whole plan; `nettune results` shows what a study holds)")
     if dry_run:

@@ -27,13 +27,27 @@ class HostCheck:
     ok: bool = True
     reason: str = ""
     tools: dict[str, str | None] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # inventory settings not honoured
+    ran: list[str] = field(default_factory=list)  # Match exec commands run to resolve it
+    unresolved: list[str] = field(default_factory=list)  # what was not run (a dry run): values guessed
+    connect_timeout: float | None = None
 
 
 def _key_source(h: Any) -> str:
     if h.key:
-        return h.key + (" + ssh-agent" if h.agent else "")
-    return "ssh-agent, then ~/.ssh/id_*"
+        more = f" (then {', '.join(h.more_keys)})" if h.more_keys else ""
+        return h.key + more + (" + ssh-agent" if h.agent else "")
+    return "ssh-agent, then ~/.ssh/id_*" if h.agent is not False else "none"
+
+
+def _known_hosts(h: Any) -> str:
+    files = ([h.known_hosts] if h.known_hosts else []) + list(h.more_known_hosts)
+    return ", ".join(files) if files else "~/.ssh/known_hosts"
+
+
+def left_out(study: Any) -> dict[str, str]:
+    """Inventory hosts the ssh target does not reach (ansible_connection=local, ...)."""
+    return dict(study.target.left_out) if study.target.kind == "ssh" else {}
 
 
 def describe_hosts(study: Any) -> list[HostCheck]:
@@ -48,9 +62,16 @@ def describe_hosts(study: Any) -> list[HostCheck]:
                           str(os.environ.get("USER") or "root"), "-", "-", "-", False, f"target kind {t.kind}") for h in t.test_hosts]
     out = []
     for name, h in t.hosts.items():
-        source = f"ssh_config {h.resolved_from}" if h.resolved_from else (f"inventory {t.inventory}" if t.inventory else "the study")
+        if h.resolved_from:  # "PATH" or "inventory + PATH" (an Ansible host: its inventory, then ssh_config)
+            inv, _, cfg = h.resolved_from.rpartition("inventory + ")
+            source = (f"inventory {t.inventory} + " if _ else "") + f"ssh_config {cfg}"
+        else:
+            source = f"inventory {t.inventory}" if t.inventory else "the study"
+        hops = [u for j in h.jump for u in j.unresolved]
         out.append(HostCheck(name, h.role, h.address, h.port, h.user or os.environ.get("USER") or "(local user)", _key_source(h),
-                             describe(h.jump) or "direct", h.known_hosts or "~/.ssh/known_hosts", h.sudo, source, notes=list(h.ignored)))
+                             describe(h.jump) or "direct", _known_hosts(h), h.sudo, source, notes=list(h.ignored),
+                             ran=list(h.local_commands) + [c for j in h.jump for c in j.local_commands],
+                             unresolved=list(h.unresolved) + hops, connect_timeout=h.connect_timeout or t.connect_timeout))
     return out
 
 
@@ -73,8 +94,10 @@ def check_hosts(study: Any) -> list[HostCheck]:
     loop = EventLoopThread()
     try:
         for r in rows:
-            spec = t.hosts[r.name]
-            host = SshHost(r.name, spec, loop, t.trust_on_first_use, t.connect_timeout, 0.0)
+            if r.unresolved:
+                r.ok, r.reason = False, f"not connected: {r.unresolved[0]}"
+                continue
+            host = SshHost(r.name, t.hosts[r.name], loop, t.trust_on_first_use, t.connect_timeout, 0.0)
             try:
                 host.connect()
                 if r.role == "test":
@@ -89,3 +112,22 @@ def check_hosts(study: Any) -> list[HostCheck]:
     finally:
         loop.stop()
     return rows
+
+
+def resolution_notes(study: Any) -> list[str]:
+    """What reading the study's hosts ran or did not run, one line each (said by `nettune
+    run` before anything starts, and by its dry run): inventory settings not honoured (names
+    only), Match exec commands run or not run, an inventory script run, hosts the inventory
+    has that are not reached over SSH."""
+    t = study.target
+    if t.kind != "ssh":
+        return []
+    lines = []
+    if t.inventory_read and t.inventory_read.startswith("ran "):
+        lines.append(f"inventory {t.inventory}: {t.inventory_read}")
+    for name, h in t.hosts.items():
+        lines += [f"{name}: inventory setting not honoured: {x}" for x in h.ignored]
+        lines += [f"{name}: {x}" for x in h.local_commands + [c for j in h.jump for c in j.local_commands]]
+        lines += [f"{name}: {x}" for x in h.unresolved + [u for j in h.jump for u in j.unresolved]]
+    lines += [f"{name}: left out: {why}" for name, why in t.left_out.items()]
+    return lines

@@ -60,7 +60,8 @@ class Reconnector:
         keys = [h.pop("host_key", None) for h in jump]  # each hop must show the key it showed then
         spec = SshHostSpec(address=reach["address"], port=reach["port"], user=reach.get("user"), key=reach.get("key"),
                            sudo=bool(reach.get("sudo")), known_hosts=reach.get("known_hosts"), agent=reach.get("agent"),
-                           jump=[SshHopSpec.model_validate(h) for h in jump])
+                           more_keys=reach.get("more_keys") or [], more_known_hosts=reach.get("more_known_hosts") or [],
+                           agent_path=reach.get("agent_path"), jump=[SshHopSpec.model_validate(h) for h in jump])
         if self._loop is None:
             self._loop = EventLoopThread()
         return SshHost(label, spec, self._loop, tofu=False, connect_timeout=float(reach.get("connect_timeout") or 10.0),

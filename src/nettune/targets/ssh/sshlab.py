@@ -123,7 +123,8 @@ def _listening_in(pid: int, port: int) -> bool:
 def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", port: int = 22, bastion: bool = False) -> dict[str, dict[str, Any]]:
     """Start an sshd in each lab host's namespace (idempotent) and write the inventory.
     bastion: one more namespace, `bastion`, whose sshd is the only way in: the hosts' sshds
-    take logins only from it, and it forwards only to them.
+    take logins only from it, a filter in each host's namespace (nftables) resets any other
+    connection to their port, and the bastion forwards only to them.
 
     Returns {host: {address, port, user, key, known_hosts, interface, pid[, jump]}} (and
     {"bastion": {..., "role": "bastion"}} with bastion)."""
@@ -174,6 +175,8 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
             pid = _start(sshd, layout.ns(h), cfg, hd / "sshd.log", pid_file, port)
         _record(pid)
         (hd / "recorded.pid").write_text(f"{pid}\n")  # sshd removes its PidFile when it exits
+        if bastion and h != BASTION:
+            only_from(layout.ns(h), port, layout.address(BASTION))
         known_lines.append(f"{address if port == 22 else f'[{address}]:{port}'} {_pub(host_key)}")
         hosts[h] = {"address": address, "port": port, "user": user, "key": str(user_key), "known_hosts": str(d / "known_hosts"), "interface": layout.ns_if(h), "pid": pid}
     (d / "known_hosts").write_text("\n".join(known_lines) + "\n")
@@ -185,6 +188,29 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
     if inventory is not None:
         write_inventory(Path(inventory), {h: v for h, v in hosts.items() if h != BASTION}, f"lab {layout.study} (nettune lab up --ssh); valid until nettune lab down")
     return hosts
+
+
+FILTER_TABLE = "nettune_bastion"
+
+
+def nft_path() -> str:
+    for p in (shutil.which("nft"), "/usr/sbin/nft", "/sbin/nft"):
+        if p and os.access(p, os.X_OK):
+            return p
+    raise ToolMissing("nft is not installed (the lab's bastion filters direct connections with it): apt-get install nftables (or: nettune setup)")
+
+
+def only_from(ns: str, port: int, source: str) -> None:
+    """In namespace `ns`, refuse (TCP reset) every connection to `port` not from `source`:
+    a host behind the bastion refuses a direct connection as a firewalled fleet does, not
+    only the login. The table goes with the namespace."""
+    rules = (f"table inet {FILTER_TABLE}\ndelete table inet {FILTER_TABLE}\n"
+             f"table inet {FILTER_TABLE} {{\n  chain input {{\n    type filter hook input priority 0; policy accept;\n"
+             f"    tcp dport {port} ip saddr != {source} reject with tcp reset\n"
+             f"    tcp dport {port} meta nfproto ipv6 reject with tcp reset\n  }}\n}}\n")
+    r = subprocess.run(["ip", "netns", "exec", ns, nft_path(), "-f", "-"], input=rules, capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise NettuneError(f"nft in {ns} failed to install the bastion's filter: {(r.stderr or r.stdout).strip()}")
 
 
 def _pattern(layout: LabLayout) -> str:
