@@ -18,6 +18,7 @@ from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..store.cpu_units import CPU_COLUMNS, check_unit
 from .base import Hints, ImporterBase
+from .params import parse_value
 
 # metric name in --columns -> (TestResult field, factor to its unit)
 METRICS: dict[str, tuple[str, float]] = {
@@ -62,8 +63,6 @@ class TableCsvImporter(ImporterBase):
         return {n: v.strip() for n, v in zip(names, row) if n != "-"}, int(mark)
 
     def point(self, text: str) -> dict[str, Any]:
-        from .intake import parse_value
-
         try:
             cells, _ = self._row(text)
         except NettuneError:

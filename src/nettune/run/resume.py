@@ -24,7 +24,7 @@ from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..plan.points import Slot
 from ..store.sqlite import Store, spec_hash
-from ..targets.machine import scratch_namespace
+from ..targets.scratch import scratch_namespace
 from ..targets.procs import owner_alive, start_time, stop_recorded
 
 UNFINISHED = ("running", "interrupted", "failed")

@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from .study_text import read_study_text
+
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # dots: inventory and ssh_config names (pve1.example.com)
 DNS_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$")
@@ -205,8 +207,6 @@ def _absolute(base: Path, value: str) -> Path:
 
 def load_inventory(path: Path) -> dict[str, dict[str, Any]]:
     """[hosts.NAME] tables of an inventory file, each checked, paths made absolute."""
-    from .load import read_study_text  # noqa: PLC0415 - load imports this module
-
     if not path.exists():
         raise ValueError(f"inventory {path} does not exist (write one, or create it with `nettune lab up FILE --ssh --inventory {path}`)")
     text = read_study_text(path, "an inventory TOML file")  # UTF-8, size, directory: a SpecError naming it

@@ -29,6 +29,8 @@ from typing import Any
 
 import asyncssh
 
+from .ssh_error import SshError
+
 
 def tofu_file() -> Path:
     """Where host keys trusted on first use are recorded."""
@@ -85,7 +87,6 @@ def _keys_in(path: str, address: str, port: int) -> tuple[Any, list[Any]]:
 
 def host_trust(where: str, address: str, port: int, known_hosts: str | None, tofu_file: str, tofu: bool, expected: str | None = None) -> Trust:
     """Decide how the host key of address:port is checked (raises SshError, one line)."""
-    from .ssh import SshError
 
     if expected:
         key = asyncssh.import_public_key(expected)
@@ -137,7 +138,6 @@ async def presented_key(address: str, port: int, timeout: float, tunnel: Any = N
 
 def client_keys(where: str, path: str) -> list[Any]:
     """The key pair(s) of a private key file, refusing what OpenSSH refuses."""
-    from .ssh import SshError
 
     full = os.path.abspath(os.path.expanduser(path))
     try:
