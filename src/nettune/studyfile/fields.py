@@ -63,6 +63,7 @@ class ThisMachine:
     """What the target specs whose hosts are this machine (lab namespaces, loopback) have in
     common: every host runs tests, and their binaries and files are this machine's."""
 
+    kind: str
     hosts: list[str]
 
     @property
@@ -73,3 +74,15 @@ class ThisMachine:
     @property
     def on_this_machine(self) -> bool:
         return True
+
+    @property
+    def over_loopback(self) -> bool:
+        """Do its tests cross this machine's loopback (where `nettune ceiling`'s loopback
+        ceilings predict the path)? The lab's cross veths and a bridge instead."""
+        return False
+
+    def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
+        """Why a boot-time knob on these hosts (all, when empty) cannot be set: hosts that
+        are this machine are never rebooted."""
+        return (f"needs a reboot, and a {self.kind} target's hosts are this machine, the one nettune runs on, which is never rebooted; "
+                "use an ssh target host with allow_reboot = true")

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from ..errors import SpecError
-from .models import Study, Template
+from .models import TARGET_KINDS, Study, Template
 from .study_text import MAX_STUDY_BYTES, decode_study as decode_study, read_bytes as read_bytes, read_study_text as read_study_text
 
 def parse_spec(text: str, file: str = "<study>") -> Study:
@@ -65,7 +65,7 @@ def spec_error(e: ValidationError, model: type[BaseModel], text: str, file: str)
 
 def _is_union_tag(x: Any) -> bool:
     # pydantic puts union member tags in loc ('lab', 'int', 'constrained-str'...)
-    return isinstance(x, str) and (x in {"lab", "local", "ssh", "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[", "literal[")))
+    return isinstance(x, str) and (x in {*TARGET_KINDS, "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[", "literal[")))
 
 
 def _most_specific(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,7 +108,8 @@ def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str
     if kind in ("too_short", "too_long"):
         return f"{len(inp)} items: {msg.lower().removeprefix('list ').removeprefix('value ')}"
     if kind == "union_tag_not_found":
-        return f"{err.get('ctx', {}).get('discriminator', 'kind')} is missing; add kind = \"lab\", \"local\" or \"ssh\""
+        known = [f'"{k}"' for k in TARGET_KINDS]
+        return f"{err.get('ctx', {}).get('discriminator', 'kind')} is missing; add kind = {', '.join(known[:-1])} or {known[-1]}"
     if kind == "union_tag_invalid":
         tag = err.get("ctx", {}).get("tag", inp)
         return f"unknown kind {tag!r}; use one of: {err.get('ctx', {}).get('expected_tags', 'lab, local')}"

@@ -6,7 +6,7 @@ the placeholders are filled for a point, the concrete values (see plan.points.re
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -45,11 +45,20 @@ class LocalTargetSpec(Strict, ThisMachine):
         """Queues per host interface the target sets (the lab's [target] queues): none here."""
         return None
 
+    @property
+    def over_loopback(self) -> bool:
+        return True  # every test goes over this machine's loopback
+
 
 # Every target spec declares what the layers that see only the study file ask of it:
 # kind, hosts, test_hosts, on_this_machine (its hosts run this machine's binaries and
-# keep their files here) and queues (per host interface, None when the target sets none).
+# keep their files here), queues (per host interface, None when the target sets none),
+# over_loopback (its tests cross this machine's loopback: ceilings predict them) and
+# reboot_refusal (why a boot-time knob on its hosts cannot be set). What needs more than
+# the spec (a lab's layout, connecting) each target kind answers: targets/target_kind.py.
 TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec], Field(discriminator="kind")]
+# the `[target] kind` values, as the union's members declare them (error messages list them)
+TARGET_KINDS: tuple[str, ...] = tuple(get_args(m.model_fields["kind"].annotation)[0] for m in get_args(get_args(TargetSpec)[0]))
 
 
 class Repeat(Strict):

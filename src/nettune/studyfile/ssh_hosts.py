@@ -199,6 +199,20 @@ class SshTargetSpec(_Strict):
         """Queues per host interface the target sets: none (knobs change a NIC's own)."""
         return None
 
+    @property
+    def over_loopback(self) -> bool:
+        return False
+
+    def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
+        """Why a boot-time knob on these hosts (all, when empty) cannot be set: one of them
+        does not allow a reboot."""
+        for name in hosts or tuple(self.hosts):
+            spec = self.hosts.get(name)
+            if spec is not None and not spec.allow_reboot:
+                return (f"needs a reboot of {name}, which does not allow one: add allow_reboot = true to [target.hosts.{name}] "
+                        "(inventory: allow_reboot = true; Ansible: nettune_allow_reboot=true)")
+        return None
+
 
 def _absolute(base: Path, value: str) -> Path:
     path = Path(value).expanduser()
