@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..studyfile.models import Study
-from .base import Target
+from .base import Host, Target
 from .footprint import Footprint
 
 TOOLS = ("iperf3", "iperf")  # what `nettune hosts` looks for on each test host
@@ -36,6 +36,18 @@ class HostCheck:
     reason: str = ""
     tools: dict[str, str | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+class HostReconnector(Protocol):
+    """Reaches one kind's hosts again from the journal's records of them (Host.reach()),
+    for `nettune restore` in a new process: one per restore, closed after it."""
+
+    def host(self, label: str, reach: dict[str, Any]) -> Host:
+        """The host `reach` describes, connected. ValueError/KeyError: the record is
+        unusable; ConnectionError: refused key, unreachable, sudo broken."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class TargetKind(Protocol):
@@ -75,6 +87,14 @@ class TargetKind(Protocol):
         this machine; what was removed, for the log."""
         ...
 
+    def reaches(self, reach: dict[str, Any]) -> bool:
+        """Is this journal record of a host (Host.reach()) one of this kind's hosts?"""
+        ...
+
+    def reconnector(self) -> HostReconnector:
+        """What reaches this kind's hosts again for `nettune restore`."""
+        ...
+
 
 class TargetKindBase:
     """Defaults of the TargetKind protocol: hosts that are this machine (their tools are
@@ -105,3 +125,9 @@ class TargetKindBase:
 
     def clear_dead(self, study: Study, owners: set[str]) -> list[str]:
         return []
+
+    def reaches(self, reach: dict[str, Any]) -> bool:
+        return False  # hosts of this machine: the journal records no way to reach them
+
+    def reconnector(self) -> HostReconnector:
+        raise NotImplementedError(f"target kind {self.name!r} records no way to reach its hosts again")

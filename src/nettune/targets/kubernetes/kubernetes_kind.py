@@ -3,11 +3,14 @@ Its pods exist only while a run lasts, so what it answers from the study alone n
 where they will be: node knobs by node name, servers at the pod's (or its Service's) IP."""
 from __future__ import annotations
 
+from typing import Any
+
 from ...studyfile.kubernetes_target import KubernetesTargetSpec
 from ...studyfile.models import Study
-from ..base import Target
-from ..target_kind import HostCheck, TargetKindBase
+from ..base import Host, Target
 from ..footprint import Footprint
+from ..target_kind import HostCheck, HostReconnector, TargetKindBase
+from .k8s_reach import NodeReach
 from .kubernetes import KubeTarget
 
 
@@ -15,6 +18,27 @@ def _spec(study: Study) -> KubernetesTargetSpec:
     spec = study.target
     assert isinstance(spec, KubernetesTargetSpec)  # TARGETS["kubernetes"] is only asked about kubernetes studies
     return spec
+
+
+class NodeReconnector:
+    """A cluster's nodes again, each through a privileged pod (k8s_reach.py), one per
+    (context, node) for as long as the restore lasts."""
+
+    def __init__(self) -> None:
+        self._reach = NodeReach()
+        self._hosts: dict[tuple[Any, Any], Host] = {}
+
+    def host(self, label: str, reach: dict[str, Any]) -> Host:
+        key = (reach.get("context"), reach.get("node"))
+        if key not in self._hosts:
+            self._hosts[key] = self._reach.host(label, reach)
+        return self._hosts[key]
+
+    def close(self) -> None:
+        for h in self._hosts.values():
+            h.close()
+        self._hosts.clear()
+        self._reach.close()
 
 
 class KubernetesKind(TargetKindBase):
@@ -37,3 +61,9 @@ class KubernetesKind(TargetKindBase):
 
     def check_hosts(self, study: Study, rows: list[HostCheck]) -> None:
         return  # nothing to connect to before a run makes the pods; their tools come with the image
+
+    def reaches(self, reach: dict[str, Any]) -> bool:
+        return bool(reach.get("kubernetes"))  # a node of a cluster (kubernetes_host.reach)
+
+    def reconnector(self) -> HostReconnector:
+        return NodeReconnector()

@@ -3,13 +3,14 @@ imported once a study of this kind makes its target or connects)."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ...studyfile.models import Study
 from ...studyfile.ssh_config import describe
-from ...studyfile.ssh_hosts import SshHostSpec, SshTargetSpec
-from ..base import Target
-from ..target_kind import TOOLS, HostCheck, TargetKindBase
+from ...studyfile.ssh_hosts import SshHopSpec, SshHostSpec, SshTargetSpec
+from ..base import Host, Target
 from ..footprint import Footprint
+from ..target_kind import TOOLS, HostCheck, HostReconnector, TargetKindBase
 
 
 def _spec(study: Study) -> SshTargetSpec:
@@ -22,6 +23,44 @@ def _key_source(h: SshHostSpec) -> str:
     if h.key:
         return h.key + (" + ssh-agent" if h.agent else "")
     return "ssh-agent, then ~/.ssh/id_*"
+
+
+class SshReconnector:
+    """Remote hosts again from what their reach() recorded (address, port, user, absolute
+    key path, known_hosts file, sudo, connect timeout, the host key seen, and the jump
+    hosts on the way, each with the key it showed), accepting only that recorded key,
+    one connection per host for as long as the restore lasts."""
+
+    def __init__(self) -> None:
+        self._loop: Any = None  # sshproc.EventLoopThread, made with the first host (asyncssh)
+        self._hosts: dict[tuple[Any, ...], Any] = {}
+
+    def host(self, label: str, reach: dict[str, Any]) -> Host:
+        from .ssh import SshHost  # noqa: PLC0415 - asyncssh, only when a remote host is to be reached
+        from .sshproc import EventLoopThread  # noqa: PLC0415
+
+        key = (reach["address"], reach["port"], reach.get("user"), reach.get("host_key"))
+        host = self._hosts.get(key)
+        if host is None:
+            jump = [dict(h) for h in reach.get("jump") or []]
+            keys = [h.pop("host_key", None) for h in jump]  # each hop must show the key it showed then
+            spec = SshHostSpec(address=reach["address"], port=reach["port"], user=reach.get("user"), key=reach.get("key"),
+                               sudo=bool(reach.get("sudo")), known_hosts=reach.get("known_hosts"), agent=reach.get("agent"),
+                               jump=[SshHopSpec.model_validate(h) for h in jump])
+            if self._loop is None:
+                self._loop = EventLoopThread()
+            host = self._hosts[key] = SshHost(label, spec, self._loop, tofu=False, connect_timeout=float(reach.get("connect_timeout") or 10.0),
+                                              host_key=reach.get("host_key"), jump_keys=keys)
+        host.connect()
+        return host  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        for h in self._hosts.values():
+            h.close()
+        self._hosts.clear()
+        if self._loop is not None:
+            self._loop.stop()
+            self._loop = None
 
 
 class SshKind(TargetKindBase):
@@ -72,3 +111,9 @@ class SshKind(TargetKindBase):
 
     def knob_os(self, study: Study, host: str) -> tuple[str | None, str | None]:
         return None, _spec(study).hosts[host].interface  # its OS is known once connected (uname -s)
+
+    def reaches(self, reach: dict[str, Any]) -> bool:
+        return bool(reach.get("port"))  # an ssh host (a journal written before restores over SSH kept only the address)
+
+    def reconnector(self) -> HostReconnector:
+        return SshReconnector()
