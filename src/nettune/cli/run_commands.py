@@ -15,7 +15,6 @@ from ..errors import NettuneError
 from ..plan.points import MAX_POINTS, Slot, expand_and_check
 from ..plan.study_file import parse_study
 from ..report import table as rt
-from ..run.workloads import run_of
 from ..commands.eta import MAX_HOURS, check_length, human_seconds
 from ..studyfile.load import read_study_text
 from ..studyfile.models import Study, json_schema
@@ -44,6 +43,8 @@ class RichProgress:
         self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run + 1}"))
 
     def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None:
+        from ..run.workloads import run_of  # noqa: PLC0415 - loaded by the run already; the CLI starts without it
+
         said = run_of(result.engine).result_text(result) if result.ok else ""  # its kind's primary value: Gbit/s, a command's seconds
         what = escape(said) if said else f"[red]failed: {escape(result.error or '')}[/]"
         pair = f" {result.extra['pair']}" if result.extra.get("pair") else ""

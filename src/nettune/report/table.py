@@ -9,7 +9,6 @@ from ..store.cpu_units import label as unit_label, native_unit
 from ..store.records import RunRecord
 from ..studyfile.models import workload_kind
 from .fit import Fitted, fit_table
-from .workload_section import command_columns
 
 
 def _g(bps: float | None) -> str:
@@ -44,9 +43,15 @@ FIXED = ["pair", "round", "run", "Gbit/s", "round Gbit/s", "rev Gbit/s", "client
          "retrans", "loss %", "jitter ms", "status"]
 
 
+def _command_columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
+    from .workload_section import command_columns  # noqa: PLC0415 - its section's statistics load scipy; `nettune results` starts without it
+
+    return command_columns(runs)
+
+
 # The results table of a workload kind with a table of its own (its report part), by the
 # kind's name; every other kind's runs get the network table below (Gbit/s, CPU, loss).
-KIND_TABLES: dict[str, Callable[[list[RunRecord]], tuple[list[str], list[list[str]]]]] = {"command": command_columns}
+KIND_TABLES: dict[str, Callable[[list[RunRecord]], tuple[list[str], list[list[str]]]]] = {"command": _command_columns}
 
 
 def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:

@@ -40,6 +40,7 @@ class PointRunner:
                 self.last_run[idx] = max(run, self.last_run.get(idx, run))
         self.facts_stored = bool(ctx.store.facts(ctx.outcome.study_id))  # a resumed study has them
         self.findings: dict[str, list[dict[str, Any]]] = {}  # the host audit, stored with the facts
+        self.doctor = ctx.doctor  # still to audit the hosts (once, before the first point's knobs)
         self.idle_done: set[int] = set(ctx.store.idle_points(ctx.outcome.study_id)) if ctx.study.probes is not None else set()
 
     def meters(self) -> list[Probe]:
@@ -61,10 +62,10 @@ class PointRunner:
         if self.current == rp.point.index:
             return
         self.settings = ctx.target.prepare(rp)
-        if self.current is None and not self.facts_stored and ctx.doctor:
+        if self.current is None and not self.facts_stored and self.doctor:
             self.findings, said = audit_target(ctx.study, ctx.target)  # before the knobs: the hosts as found
             ctx.progress.message(said)
-            ctx.doctor = False  # once (a first point that fails is not audited again at the next)
+            self.doctor = False  # once (a first point that fails is not audited again at the next)
         if ctx.knobs is not None:
             self.settings["knobs"] = ctx.knobs.apply_point(rp)
             self.settings.update(ctx.target.state())  # read back what the knobs changed

@@ -6,7 +6,6 @@ import os
 from typing import Any
 
 from ...studyfile.models import Study
-from ...studyfile.ssh_config import describe
 from ...studyfile.ssh_hosts import SshHopSpec, SshHostSpec, SshTargetSpec
 from ..base import Host, Target
 from ..footprint import Footprint
@@ -78,6 +77,8 @@ class SshKind(TargetKindBase):
         return str(_spec(study).hosts[host].address)
 
     def describe_hosts(self, study: Study) -> list[HostCheck]:
+        from ...studyfile.ssh_config import describe  # noqa: PLC0415 - asyncssh's config reader, only for ssh studies
+
         t = _spec(study)
         out = []
         for name, h in t.hosts.items():
