@@ -1,19 +1,30 @@
 """The steps of one network test that the single-process driver (driver.py) and the
 fan-out driver (fanout_driver.py) share: the server's port, waiting until it listens,
 letting it write its final report, a side's output (secrets hidden), why a fresh server
-may succeed, and the failed result of a test that could not run.
+may succeed, the failed result of a test that could not run, and the study's server
+access (binding, credentials) as one test asks it.
 
 No fixed sleeps: every wait polls and is bounded.
 """
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
-from ..engines.access import redact
+from ..engines.access import Access, redact
 from ..engines.base import Engine
 from ..engines.result import SideOutput, TestResult
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Proc
+
+
+class ServerAccess(Protocol):
+    """A study's server access (run/credentials.py StudyAccess), as a slot uses it."""
+
+    def for_test(self, wl: Workload, server: Host, client: Host) -> Access: ...
+
+    def admit(self, wl: Workload) -> str | None: ...
+
 
 SERVER_START_TIMEOUT = 10.0
 BUSY_RETRIES = 5

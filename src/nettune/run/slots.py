@@ -28,7 +28,7 @@ from ..probes.base import Probe
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Target
 from .driver import run_test, run_test_failed
-from .workloads.base import TestAccess
+from .network_steps import ServerAccess
 
 
 def pair_rounds(wl: Workload, test_hosts: list[str]) -> list[list[Pair]]:
@@ -46,7 +46,7 @@ def run_pairs(
     extra_machines: dict[str, Host] | None = None,
     skip: Collection[str] = (),
     on_round: Callable[[list[TestResult]], object] | None = None,
-    access: TestAccess | None = None,
+    access: ServerAccess | None = None,
 ) -> list[TestResult]:
     """Every pair of `wl.pairs`, round after round; results in run order.
 
@@ -108,7 +108,7 @@ def round_totals(results: list[TestResult]) -> dict[int, float]:
 
 def run_slot(engine: Engine, wl: Workload, target: Target, tool_version: str, on_result: Callable[[TestResult], object],
              skip: Collection[str] = (), on_round: Callable[[list[TestResult]], object] | None = None,
-             access: TestAccess | None = None, meters: Callable[[], list[Probe]] | None = None) -> list[TestResult]:
+             access: ServerAccess | None = None, meters: Callable[[], list[Probe]] | None = None) -> list[TestResult]:
     """One slot of a network workload: a single test, or every pair of `wl.pairs` in rounds
     (but those in `skip`). Hosts in `target.extra_machines` (ssh hypervisors) are sampled
     during every test; `access` gives servers their binding and credentials; `meters`
@@ -123,7 +123,7 @@ def run_slot(engine: Engine, wl: Workload, target: Target, tool_version: str, on
 
 
 def _one_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, extra: dict[str, Host],
-              access: TestAccess | None, meters: list[Probe] | None = None) -> TestResult:
+              access: ServerAccess | None, meters: list[Probe] | None = None) -> TestResult:
     try:
         one = access.for_test(wl, server, client) if access is not None else None
     except ConnectionError as e:  # the credentials could not be put on a host

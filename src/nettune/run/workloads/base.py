@@ -14,24 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Protocol
 
-from ...engines.access import Access
 from ...engines.base import Engine
 from ...engines.result import TestResult
 from ...plan.points import ResolvedPoint
 from ...probes.base import Probe
 from ...studyfile.models import Study, workload_kind
 from ...studyfile.workload import Workload
-from ...targets.base import Host, Target
+from ...targets.base import Target
+from ..network_steps import ServerAccess
 
 OVERHEAD_GUESS = 0.6  # seconds per test beyond its own length, for the first ETA only
-
-
-class TestAccess(Protocol):
-    """A study's server access (run/credentials.py StudyAccess), as a slot uses it."""
-
-    def for_test(self, wl: Workload, server: Host, client: Host) -> Access: ...
-
-    def admit(self, wl: Workload) -> str | None: ...
 
 
 @dataclass
@@ -45,7 +37,7 @@ class SlotRun:
     on_result: Callable[[TestResult], object]
     on_round: Callable[[list[TestResult]], object] | None = None  # a parallel round's results, stored together
     skip: Collection[str] = ()  # pair labels ("a->b") stored by a run that was killed
-    access: TestAccess | None = None  # servers' binding and credentials
+    access: ServerAccess | None = None  # servers' binding and credentials
     meters: Callable[[], list[Probe]] | None = None  # the [probes] power meter, a fresh probe per test
 
 
