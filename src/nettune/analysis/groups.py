@@ -29,6 +29,7 @@ from typing import Any
 from ..errors import NettuneError
 from .compare import compare_values
 from .data import Metric, PointData, StudyData
+from .frontier import frontiers
 from .serial import JsonRecord
 from .sweep import NOISE_NO_REPEATS, num, pval
 
@@ -177,13 +178,11 @@ def interaction(param: str, by: str, groups: list[Any], per_group: dict[Any, lis
 def group_efficiency(data: StudyData, by: str, groups: list[Any]) -> tuple[list[GroupEfficiency], list[str]]:
     """Gbit/s per core of client and server CPU at each group's recommended point (the knee
     of its throughput-vs-CPU frontier), and how the groups compare."""
-    from .analyze import efficiency  # noqa: PLC0415 - analyze imports this module
-
     rows: list[GroupEfficiency] = []
     for g in groups:
         pts = [p for p in data.points if p.params.get(by) == g]
         sub = StudyData(data.study, pts, data.facts, [a for a in data.axes if a != by], data.derived)
-        for e in efficiency(sub, data.params):  # each cost's recommended point (the frontier's knee), CPU in cores
+        for e in frontiers(sub, data.params):  # each cost's recommended point (the frontier's knee), CPU in cores
             side = e.cost.removeprefix("cpu_")
             if side in ("client", "server") and e.unit == "cores" and e.cost_value > 0:
                 rows.append(GroupEfficiency(g, side, e.point, e.gbps, e.cost_value * 100, e.gbps / e.cost_value))

@@ -25,7 +25,7 @@ def hosts(
 ) -> None:
     """Print each host as nettune will connect to it (address, port, user, keys, jump chain,
     known_hosts, sudo) and check it answers and has iperf3/iperf. Exit 1 when a host fails."""
-    from ..commands.hosts_check import check_hosts, describe_hosts, left_out
+    from ..commands.hosts_check import check_hosts, describe_hosts, inventory_read, left_out
     from ..plan.study_file import load_study
     from ..studyfile.local_commands import allow_local_commands
 
@@ -36,8 +36,7 @@ def hosts(
     rows = check_hosts(study) if connect else describe_hosts(study)
     skipped = left_out(study)
     if fmt == "json":
-        how = study.target.inventory_read if study.target.kind == "ssh" else None
-        doc = {"study": study.name, "connected": connect, "inventory_read": how,
+        doc = {"study": study.name, "connected": connect, "inventory_read": inventory_read(study),
                "hosts": [dataclasses.asdict(r) for r in rows], "left_out": skipped}
         print(json.dumps(doc, indent=2))
     else:

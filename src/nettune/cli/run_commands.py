@@ -43,9 +43,10 @@ class RichProgress:
         self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run + 1}"))
 
     def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None:
-        what = f"{result.total_bps / 1e9:.2f} Gbit/s" if result.ok and result.total_bps is not None else f"[red]failed: {escape(result.error or '')}[/]"
-        if result.ok and result.engine == "command" and result.duration is not None:  # a timed command: its wall seconds
-            what = f"{result.duration:.3f} s"
+        from ..run.workloads import run_of  # noqa: PLC0415 - loaded by the run already; the CLI starts without it
+
+        said = run_of(result.engine).result_text(result) if result.ok else ""  # its kind's primary value: Gbit/s, a command's seconds
+        what = escape(said) if said else f"[red]failed: {escape(result.error or '')}[/]"
         pair = f" {result.extra['pair']}" if result.extra.get("pair") else ""
         console.print(f"  {slot.point.label()} run {slot.run + 1}{pair}: {what}", highlight=False)
         self.bar.advance(self.task)

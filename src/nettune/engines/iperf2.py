@@ -30,7 +30,7 @@ from typing import Any
 from ..studyfile.models import Workload
 from ..studyfile.rates import rate_arg
 from .access import Access
-from .base import EngineBase, client_budget
+from .base import NetworkEngineBase, client_budget
 from .iperf2_reader import Row, parse_rows, parse_version
 from .iperf2_enhanced import is_text, parse_text_rows
 from .result import Interval, SideOutput, StreamResult, TestResult
@@ -77,7 +77,7 @@ def interval_arg(wl: Workload) -> str:
     return f"{v:g}"
 
 
-class Iperf2Engine(EngineBase):
+class Iperf2Engine(NetworkEngineBase):
     name = "iperf2"
     binary = "iperf"
     install_hint = "apt-get install iperf (or: nettune setup)"

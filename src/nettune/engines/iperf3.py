@@ -12,7 +12,7 @@ from typing import Any
 from ..studyfile.models import Workload
 from ..studyfile.rates import rate_arg
 from .access import Access, Iperf3Credentials, iperf3_has_auth
-from .base import EngineBase
+from .base import NetworkEngineBase
 from .iperf3_reader import json_objects, load_json, parse_version, version_tuple, stream_receive_bps
 from .result import Interval, SideOutput, StreamResult, TestResult
 from .streams import rtt_cwnd, tail, total, weighted_mean
@@ -50,7 +50,7 @@ def interval_args(wl: Workload) -> list[str]:
     return [] if wl.interval is None else ["-i", f"{float(wl.interval):g}"]
 
 
-class Iperf3Engine(EngineBase):
+class Iperf3Engine(NetworkEngineBase):
     name = "iperf3"
     binary = "iperf3"
     install_hint = "apt-get install iperf3 (or: nettune setup)"

@@ -1,8 +1,9 @@
 """A workload that is any command (`[workload] engine = "command"`): a timed build, a
 benchmark script. One host runs setup (untimed), run (timed) and cleanup (untimed).
 
-This engine only builds command lines and the result; run/command_driver.py starts the
-processes and measures them. An argv list is run as written (no shell); a string runs
+This tool (a Tool, not a network Engine: no server, no client, nothing to parse) only
+builds command lines and the result; the command workload kind
+(run/workloads/command_run.py, run/command_driver.py) starts the processes and measures them. An argv list is run as written (no shell); a string runs
 with `sh -c` (its sweep values were shell-quoted when the point was resolved, see
 studyfile/command_workload.py). `cwd` is entered by a fixed `sh -c 'cd -- "$1" ...' ` line that
 takes the directory as an argument, so it never becomes shell text either.
@@ -15,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..studyfile.models import Workload
-from .access import Access
+from ..studyfile.workload import Workload
 from .base import EngineBase
 from .result import SideOutput, TestResult
 
@@ -30,23 +30,12 @@ class CommandEngine(EngineBase):
     name = "command"
     binary = "sh"  # string commands and cwd need a POSIX sh on the host
     install_hint = "a POSIX sh (every Linux and FreeBSD has one)"
-    server_exits = True
-    network = False  # no server, no client, no traffic: engine "auto", cross-check and ceilings leave it alone
 
     def version(self, version_output: str) -> str:
         return "sh"
 
     def version_argv(self) -> list[str]:
         return ["sh", "-c", "exit 0"]
-
-    def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        raise NotImplementedError('engine = "command" has no server (run/command_driver.py runs it)')
-
-    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        raise NotImplementedError('engine = "command" has no client (run/command_driver.py runs it)')
-
-    def parse(self, wl: Workload, client: SideOutput, server: SideOutput) -> TestResult:
-        raise NotImplementedError("run/command_driver.py builds the result with CommandEngine.result")
 
     # -- what the command driver asks ---------------------------------------------------
     def step_argv(self, wl: Workload, step: str) -> list[str] | None:

@@ -35,7 +35,7 @@ from ..studyfile.models import Workload
 from ..store.sqlite import Store
 from .base import WORKLOAD_HINTS, Importer, importers
 from .decode import text_of, unpack
-from .params import from_header, from_name
+from .params import from_header, from_name, parse_value
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 64 * 1024 * 1024  # a log bigger than this is not an iperf report
@@ -76,19 +76,6 @@ class ImportOutcome:
     @property
     def rejected(self) -> list[FileOutcome]:
         return [f for f in self.files if not f.ok]
-
-
-def parse_value(text: str) -> Any:
-    """'8' -> 8, '1.5' -> 1.5, 'true' -> True, anything else stays a string."""
-    t = text.strip()
-    if t.lower() in ("true", "false"):
-        return t.lower() == "true"
-    for conv in (int, float):
-        try:
-            return conv(t)
-        except ValueError:
-            pass
-    return t
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NettuneError
-from ..targets.footprint import footprint
+from ..targets import footprint
 from .journal import Journal, OpenSession
 from .remote import host_label, reach_of
 from .restore import RestoreOutcome, Select, forget, pending, restore_pending

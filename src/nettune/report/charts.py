@@ -38,7 +38,7 @@ class Chart:
     svg: Path
 
 
-def _save(fig: Figure, out: Path, name: str, title: str) -> Chart:
+def save_chart(fig: Figure, out: Path, name: str, title: str) -> Chart:
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{name}.png", out / f"{name}.svg"
     fig.savefig(png, dpi=110, bbox_inches="tight", metadata={"Software": "nettune"})
@@ -114,7 +114,7 @@ def throughput_chart(data: StudyData, out: Path, metric: Metric) -> Chart:
     _floor0(ax)
     title = f"{data.name}: {metric.label} (mean, 95% CI)"
     ax.set_title(title)
-    return _save(fig, out, "throughput", title)
+    return save_chart(fig, out, "throughput", title)
 
 
 def _cost_metric(c: Cost) -> Metric:
@@ -150,7 +150,7 @@ def cpu_chart(data: StudyData, out: Path) -> Chart | None:
         _floor0(ax)
     fig.suptitle(f"{data.name}: cost per side (CPU in cores, converted from each figure's stored unit)")
     fig.tight_layout()
-    return _save(fig, out, "cpu", "Cost per side (CPU in cores)")
+    return save_chart(fig, out, "cpu", "Cost per side (CPU in cores)")
 
 
 def frontier_chart(data: StudyData, out: Path, efficiency: list[Frontier]) -> Chart | None:
@@ -177,7 +177,7 @@ def frontier_chart(data: StudyData, out: Path, efficiency: list[Frontier]) -> Ch
     title = f"{data.name}: throughput vs cost (frontier: no point is both faster and cheaper)"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, out, "frontier", "Throughput vs cost: frontier and recommended point")
+    return save_chart(fig, out, "frontier", "Throughput vs cost: frontier and recommended point")
 
 
 def _dominated(data: StudyData, f: Frontier) -> list[tuple[float, float]]:
@@ -210,7 +210,7 @@ def intervals_chart(data: StudyData, point: PointData, out: Path) -> Chart | Non
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", ncol=2)
-    return _save(fig, out, "intervals", title)
+    return save_chart(fig, out, "intervals", title)
 
 
 def streams_chart(data: StudyData, out: Path) -> Chart | None:
@@ -236,7 +236,7 @@ def streams_chart(data: StudyData, out: Path) -> Chart | None:
     ax.grid(True, axis="y", alpha=0.3)
     title = f"{data.name}: per-stream rates (every stream of every counted run; J = Jain's index, least fair run)"
     ax.set_title(title, fontsize=9)
-    return _save(fig, out, "streams", "Per-stream spread")
+    return save_chart(fig, out, "streams", "Per-stream spread")
 
 
 def all_charts(data: StudyData, out: Path, metric: Metric, point: PointData | None, efficiency: list[Frontier]) -> list[Chart]:

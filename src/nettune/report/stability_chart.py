@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..analysis.data import StudyData
 from ..analysis.verdicts import Analysis
-from .charts import Chart, _save, plt
+from .charts import Chart, save_chart, plt
 
 MAX_PANELS = 8
 
@@ -49,4 +49,4 @@ def stability_chart(data: StudyData, analysis: Analysis, out: Path) -> Chart | N
     title = f"{data.name}: per-interval Gbit/s of each run over time{more}; dashed: where a run stepped"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, out, "stability", "Per-interval throughput and stability per run")
+    return save_chart(fig, out, "stability", "Per-interval throughput and stability per run")

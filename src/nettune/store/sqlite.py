@@ -311,9 +311,10 @@ class Store:
         return [dict(r) for r in rows]
 
     def stored_slots(self, study_id: int) -> list[dict[str, Any]]:
-        """What resume needs of each stored test: its slot, pair and throughput (no series)."""
+        """What resume needs of each stored test: its slot, pair and primary value (throughput,
+        or a command's wall seconds as its duration), no series."""
         rows = self.db.execute(
-            "SELECT p.idx AS point_idx, r.run, r.warmup, r.ok, r.engine, r.receiver_bps, r.reverse_receiver_bps, r.extra_json"
+            "SELECT p.idx AS point_idx, r.run, r.warmup, r.ok, r.engine, r.duration, r.receiver_bps, r.reverse_receiver_bps, r.extra_json"
             " FROM runs r JOIN points p ON p.id=r.point_id WHERE r.study_id=? ORDER BY r.id",
             (study_id,),
         ).fetchall()

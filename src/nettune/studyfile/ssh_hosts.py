@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from .study_text import read_study_text
+
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # dots: inventory and ssh_config names (pve1.example.com)
 # DNS labels, plus '_' (names from /etc/hosts or an inventory: ssh and Ansible take them); never a leading '-'
@@ -205,6 +207,20 @@ class SshTargetSpec(_Strict):
         """Queues per host interface the target sets: none (knobs change a NIC's own)."""
         return None
 
+    @property
+    def over_loopback(self) -> bool:
+        return False
+
+    def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
+        """Why a boot-time knob on these hosts (all, when empty) cannot be set: one of them
+        does not allow a reboot."""
+        for name in hosts or tuple(self.hosts):
+            spec = self.hosts.get(name)
+            if spec is not None and not spec.allow_reboot:
+                return (f"needs a reboot of {name}, which does not allow one: add allow_reboot = true to [target.hosts.{name}] "
+                        "(inventory: allow_reboot = true; Ansible: nettune_allow_reboot=true)")
+        return None
+
 
 def _reach(name: str, fields: dict[str, Any], cfg: Path | None) -> dict[str, Any]:
     """A host's fields once ssh_config is applied: an Ansible host as Ansible's ssh command
@@ -232,8 +248,6 @@ def _absolute(base: Path, value: str) -> Path:
 
 def load_inventory(path: Path) -> dict[str, dict[str, Any]]:
     """[hosts.NAME] tables of an inventory file, each checked, paths made absolute."""
-    from .load import read_study_text  # noqa: PLC0415 - load imports this module
-
     if not path.exists():
         raise ValueError(f"inventory {path} does not exist (write one, or create it with `nettune lab up FILE --ssh --inventory {path}`)")
     text = read_study_text(path, "an inventory TOML file")  # UTF-8, size, directory: a SpecError naming it

@@ -14,7 +14,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 import socket
-from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
+from typing import Any, ContextManager, Iterator, Mapping, Protocol, runtime_checkable
 
 
 @dataclass
@@ -138,6 +138,17 @@ class Scratch:
     spare_dev: str  # an interface nothing uses, to try settings on (a qdisc the kernel may lack)
 
 
+class HostSet(Protocol):
+    """The hosts of a target by name, and which of them run tests (what the plan-level
+    helpers read of a Target, or of a dry run's stand-ins for hosts on this machine)."""
+
+    @property
+    def hosts(self) -> Mapping[str, Host]: ...
+
+    @property
+    def test_hosts(self) -> list[str]: ...
+
+
 class Target(Protocol):
     kind: str
     hosts: dict[str, Host]
@@ -257,3 +268,4 @@ class TargetBase:
     @contextmanager
     def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Iterator[Scratch | None]:
         yield None
+

@@ -9,6 +9,7 @@ from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
 from .netns_access import listening_in
 from .procs import LocalProc, run_local, with_env
+from .scratch import scratch_namespaces
 
 
 class LocalHost(HostBase):
@@ -54,8 +55,6 @@ class LocalTarget(TargetBase):
 
     def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Any:
         """No stand-ins (the hosts are this machine), but a spare interface to try qdiscs on."""
-        from .machine import scratch_namespaces
-
         return scratch_namespaces({}, queues)
 
 

@@ -46,7 +46,7 @@ class LocalProc(ProcBase):
         self.pid = self._p.pid
         self.rusage: os.struct_rusage | None = None
         self._code: int | None = None
-        _record(self.pid)
+        record_pid(self.pid)
 
     def poll(self) -> int | None:
         if self._code is None:
@@ -54,13 +54,13 @@ class LocalProc(ProcBase):
                 pid, status, ru = os.wait4(self.pid, os.WNOHANG)
             except ChildProcessError:
                 self._code = self._p.returncode if self._p.returncode is not None else -1
-                _forget(self.pid)
+                forget_pid(self.pid)
                 return self._code
             if pid:
                 self._code = os.waitstatus_to_exitcode(status)
                 self._p.returncode = self._code
                 self.rusage = ru
-                _forget(self.pid)
+                forget_pid(self.pid)
         return self._code
 
     def wait(self, timeout: float | None = None) -> int:
@@ -190,7 +190,9 @@ def owner_alive(token: str) -> bool:
     return len(parts) == 2 and parts[0].isdigit() and start_time(int(parts[0])) == parts[1] and not _zombie(int(parts[0]))
 
 
-def _record(pid: int) -> None:
+def record_pid(pid: int) -> None:
+    """Record a process nettune started (its start time and owner) so that a later run,
+    `nettune restore` or `lab down` can stop it after this run is killed."""
     st = start_time(pid)
     if st is None:
         return
@@ -201,7 +203,8 @@ def _record(pid: int) -> None:
         pass
 
 
-def _forget(pid: int) -> None:
+def forget_pid(pid: int) -> None:
+    """The recorded process has ended (or was stopped): drop its record."""
     try:
         (PROC_DIR / str(pid)).unlink()
     except OSError:

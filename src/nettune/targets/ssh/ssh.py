@@ -36,26 +36,18 @@ from typing import Any
 
 import asyncssh
 
-from ...errors import NettuneError
 from ..base import CommandResult, TargetBase
 from ..facts import linux_facts
 from ..freebsd import freebsd_facts
 from ..shell_host import ShellHostBase
 from .sshproc import ENV_PREAMBLE, WRAPPER, EventLoopThread, SshProc
 from .sshshell import RemoteShell, ShellGone
+from .ssh_error import SshError as SshError
 from .sshconnect import hop_where, ssh_connect
 from .sshtrust import openssh_line, record_first_use, sudo_problem, tofu_file
 
 log = logging.getLogger("nettune.ssh")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class SshError(NettuneError, ConnectionError):
-    """Cannot connect to, or lost the connection to, a host (one line, says what to do)."""
-
-    def __init__(self, message: str, retry: bool = False):
-        super().__init__(message)
-        self.retry = retry  # the host may just be (re)booting: worth trying again
 
 
 class SshHost(ShellHostBase):

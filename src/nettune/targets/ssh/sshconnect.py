@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncssh
 
+from .ssh_error import SshError
 from .sshtrust import client_keys, host_trust, other_keys, mismatch_message, pattern, presented_key, tofu_file
 
 KEEPALIVE = 5.0  # seconds; 3 missed keepalives = connection lost
@@ -30,7 +31,6 @@ class Opened:
 async def ssh_connect(where: str, spec: Any, tofu: bool, timeout: float, expected_key: str | None = None,
                       tunnel: Any = None) -> Opened:
     """Connect to spec (address, port, user, key, agent, known_hosts); SshError (one line) if not."""
-    from .ssh import SshError
 
     trust = host_trust(where, spec.address, spec.port, spec.known_hosts, str(tofu_file()), tofu, expected_key, spec.more_known_hosts)
     # config=None: asyncssh would otherwise apply ~/.ssh/config on its own, with its own host key

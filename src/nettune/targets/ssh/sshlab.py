@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import NettuneError, ToolMissing
 from ..lab.labnet import LabLayout, require_root
-from ..procs import PROC_DIR, STATE_DIR, _forget, _record, kill_pid, port_listening, start_time
+from ..procs import PROC_DIR, STATE_DIR, forget_pid, kill_pid, port_listening, record_pid, start_time
 
 SSH_DIR = STATE_DIR / "ssh"
 BASTION = "bastion"  # the jump host namespace of `nettune lab up --ssh --bastion`
@@ -173,7 +173,7 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
             if pid is not None:
                 kill_pid(pid)
             pid = _start(sshd, layout.ns(h), cfg, hd / "sshd.log", pid_file, port)
-        _record(pid)
+        record_pid(pid)
         (hd / "recorded.pid").write_text(f"{pid}\n")  # sshd removes its PidFile when it exits
         if bastion and h != BASTION:
             only_from(layout.ns(h), port, layout.address(BASTION))
@@ -252,14 +252,14 @@ def stop_sshd(study: str, host: str) -> None:
     pid = sshd_pid(study, host)
     if pid is not None:
         kill_pid(pid)
-        _forget(pid)
+        forget_pid(pid)
 
 
 def start_sshd(layout: LabLayout, host: str, port: int = 22) -> int:
     """(Re)start one host's sshd with its existing config (after stop_sshd, or a re-created host)."""
     hd = study_dir(layout.study) / host
     pid = _start(sshd_path(), layout.ns(host), hd / "sshd_config", hd / "sshd.log", hd / "sshd.pid", port)
-    _record(pid)
+    record_pid(pid)
     (hd / "recorded.pid").write_text(f"{pid}\n")
     return pid
 
@@ -294,7 +294,7 @@ def down(study: str) -> None:
             continue
         if start_time(pid) == started:  # still that sshd, not a recycled PID
             kill_pid(pid)
-        _forget(pid)
+        forget_pid(pid)
     shutil.rmtree(d, ignore_errors=True)
 
 

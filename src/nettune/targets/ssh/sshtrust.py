@@ -29,6 +29,8 @@ from typing import Any
 
 import asyncssh
 
+from .ssh_error import SshError
+
 
 def tofu_file() -> Path:
     """Where host keys trusted on first use are recorded."""
@@ -88,7 +90,6 @@ def host_trust(where: str, address: str, port: int, known_hosts: str | None, tof
     """Decide how the host key of address:port is checked (raises SshError, one line).
     `more`: further files read as pinned keys too (ssh_config's other UserKnownHostsFile
     and GlobalKnownHostsFile entries; missing ones skipped, as ssh skips them)."""
-    from .ssh import SshError
 
     if expected:
         key = asyncssh.import_public_key(expected)
@@ -144,7 +145,6 @@ async def presented_key(address: str, port: int, timeout: float, tunnel: Any = N
 
 def client_keys(where: str, path: str) -> list[Any]:
     """The key pair(s) of a private key file, refusing what OpenSSH refuses."""
-    from .ssh import SshError
 
     full = os.path.abspath(os.path.expanduser(path))
     try:
