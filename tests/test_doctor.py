@@ -49,7 +49,7 @@ def test_fix_is_journaled_kept_out_of_the_way_and_restored(tmp_path):
         assert rc == 1 and any(x.startswith("netdev_max_backlog 1000") for x in seen) and any(x.startswith("rmem_max 212992") for x in seen)
         assert BACKLOG.read_text().strip() == "250000" and int(RMEM.read_text()) >= 16 << 20 and out["fixed"]
         kept = [s for s in Journal().open_sessions() if s.kept]
-        assert len(kept) == 1 and {str(c["original"]) for c in kept[0].changes} >= {"1000", "212992"}
+        assert len(kept) == 1 and {str(c.original) for c in kept[0].changes} >= {"1000", "212992"}
         # a study on this machine measures with the fix in force: a note, never a refusal
         notes = journal_gate(True, study=None)
         assert any("doctor --fix" in n for n in notes)

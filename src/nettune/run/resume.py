@@ -25,7 +25,7 @@ from ..errors import NettuneError
 from ..plan.points import Slot
 from ..store.sqlite import Store, spec_hash
 from ..targets.machine import scratch_namespace
-from ..targets.procs import owner_alive, start_time, stop_recorded
+from ..targets.procs import owner_alive, start_time, stop_dead_runs
 
 UNFINISHED = ("running", "interrupted", "failed")
 SINGLE = ""  # the pair label of a slot that is one test, not a set of host pairs
@@ -120,9 +120,15 @@ def dead_owners(store: Store, name: str) -> set[str]:
 def clear_dead_run(study: Any, owners: set[str]) -> list[str]:
     """Before a run of `study`: remove what killed runs of the same name left on this
     machine: the lab (as its state file records it, if its owner is gone; a lab still
-    owned by a live run is refused), a knob-check namespace, the processes `owners`
-    recorded (stopped by PID and start time). Returns what was done, for the log."""
+    owned by a live run is refused), a knob-check namespace of `owners`, and before
+    those the processes of every killed nettune run (targets/procs.py stop_dead_runs).
+    Returns what was done, for the log."""
     notes = []
+    # first: every killed run's processes (of this study or another), found by PID record or
+    # owner mark; they hold ports and sit in the namespaces removed next
+    stopped = stop_dead_runs()
+    if stopped:
+        notes.append(f"stopped {len(stopped)} process(es) that killed nettune runs left: pid {', '.join(map(str, stopped))}")
     if study.target.kind == "lab":
         from ..targets.lab import labnet  # noqa: PLC0415 - the lab needs pyroute2 and root
 
@@ -135,7 +141,4 @@ def clear_dead_run(study: Any, owners: set[str]) -> list[str]:
                 removed.append(probe)
         if removed:
             notes.append(f"removed what a killed run of {study.name!r} left: {', '.join(removed)}")
-    stopped = stop_recorded(owners=owners) if owners else []
-    if stopped:
-        notes.append(f"stopped {len(stopped)} process(es) a killed run of {study.name!r} left: pid {', '.join(map(str, stopped))}")
     return notes

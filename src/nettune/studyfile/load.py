@@ -91,7 +91,8 @@ def parse_spec(text: str, file: str = "<study>") -> Study:
 def validate(data: dict[str, Any], text: str, file: str) -> Study:
     try:
         # base_dir: relative paths in the file (an ssh target's inventory) are relative to it
-        return Study.model_validate(data, context={"base_dir": str(Path(file).parent)})
+        study = Study.model_validate(data, context={"base_dir": str(Path(file).parent)})
+        return study.read_from(os.path.abspath(file), text) if file != "<study>" else study
     except ValidationError as e:
         raise spec_error(e, Study, text, file) from None
 

@@ -29,6 +29,7 @@ lab hosts whose `reboot` is a documented fake (tests/test_reboot_lab.py).
 """
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -36,10 +37,15 @@ from ...targets.base import Host
 from ...targets.reboot import RebootError, refuse_unless_rebootable
 from ..base import Ctx, Kind, KnobError, Loc, NotInForce, Persisted, catalog_row, read_file, run_ok
 from ..boot_batch import reboot
-from ..bootloader import GRUB_DEFAULT, Family, Value, check_value, detect, family_commands_all, parse_value, value_in
+from ..bootloader import BLS_DIR, GRUB_DEFAULT, KERNEL_CMDLINE, Family, Value, check_value, detect, family_commands_all, parse_value, value_in
 
 SECURITY = ("cmdline:mitigations=off turns off the CPU's speculative-execution mitigations (Spectre, Meltdown, ...): "
             "the host is open to those attacks while it runs so; only on hosts that run nothing untrusted")
+
+
+# the files each family journals (bootloader.detect): a restore writes back only these
+BOOT_FILES = {"grub": re.compile(re.escape(GRUB_DEFAULT)), "proxmox": re.compile(re.escape(KERNEL_CMDLINE)),
+              "grubby": re.compile(re.escape(BLS_DIR) + r"/[A-Za-z0-9_][A-Za-z0-9_.+-]{0,200}\.conf")}
 
 
 def security_warning(key: str, value: Any) -> str | None:
@@ -64,6 +70,28 @@ class Cmdline(Kind):
         value = parse_value(raw)
         check_value(loc.arg or "", value)
         return value
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """A journaled reading {"family", "value", "booted", "files": {path: text}}: restore
+        writes each text back to its path, so the paths must be the boot files of that
+        family (never any other file) and each text must hold the journaled value."""
+        if not isinstance(value, dict):
+            self.parse(loc, value)
+            return
+        key, files = loc.arg or "", value.get("files") or {}
+        fam = value.get("family")
+        if set(value) - {"family", "value", "booted", "files"} or fam not in BOOT_FILES or not isinstance(files, dict):
+            raise KnobError(f"{loc.key}: the journaled reading is not a boot configuration nettune reads")
+        for facet in (value.get("value"), value.get("booted")):
+            if facet is not None and facet is not True:
+                check_value(key, str(facet))
+        for path, text in files.items():
+            if not BOOT_FILES[fam].fullmatch(str(path)) or ".." in str(path):
+                raise KnobError(f"{loc.key}: the journaled reading names {path!r}, not a boot file of the {fam} family")
+            if not isinstance(text, str) or len(text) > 1 << 20 or "\0" in text:
+                raise KnobError(f"{loc.key}: the journaled text of {path} is not a boot file's text")
+            if fam != "grubby" and Family(str(fam), [str(path)]).value(str(path), text, key) != value.get("value"):
+                raise KnobError(f"{loc.key}: the journaled text of {path} does not hold the journaled value")
 
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         try:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import NettuneError, ToolMissing
 from ..lab.labnet import LabLayout, require_root
-from ..procs import PROC_DIR, STATE_DIR, _forget, _record, kill_pid, port_listening, start_time
+from ..procs import PROC_DIR, STATE_DIR, _forget, _record, kill_pid, port_listening, private_dirs, start_time
 
 SSH_DIR = STATE_DIR / "ssh"
 BASTION = "bastion"  # the jump host namespace of `nettune lab up --ssh --bastion`
@@ -134,6 +134,7 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
     version = _sshd_version(sshd)
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     d = study_dir(layout.study)
+    private_dirs(SSH_DIR)  # 0700, ours, not a link (targets/procs.py)
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o700)
     user_key = d / "id_ed25519"
