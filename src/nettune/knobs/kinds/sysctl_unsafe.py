@@ -20,6 +20,17 @@ from ..base import Ctx, Loc, catalog_row
 from .sysctl import Sysctl, denied, sysctl_parts
 
 
+def danger_notes(keys: list[str]) -> list[str]:
+    """The DANGER line of every sysctl_unsafe knob among `keys` (the dry run's, before any host is touched)."""
+    out = []
+    for key in keys:
+        kind, _, name = key.partition(":")
+        if kind == UnsafeSysctl.name:
+            why = denied(sysctl_parts(key, name)) or "not on the denylist: write \"sysctl:\" instead"
+            out.append(f"DANGER: {key} is set although nettune never changes {name} by itself ({why}); the study asks for it by name")
+    return out
+
+
 class UnsafeSysctl(Sysctl):
     name = "sysctl_unsafe"
     example_arg = "kernel.core_pattern"
