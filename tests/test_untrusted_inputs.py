@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import sqlite3
 import stat
 import textwrap
