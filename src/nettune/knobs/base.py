@@ -168,15 +168,12 @@ class Kind:
     def check_reading(self, loc: Loc, value: Any) -> None:
         """A value nettune read from a host, read back from the journal (an original, or
         what it read after its change): KnobError unless it has the shape this kind's read
-        gives, with nothing in it that could name another place. Default: a scalar the
-        kind's parse accepts, or a small table of such scalars under plain keys."""
+        gives, with nothing in it that could name another place. Default: a scalar that
+        the kind's parse accepts (a kind whose read gives a table checks its own)."""
         check_plain(loc, value)
-        if isinstance(value, dict):
-            for k in value:
-                if not SAFE_ARG.fullmatch(k):
-                    raise KnobError(f"{loc.key}: the journaled reading names {k!r}, not a part this knob has")
-        elif not isinstance(value, list):
-            self.parse(loc, value)
+        if isinstance(value, (dict, list)):
+            raise KnobError(f"{loc.key}: the journaled reading is a {type(value).__name__}; this knob reads one value")
+        self.parse(loc, value)
 
     def split(self, loc: Loc, parsed: Any) -> tuple[Loc, Any]:
         """(loc, value) from a parsed value; command knobs move their commands into loc."""
