@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import event as tally
 from hypothesis import strategies as st
 
 from nettune.errors import NettuneError
@@ -194,7 +195,7 @@ def test_restore_writes_only_where_records_may_and_runs_only_declared_commands(d
                 forget(j)
             except NettuneError:
                 pass  # a refusal in one line is a right answer
-        event(f"processes started: {bool(spawned(events))}; tree written: {any(inside(p, tree) for p in writes(events))}")
+        tally(f"processes started: {bool(spawned(events))}; tree written: {any(inside(p, tree) for p in writes(events))}")
         for path in writes(events):
             assert inside(path, state, tree), f"restore wrote {path}"
         for argv in spawned(events):
