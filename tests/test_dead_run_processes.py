@@ -75,3 +75,20 @@ def test_a_process_of_a_live_run_is_left_alone(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+def test_what_lab_up_left_running_on_purpose_is_left_to_lab_down(tmp_path, monkeypatch):
+    """`nettune lab up --ssh` leaves sshds running for the user after it exits: a restore or
+    the next run must not take them for a killed run's (only `nettune lab down` stops them)."""
+    from nettune.targets import procs
+
+    monkeypatch.setattr(procs, "PROC_DIR", tmp_path / "run" / "procs")
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        procs._record(p.pid, procs.lab_owner("tk-lab-up"))
+        assert procs.stop_dead_runs() == [] and p.poll() is None
+        assert procs.stop_dead_runs(labs=True) == [p.pid] and gone(p)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()

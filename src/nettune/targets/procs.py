@@ -260,18 +260,29 @@ def owner_alive(token: str) -> bool:
     return len(parts) == 2 and parts[0].isdigit() and start_time(int(parts[0])) == parts[1] and not _zombie(int(parts[0]))
 
 
-def _record(pid: int) -> None:
+def lab_owner(study: str) -> str:
+    """The owner a process `nettune lab up` leaves running on purpose is recorded with (its
+    lab's sshds): not a run, so no dead-run cleanup stops it; `nettune lab down` does."""
+    return f"lab {study}"
+
+
+def _lab_owned(owner: str) -> bool:
+    return owner.startswith("lab ")
+
+
+def _record(pid: int, owner: str | None = None) -> None:
     st = start_time(pid)
     if st is None:
         return
     f = PROC_DIR / str(pid)
+    text = f"{st} {owner or owner_token()}"
     try:
         private_dirs(PROC_DIR)  # LocalProc checked it before starting the process; sshlab's sshds come here first
-        create_private(f, f"{st} {owner_token()}")
+        create_private(f, text)
     except FileExistsError:  # a killed run's record of a recycled PID (or a planted link): replaced, never followed
         f.unlink(missing_ok=True)
         try:
-            create_private(f, f"{st} {owner_token()}")
+            create_private(f, text)
         except OSError:
             pass
     except (OSError, NettuneError):
@@ -285,10 +296,11 @@ def _forget(pid: int) -> None:
         pass
 
 
-def stop_recorded(force: bool = False, owners: set[str] | None = None) -> list[int]:
+def stop_recorded(force: bool = False, owners: set[str] | None = None, labs: bool = True) -> list[int]:
     """Stop every recorded process still alive with the same start time whose nettune
     owner is gone (a killed run). With force, also those of a nettune still running.
-    With owners, only the processes those nettune runs started. Returns the PIDs stopped."""
+    With owners, only the processes those nettune runs started; labs=False leaves the
+    sshds of labs `nettune lab up` made (lab_owner). Returns the PIDs stopped."""
     stopped: list[int] = []
     # no records at all (a run killed before it recorded its first process) still leaves
     # the owner scan below
@@ -298,7 +310,7 @@ def stop_recorded(force: bool = False, owners: set[str] | None = None) -> list[i
             st, _, owner = read_record(f).strip().partition(" ")
         except (ValueError, OSError):
             continue
-        if owners is not None and owner not in owners:
+        if (owners is not None and owner not in owners) or (_lab_owned(owner) and not labs):
             continue
         if owner and owner_alive(owner) and not force:
             continue  # a study still running owns it
@@ -330,13 +342,14 @@ def marked_processes() -> dict[int, str]:
     return found
 
 
-def stop_dead_runs(force: bool = False, owners: set[str] | None = None) -> list[int]:
+def stop_dead_runs(force: bool = False, owners: set[str] | None = None, labs: bool = False) -> list[int]:
     """Stop every process a killed nettune run started on this machine: the recorded ones
     (by PID and start time) and every other process whose owner mark names a nettune that
     is gone (started just before the kill, or by a server that forked). `nettune restore`,
     `nettune lab down` and the next `nettune run` call this before they remove namespaces
-    or reuse ports. owners: only these runs' processes; force: also those of runs still going."""
-    stopped = stop_recorded(force, owners)
+    or reuse ports. owners: only these runs' processes; force: also those of runs still
+    going; labs: also what `nettune lab up` left running on purpose (only `lab down` does)."""
+    stopped = stop_recorded(force, owners, labs)
     me = owner_token()
     for pid, owner in marked_processes().items():
         if pid in stopped or owner == me or (owners is not None and owner not in owners):

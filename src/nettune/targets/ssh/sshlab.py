@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import NettuneError, ToolMissing
 from ..lab.labnet import LabLayout, require_root
-from ..procs import PROC_DIR, STATE_DIR, _forget, _record, kill_pid, port_listening, private_dirs, start_time
+from ..procs import PROC_DIR, STATE_DIR, _forget, _record, kill_pid, lab_owner, port_listening, private_dirs, start_time
 
 SSH_DIR = STATE_DIR / "ssh"
 BASTION = "bastion"  # the jump host namespace of `nettune lab up --ssh --bastion`
@@ -173,7 +173,7 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
             if pid is not None:
                 kill_pid(pid)
             pid = _start(sshd, layout.ns(h), cfg, hd / "sshd.log", pid_file, port)
-        _record(pid)
+        _record(pid, lab_owner(layout.study))  # the user's until `nettune lab down`: no dead-run cleanup stops it
         (hd / "recorded.pid").write_text(f"{pid}\n")  # sshd removes its PidFile when it exits
         known_lines.append(f"{address if port == 22 else f'[{address}]:{port}'} {_pub(host_key)}")
         hosts[h] = {"address": address, "port": port, "user": user, "key": str(user_key), "known_hosts": str(d / "known_hosts"), "interface": layout.ns_if(h), "pid": pid}
@@ -234,7 +234,7 @@ def start_sshd(layout: LabLayout, host: str, port: int = 22) -> int:
     """(Re)start one host's sshd with its existing config (after stop_sshd, or a re-created host)."""
     hd = study_dir(layout.study) / host
     pid = _start(sshd_path(), layout.ns(host), hd / "sshd_config", hd / "sshd.log", hd / "sshd.pid", port)
-    _record(pid)
+    _record(pid, lab_owner(layout.study))
     (hd / "recorded.pid").write_text(f"{pid}\n")
     return pid
 
@@ -264,7 +264,7 @@ def down(study: str) -> None:
     for pid_file in d.glob("*/recorded.pid"):
         try:
             pid = int(pid_file.read_text().split()[0])
-            started = (PROC_DIR / str(pid)).read_text().strip()
+            started = (PROC_DIR / str(pid)).read_text().split()[0]  # "<start time> <owner>"
         except (OSError, ValueError, IndexError):
             continue
         if start_time(pid) == started:  # still that sshd, not a recycled PID
