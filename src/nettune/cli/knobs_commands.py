@@ -33,7 +33,7 @@ def restore(
     report = restore_journal(host, forget)
     out = report.outcome
     if report.stopped:
-        console.print(f"stopped {len(report.stopped)} process(es) that killed nettune runs left: pid {', '.join(map(str, report.stopped))}")
+        console.print(f"stopped {len(report.stopped)} process(es) that killed runs left: pid {', '.join(map(str, report.stopped))}")
     for s in report.alive:
         console.print(f"[yellow]left alone[/]: a run is still in progress: {s.describe()}")
     if not out.lines and not report.alive:

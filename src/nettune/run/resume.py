@@ -128,7 +128,7 @@ def clear_dead_run(study: Any, owners: set[str]) -> list[str]:
     # owner mark; they hold ports and sit in the namespaces removed next
     stopped = stop_dead_runs()
     if stopped:
-        notes.append(f"stopped {len(stopped)} process(es) that killed nettune runs left: pid {', '.join(map(str, stopped))}")
+        notes.append(f"stopped {len(stopped)} process(es) that killed runs left: pid {', '.join(map(str, stopped))}")
     if study.target.kind == "lab":
         from ..targets.lab import labnet  # noqa: PLC0415 - the lab needs pyroute2 and root
 
