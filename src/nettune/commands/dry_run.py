@@ -19,6 +19,7 @@ from ..engines import get_engine
 from ..engines.base import Tool
 from ..knobs.base import Loc
 from ..knobs.keys import summary as knob_summary
+from ..knobs.kinds.sysctl_unsafe import danger_notes
 from ..plan.points import ResolvedPoint, expand_and_check
 from ..run.engine_choice import planned_choices
 from ..run.workloads import workload_run
@@ -62,6 +63,7 @@ def dry_run(study: Study, text: str, file: str) -> DryRun:
     boot_notes(study, resolved, planned, text, file)
     common = [n for n in planned[0].notes if all(n in p.notes for p in planned)] if len(planned) > 1 else []
     common += choice_notes
+    common += danger_notes(list(study.knobs.knobs()) if study.knobs else [])  # sysctl_unsafe: the denylist's override, said loudly
     for p in planned:
         p.own_notes = [n for n in p.notes if n not in common]
     return DryRun(

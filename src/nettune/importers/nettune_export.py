@@ -19,6 +19,7 @@ from typing import Any
 
 from ..engines.result import PAIR_COLUMNS, SideOutput, TestResult
 from ..errors import NettuneError
+from ..exporters.csv import unguard
 from ..store.cpu_units import parse_units_text
 from ..store.sqlite import METRICS, Store
 from .intake import NAME, ImportedStudy
@@ -100,6 +101,7 @@ def _csv_value(key: str, text: str | None) -> Any:
     version, not 3.1), flags and numbers (a parameter's too) are flags and numbers."""
     if text is None or text == "":
         return None
+    text = unguard(text)  # the formula guard `export --format csv` puts on a text cell
     if key in TEXT:
         return text
     if text in ("True", "False"):  # Python's csv writes a bool as True / False

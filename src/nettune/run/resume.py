@@ -26,7 +26,7 @@ from ..plan.points import Slot
 from ..store.sqlite import Store, spec_hash
 from ..studyfile.models import Study
 from ..targets import target_kind
-from ..targets.procs import owner_alive, stop_recorded
+from ..targets.procs import owner_alive, stop_dead_runs
 
 UNFINISHED = ("running", "interrupted", "failed")
 SINGLE = ""  # the pair label of a slot that is one test, not a set of host pairs
@@ -122,13 +122,16 @@ def dead_owners(store: Store, name: str) -> set[str]:
 def clear_dead_run(study: Study, owners: set[str]) -> list[str]:
     """Before a run of `study`: remove what killed runs of the same name left on this
     machine: the lab (as its state file records it, if its owner is gone; a lab still
-    owned by a live run is refused), a knob-check namespace, the processes `owners`
-    recorded (stopped by PID and start time). Returns what was done, for the log."""
+    owned by a live run is refused), a knob-check namespace of `owners`, and before
+    those the processes of every killed nettune run (targets/procs.py stop_dead_runs).
+    Returns what was done, for the log."""
     notes = []
+    # first: every killed run's processes (of this study or another), found by PID record or
+    # owner mark; they hold ports and sit in the namespaces removed next
+    stopped = stop_dead_runs()
+    if stopped:
+        notes.append(f"stopped {len(stopped)} process(es) that killed runs left: pid {', '.join(map(str, stopped))}")
     removed = target_kind(study).clear_dead(study, owners)  # e.g. the lab and its knob-check namespace
     if removed:
         notes.append(f"removed what a killed run of {study.name!r} left: {', '.join(removed)}")
-    stopped = stop_recorded(owners=owners) if owners else []
-    if stopped:
-        notes.append(f"stopped {len(stopped)} process(es) a killed run of {study.name!r} left: pid {', '.join(map(str, stopped))}")
     return notes

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..engines.result import PAIR_COLUMNS, TestResult, pair_columns
 from ..errors import NettuneError
+from .private_file import private_file
 from . import instrument_tables as instrument
 from . import workload_columns as workload
 from .cpu_units import units_for
@@ -121,6 +122,8 @@ CPU_COLS = ["cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq"]
 class Store:
     def __init__(self, path: str | Path = "nettune.db"):
         self.path = Path(path)
+        if str(path) != ":memory:":
+            private_file(self.path)  # 0600: SQLite gives its -wal and -shm the same mode
         try:
             self.db = sqlite3.connect(self.path, timeout=30)
         except sqlite3.Error as e:

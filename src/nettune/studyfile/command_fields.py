@@ -77,6 +77,76 @@ def placeholder_in_quotes(text: str) -> str | None:
     return None
 
 
+_HEREDOC = re.compile(r"<<(?!<)(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([A-Za-z0-9_.:+-]+))")
+
+
+def placeholder_unquotable(text: str) -> tuple[str, str] | None:
+    """("here-document" | "comment", the placeholder) of the first placeholder of a shell
+    string that no quoting can protect (None: none). A scan of sh syntax as far as it
+    matters here: quotes, backslashes, $((...)) (where << is a shift), comments, and
+    here-documents (the body runs from the next line to the delimiter line)."""
+    quote, arith, i = "", 0, 0
+    pending: list[tuple[str, bool]] = []  # here-documents opened on this line: (delimiter, <<- strips tabs)
+    at_word = True
+    while i < len(text):
+        m = TOKEN.match(text, i)
+        if m:
+            i, at_word = m.end(), False
+            continue
+        c = text[i]
+        if c == "\\" and quote != "'":
+            i, at_word = i + 2, False
+            continue
+        if quote:
+            quote = "" if c == quote else quote
+            i += 1
+            continue
+        if c in "'\"":
+            quote, i, at_word = c, i + 1, False
+            continue
+        if text.startswith("$((", i) or (text.startswith("((", i) and at_word):
+            arith, i = arith + 1, i + (3 if c == "$" else 2)
+            continue
+        if arith and text.startswith("))", i):
+            arith, i = arith - 1, i + 2
+            continue
+        if c == "#" and at_word and not arith:
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            found = _placeholder(text[i:end])
+            if found:
+                return "comment", found
+            i = end
+            continue
+        h = _HEREDOC.match(text, i) if not arith else None
+        if h:
+            pending.append((next(g for g in h.groups()[1:] if g is not None), h.group(1) == "-"))
+            i, at_word = h.end(), False
+            continue
+        if c == "\n" and pending:
+            i += 1
+            for delim, strip in pending:
+                while i < len(text):
+                    end = text.find("\n", i)
+                    end = len(text) if end < 0 else end
+                    line = text[i:end]
+                    i = end + 1
+                    if (line.lstrip("\t") if strip else line) == delim:
+                        break
+                    found = _placeholder(line)
+                    if found:
+                        return "here-document", found
+            pending, at_word = [], True
+            continue
+        at_word = c in " \t\n;&|()"
+        i += 1
+    return None
+
+
+def _placeholder(text: str) -> str | None:
+    return next((m.group(0) for m in TOKEN.finditer(text) if m.group(1) is not None), None)
+
+
 def _sub(text: str, env: dict[str, Any], quote: Any) -> str:
     def one(m: re.Match[str]) -> str:
         if m.group(1) is None:

@@ -5,10 +5,20 @@ Its one host is `host` (sweepable; default: the target's first test host). Its p
 metric is the wall seconds of `run` (`wall_s`, lower is better). Its fields and how
 sweep values enter them: command_fields.py; how a run uses it:
 run/workloads/command_run.py.
+
+A list runs as an argv, without a shell. A string runs through `sh -c` because the user
+wrote a string, and each sweep value substituted into it is shell-quoted (shlex.quote),
+so a value is always one word, never shell syntax. Where quoting cannot hold, a
+placeholder is refused when the file is read: inside quotes (`'{v}'` becomes `''$(x)''`),
+inside a here-document (the shell expands `$(...)` there and quotes are plain text), and
+inside a comment (a newline in the value would end the comment). The fix in each case:
+pass the value as an environment variable (env = { V = "{v}" }, then "$V").
 """
 from __future__ import annotations
 
-from .command_fields import COMMAND_FIELDS, command_field, placeholder_in_quotes
+import re
+
+from .command_fields import COMMAND_FIELDS, command_field, placeholder_in_quotes, placeholder_unquotable
 from .workload import Workload
 from .workload_kind import HostField, PrimaryMetric, WorkloadKindBase
 
@@ -37,6 +47,14 @@ def quoting_problem(wl: Workload) -> str | None:
             if quoted:
                 return (f"workload.{name}: the placeholder {quoted} is inside quotes; write it bare (nettune shell-quotes "
                         "every sweep value it puts into a command string), use an argv list, or write {{ }} for literal braces")
+            where = placeholder_unquotable(value)
+            if where:
+                place, token = where
+                var = re.sub(r"\W", "_", token.strip("{}")).upper() or "VALUE"
+                why = ("the shell expands $(...) and `...` in a here-document, and quotes are plain text there" if place == "here-document"
+                       else "a newline in the value would end the comment and run the rest as a command")
+                return (f"workload.{name}: the placeholder {token} is inside a {place}, where nettune cannot quote it ({why}); "
+                        f"pass it as an environment variable: env = {{ {var} = \"{token}\" }}, then write \"${var}\" there")
     return None
 
 

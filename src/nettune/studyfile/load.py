@@ -7,6 +7,7 @@ stages use spec_error and find_line from here to name the field of a problem."""
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import reprlib
 import tomllib
@@ -44,7 +45,8 @@ def parse_spec(text: str, file: str = "<study>") -> Study:
 def validate(data: dict[str, Any], text: str, file: str) -> Study:
     try:
         # base_dir: relative paths in the file (an ssh target's inventory) are relative to it
-        return Study.model_validate(data, context={"base_dir": str(Path(file).parent)})
+        study = Study.model_validate(data, context={"base_dir": str(Path(file).parent)})
+        return study.read_from(os.path.abspath(file), text) if file != "<study>" else study
     except ValidationError as e:
         raise spec_error(e, Study, text, file) from None
 

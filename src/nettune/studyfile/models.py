@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from .command_workload import CommandWorkload
 from .fields import (BENCH_NET as BENCH_NET, MAX_LAB_HOSTS as MAX_LAB_HOSTS, Bytes as Bytes, Duration as Duration, Mtu as Mtu,
@@ -111,8 +111,11 @@ class Repeat(Strict):
 SweepValue = Union[Annotated[list[Union[int, float, str, bool]], Field(min_length=1)], str, int, float, bool]
 
 
+STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # also checked where a name comes from a database (knobs/persist.py)
+
+
 class Study(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="Study name, used in namespace names and the results database.")
+    name: str = Field(pattern=STUDY_NAME, description="Study name, used in namespace names and the results database.")
     description: str = ""
     target: TargetSpec
     workload: Workload = Field(default_factory=Workload)
@@ -123,6 +126,17 @@ class Study(Strict):
     repeat: Repeat = Field(default_factory=Repeat)
     knobs: KnobsSpec | None = Field(default=None, description="Settings changed per point and always restored (see docs/knobs.md).")
     probes: ProbesSpec | None = Field(default=None, description="Extra measurements: idle power after each point, an external power meter (see docs/workloads.md).")
+    # the file this study was read from (absolute path) and its text, when it was read from
+    # one: the knob journal records its digest (a command knob's restore runs only what it declares)
+    _source: tuple[str, str] | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> tuple[str, str] | None:
+        return self._source
+
+    def read_from(self, path: str, text: str) -> "Study":
+        self._source = (path, text)
+        return self
 
     @field_validator("workload")
     @classmethod

@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import NettuneError, ToolMissing
 from ..lab.labnet import LabLayout, require_root
-from ..procs import PROC_DIR, STATE_DIR, forget_pid, kill_pid, port_listening, record_pid, start_time
+from ..procs import PROC_DIR, STATE_DIR, forget_pid, kill_pid, lab_owner, port_listening, private_dirs, record_pid, start_time
 
 SSH_DIR = STATE_DIR / "ssh"
 BASTION = "bastion"  # the jump host namespace of `nettune lab up --ssh --bastion`
@@ -135,6 +135,7 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
     version = _sshd_version(sshd)
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     d = study_dir(layout.study)
+    private_dirs(SSH_DIR)  # 0700, ours, not a link (targets/procs.py)
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o700)
     user_key = d / "id_ed25519"
@@ -173,7 +174,7 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
             if pid is not None:
                 kill_pid(pid)
             pid = _start(sshd, layout.ns(h), cfg, hd / "sshd.log", pid_file, port)
-        record_pid(pid)
+        record_pid(pid, lab_owner(layout.study))  # the user's until `nettune lab down`: no dead-run cleanup stops it
         (hd / "recorded.pid").write_text(f"{pid}\n")  # sshd removes its PidFile when it exits
         if bastion and h != BASTION:
             only_from(layout.ns(h), port, layout.address(BASTION))
@@ -259,7 +260,7 @@ def start_sshd(layout: LabLayout, host: str, port: int = 22) -> int:
     """(Re)start one host's sshd with its existing config (after stop_sshd, or a re-created host)."""
     hd = study_dir(layout.study) / host
     pid = _start(sshd_path(), layout.ns(host), hd / "sshd_config", hd / "sshd.log", hd / "sshd.pid", port)
-    record_pid(pid)
+    record_pid(pid, lab_owner(layout.study))
     (hd / "recorded.pid").write_text(f"{pid}\n")
     return pid
 
@@ -289,7 +290,7 @@ def down(study: str) -> None:
     for pid_file in d.glob("*/recorded.pid"):
         try:
             pid = int(pid_file.read_text().split()[0])
-            started = (PROC_DIR / str(pid)).read_text().strip()
+            started = (PROC_DIR / str(pid)).read_text().split()[0]  # "<start time> <owner>"
         except (OSError, ValueError, IndexError):
             continue
         if start_time(pid) == started:  # still that sshd, not a recycled PID
