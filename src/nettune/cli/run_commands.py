@@ -46,7 +46,7 @@ class RichProgress:
         what = f"{result.total_bps / 1e9:.2f} Gbit/s" if result.ok and result.total_bps is not None else f"[red]failed: {escape(result.error or '')}[/]"
         if result.ok and result.engine == "command" and result.duration is not None:  # a timed command: its wall seconds
             what = f"{result.duration:.3f} s"
-        pair = f" {result.extra['pair']}" if result.extra.get("pair") else ""
+        pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
         console.print(f"  {slot.point.label()} run {slot.run + 1}{pair}: {what}", highlight=False)
         self.bar.advance(self.task)
 

@@ -14,7 +14,8 @@ from ..studyfile.rates import rate_arg
 from .access import Access, Iperf3Credentials, iperf3_has_auth
 from .base import EngineBase
 from .iperf3_reader import json_objects, load_json, parse_version, version_tuple, stream_receive_bps
-from .result import Interval, SideOutput, StreamResult, TestResult
+from ..record.parts import ReverseDirection
+from .result import Interval, IntervalStream, SideOutput, StreamResult, TestResult
 from .streams import rtt_cwnd, tail, total, weighted_mean
 
 MAX_STREAMS = 128  # MAX_STREAMS in iperf3's iperf.h; -P above it is refused
@@ -213,15 +214,11 @@ class _Parse:
             res.warnings.append("no receiver-side throughput in the iperf3 output")
         cpu = _d(end.get("cpu_utilization_percent"))
         res.tool_cpu = {k: float(v) for k, v in cpu.items() if _f(v) is not None}
-        extra = res.extra
-        extra["num_streams"] = _i(ts.get("num_streams"))
-        extra["blksize"] = _i(ts.get("blksize"))
-        for k in ("sender_tcp_congestion", "receiver_tcp_congestion"):
-            if isinstance(end.get(k), str):
-                extra[k] = end[k]
-        for k in ("sndbuf_actual", "rcvbuf_actual", "tcp_mss_default"):
-            if _i(start.get(k)) is not None:
-                extra[k] = _i(start[k])
+        tool = res.tool
+        tool.num_streams, tool.blksize = _i(ts.get("num_streams")), _i(ts.get("blksize"))
+        tool.sender_tcp_congestion = end["sender_tcp_congestion"] if isinstance(end.get("sender_tcp_congestion"), str) else None
+        tool.receiver_tcp_congestion = end["receiver_tcp_congestion"] if isinstance(end.get("receiver_tcp_congestion"), str) else None
+        tool.sndbuf_actual, tool.rcvbuf_actual, tool.tcp_mss_default = (_i(start.get(k)) for k in ("sndbuf_actual", "rcvbuf_actual", "tcp_mss_default"))
 
     def _server_doc(self, doc: dict[str, Any], server: SideOutput) -> dict[str, Any]:
         sdoc = doc.get("server_output_json")
@@ -261,10 +258,10 @@ class _Parse:
             if fwd:
                 res.sender_bps, res.receiver_bps, res.retransmits = s_bps, r_bps, retr
                 res.sender_bytes, res.receiver_bytes = _i(sent.get("bytes")), _i(recv.get("bytes"))
-                res.extra["measured_seconds"] = _f(recv.get("seconds")) or _f(sent.get("seconds"))
+                res.tool.measured_seconds = _f(recv.get("seconds")) or _f(sent.get("seconds"))
             else:
                 res.reverse_sender_bps, res.reverse_receiver_bps, res.reverse_retransmits = s_bps, r_bps, retr
-                res.extra["reverse"] = {"sender_bytes": _i(sent.get("bytes")), "receiver_bytes": _i(recv.get("bytes"))}
+                res.reverse = ReverseDirection(sender_bytes=_i(sent.get("bytes")), receiver_bytes=_i(recv.get("bytes")))
             if self.udp:
                 # the receiver's view (3.11+ sum_received); the legacy sum carries it too
                 u = recv if "lost_packets" in recv else legacy
@@ -274,11 +271,9 @@ class _Parse:
                     "packets": _i(u.get("packets")),
                     "lost_percent": _f(u.get("lost_percent")),
                 }
-                if fwd:
-                    for k, v in loss.items():
-                        setattr(res, k, v)
-                else:
-                    res.extra["reverse"].update(loss)
+                target = res if fwd else res.reverse
+                for k, v in loss.items():
+                    setattr(target, k, v)
 
     def _server_end_stream(self, sock: Any) -> dict[str, Any]:
         ssock = self.srv_sock.get(sock)
@@ -313,10 +308,10 @@ class _Parse:
                 sr.sender_bps, sr.sender_bytes = _f(snd.get("bits_per_second")), _i(snd.get("bytes"))
                 rb, rs = (s_recv.get(self.srv_sock.get(sock)) if client_sends else c_recv.get(sock)) or (None, 0.0)
                 if rb is not None and rs > 0:
-                    sr.receiver_bytes, sr.receiver_bps = rb, stream_receive_bps(rb, rs, _f(res.extra.get("measured_seconds")))
+                    sr.receiver_bytes, sr.receiver_bps = rb, stream_receive_bps(rb, rs, res.tool.measured_seconds)
                 sr.jitter_ms, sr.lost_packets = _f(u.get("jitter_ms")), _i(u.get("lost_packets"))
                 sr.packets, sr.lost_percent = _i(u.get("packets")), _f(u.get("lost_percent"))
-                res.extra["udp_out_of_order"] = res.extra.get("udp_out_of_order", 0) + (_i(u.get("out_of_order")) or 0)
+                res.tool.udp_out_of_order = (res.tool.udp_out_of_order or 0) + (_i(u.get("out_of_order")) or 0)
             else:
                 snd, rcv = _d(s.get("sender")), _d(s.get("receiver"))
                 sock, client_sends = snd.get("socket"), bool(snd.get("sender", not self.reverse))
@@ -331,6 +326,8 @@ class _Parse:
                 if (_i(info.get("max_snd_cwnd")) or 0) > 0:
                     sr.max_cwnd = _i(info.get("max_snd_cwnd"))
                     sr.rtt_mean_us, sr.rtt_min_us, sr.rtt_max_us = (_f(info.get(k)) for k in ("mean_rtt", "min_rtt", "max_rtt"))
+                if (_i(info.get("max_snd_wnd")) or 0) > 0:  # iperf3 3.12+
+                    sr.max_snd_wnd = _i(info.get("max_snd_wnd"))
             res.streams.append(sr)
         for direction in ("forward", "reverse"):
             self._stream_aggregates(direction, [s for s in res.streams if s.direction == direction])
@@ -345,7 +342,7 @@ class _Parse:
             if self.res.receiver_bps is None:
                 self.res.receiver_bps = total(s.receiver_bps for s in streams)  # UDP before 3.11
         else:
-            self.res.extra.setdefault("reverse", {}).update(agg)
+            self.res.reverse = (self.res.reverse or ReverseDirection()).model_copy(update=agg)
 
     def _intervals(self, doc: dict[str, Any]) -> None:
         s_ivs = _l(self.sdoc.get("intervals"))
@@ -374,8 +371,26 @@ class _Parse:
                         rtt_us=weighted_mean(rtts),
                         omitted=bool(summ.get("omitted", False)),
                         stream_bps=[_f(st.get("bits_per_second")) or 0.0 for st in mine],
+                        streams=self._interval_streams(mine, info, client_sends),
                     )
                 )
+
+    def _interval_streams(self, mine: list[dict[str, Any]], info: list[dict[str, Any]], client_sends: bool) -> list[IntervalStream]:
+        """Each stream of one interval, keyed by the client's socket (StreamResult.id); its
+        TCP values from the sending side's record (the server's, matched by socket, when
+        the server sends)."""
+        by_client_sock = {self.srv_sock.get(c): c for c in self.srv_sock} if not client_sends else {}
+        tcp = {(_i(st.get("socket")) if client_sends else by_client_sock.get(st.get("socket"))): st for st in info}
+        out = []
+        for st in mine:
+            sid = _i(st.get("socket")) or 0
+            t = _d(tcp.get(sid)) if not self.udp else {}
+            out.append(IntervalStream(id=sid, bps=_f(st.get("bits_per_second")) or 0.0, bytes=_i(st.get("bytes")),
+                                      retransmits=_i(t.get("retransmits")), cwnd=_i(t.get("snd_cwnd")) or None,
+                                      snd_wnd=_i(t.get("snd_wnd")) or None, rtt_us=_f(t.get("rtt")) or None,
+                                      rttvar_us=_f(t.get("rttvar")) or None, pmtu=_i(t.get("pmtu")) or None,
+                                      omitted=bool(st.get("omitted", False))))
+        return out
 
     @staticmethod
     def _matching(ivs: list[dict[str, Any]], n: int, start: float | None) -> dict[str, Any]:

@@ -72,7 +72,7 @@ class Iperf3JsonImporter(ImporterBase):
             res.warnings.append("imported the server's log: sender-side numbers (retransmits, cwnd) are unknown")
             for part in (*res.streams, *res.intervals):
                 part.direction = "forward"  # read as a client log its streams look reversed; the test was one-way
-            res.extra.pop("reverse", None)  # so nothing reads a second direction into it
+            res.reverse = None  # so nothing reads a second direction into it
             res.reverse_sender_bps = res.reverse_receiver_bps = res.reverse_retransmits = None
         res.client = side(path, text, started)
         res.server = None

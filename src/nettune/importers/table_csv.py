@@ -87,7 +87,7 @@ class TableCsvImporter(ImporterBase):
             setattr(res, field, int(value) if metric in INTS else value * factor)
         declared = {f: u for f, u in self.cpu_units.items() if cpu_value(res, f) is not None}
         if declared:
-            res.extra["cpu_units"] = declared  # stored with the run (store/cpu_units.py)
+            res.cpu_units = declared  # stored with the run (store/cpu_units.py)
         if res.receiver_bps is None:
             raise NettuneError(f"{path}: line {line}: no throughput; map a column to receiver_gbps (or receiver_mbps, receiver_bps)")
         return res

@@ -12,6 +12,8 @@ from ..analysis.metric import stopping_value  # the primary metric's value: thro
 from ..engines import get_engine
 from ..engines.result import TestResult
 from ..errors import PointFailed
+from ..record.parts import EngineChoice
+from ..record.point_state import PointState
 from ..plan.points import ResolvedPoint, Slot
 from ..studyfile.models import Study
 from ..store import Store
@@ -35,7 +37,7 @@ class PointRunner:
         self.unreached: dict[int, str] = {}  # point index -> why its settings could not be brought into force
         self.choices: dict[int, Any] = {}  # point index -> engines.choice.Choice (engine = "auto")
         self.answers: Any = None  # run.engine_choice.HostAnswers: what the hosts said before the study
-        self.settings: dict[str, Any] = {}
+        self.settings = PointState()  # what the target reports in force at the current point
         self.count = 0
         self.values: dict[int, list[float | None]] = {i: [] for i in by_index}
         self.last_run: dict[int, int] = {}  # highest counted run number each point has
@@ -76,8 +78,8 @@ class PointRunner:
             self.progress.message(said)
             self.doctor = False  # once (a first point that fails is not audited again at the next)
         if self.knobs is not None:
-            self.settings["knobs"] = self.knobs.apply_point(rp)
-            self.settings.update(self.target.state())  # read back what the knobs changed
+            applied = self.knobs.apply_point(rp)
+            self.settings = self.settings.with_knobs(applied).merged(self.target.state())  # read back what the knobs changed
             for note in self.knobs.take_messages():
                 self.progress.message(note)
         if self.current is None and not self.facts_stored:
@@ -128,7 +130,7 @@ class PointRunner:
 
         def chosen(r: TestResult) -> TestResult:  # engine = "auto": what was picked and why, with every test
             if choice is not None:
-                r.extra["engine_choice"] = choice.to_dict()
+                r.engine_choice = EngineChoice.model_validate(choice.to_dict())
             return r
 
         results = run_slot(engine, wl, self.target, self.versions[wl.engine],
