@@ -225,7 +225,7 @@ def import_(
         exports = read_exports(files)
         with import_store(db) as store:  # a failed import leaves no database behind
             sid, n = import_exports(store, exports, study, description)
-        console.print(f"imported {n} runs from {len(files)} export file(s) into study {study!r} (#{sid})", highlight=False)
+        console.print(f"imported {n} runs from {len(exports)} export file(s) into study {study!r} (#{sid})", highlight=False)
         return
 
     params = parse_sets(set_)

@@ -29,7 +29,7 @@ class _Lines:
     def test_end(self, slot: Any, result: Any, seconds: float) -> None:
         what = f"{result.total_bps / 1e9:.3f} Gbit/s" if result.ok and result.total_bps is not None else f"failed: {result.error}"
         pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
-        console.print(escape(f"  {slot.point.label()} run {slot.run + 1}{pair}: {what}"), highlight=False)
+        console.print(escape(f"  {slot.point.label()} run {slot.run}{pair}: {what}"), highlight=False)
 
     def message(self, text: str) -> None:
         console.print(escape(text), highlight=False)

@@ -40,14 +40,14 @@ class RichProgress:
         self.task = self.bar.add_task(study.name, total=total_tests)
 
     def test_start(self, slot: Slot, index: int) -> None:
-        self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run + 1}"))
+        self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run}"))
 
     def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None:
         what = f"{result.total_bps / 1e9:.2f} Gbit/s" if result.ok and result.total_bps is not None else f"[red]failed: {escape(result.error or '')}[/]"
         if result.ok and result.engine == "command" and result.duration is not None:  # a timed command: its wall seconds
             what = f"{result.duration:.3f} s"
         pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
-        console.print(f"  {slot.point.label()} run {slot.run + 1}{pair}: {what}", highlight=False)
+        console.print(f"  {slot.point.label()} run {slot.run}{pair}: {what}", highlight=False)
         self.bar.advance(self.task)
 
     def message(self, text: str) -> None:

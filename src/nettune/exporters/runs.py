@@ -32,8 +32,10 @@ CSV_FIELDS = [f for f in JSON_FIELDS if f not in ("point", "cpu_extra", "tool_cp
 
 EXPORT_BASE = ["study", "study_id", "point_idx"]
 EXPORT_RUN = ["run_id", "run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started"]
-# cpu_units, cpu_extra, tool_cpu: one flat cell each ("key=value;key=value", store/cpu_units.py)
-EXPORT_AFTER = [*VALUES, "cpu_units", "cpu_extra", "tool_cpu", "n_streams", "warnings"]
+# cpu_units, cpu_extra, tool_cpu: one flat cell each ("key=value;key=value", store/cpu_units.py);
+# processes: tool processes of a fanned-out test; engine_choice(_reason): what engine = "auto" picked and why
+EXPORT_AFTER = [*VALUES, "cpu_units", "cpu_extra", "tool_cpu", "n_streams", "processes", "engine_choice", "engine_choice_reason", "warnings"]
+SERIES_KEY = "series"  # JSON --series: each run's series under this key (a parameter of that name is param_series)
 
 
 def param_names(runs: list[RunRecord]) -> list[str]:
@@ -72,7 +74,7 @@ def results_table(runs: list[RunRecord], flat: bool = False) -> Table:
 def export_table(runs: list[RunRecord]) -> Table:
     """`nettune export`: every run (warm-up and failed ones too, with their flags)."""
     params = param_names(runs)
-    taken = EXPORT_BASE + EXPORT_RUN + EXPORT_AFTER
+    taken = EXPORT_BASE + EXPORT_RUN + EXPORT_AFTER + [SERIES_KEY]
     cols = [param_column(p, taken) for p in params]
     rows = []
     for r in runs:
@@ -82,6 +84,9 @@ def export_table(runs: list[RunRecord]) -> Table:
         row |= values(r)
         row |= {"cpu_units": units_text(r.cpu_units), "cpu_extra": units_text(r.cpu_extra), "tool_cpu": units_text(r.tool_cpu)}
         row["n_streams"] = r.n_streams or None
+        row["processes"] = r.processes
+        choice = r.engine_choice
+        row["engine_choice"], row["engine_choice_reason"] = (choice.label, choice.reason) if choice is not None else (None, None)
         row["warnings"] = "; ".join(r.warnings)
         rows.append(row)
     return Table(EXPORT_BASE + cols + EXPORT_RUN + EXPORT_AFTER, rows)
@@ -109,7 +114,7 @@ def export_series(runs: list[RunRecord], fmt: str, out: Path | None, study: Stud
     if out is None:
         if fmt != "json":
             raise NettuneError(f"--series with --format {fmt} writes several files: give --out FILE.{fmt}")
-        text = write_table(nested(export_table(runs), runs), fmt, None)
+        text = write_table(nested(export_table(runs), runs, SERIES_KEY), fmt, None)
         assert text is not None
         return text
-    return write_bundle(runs, export_table(runs), fmt, out, study)
+    return write_bundle(runs, export_table(runs), fmt, out, study, SERIES_KEY)

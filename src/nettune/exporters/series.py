@@ -8,12 +8,15 @@ Files, for `--out runs.EXT` (EXT: csv, json, parquet):
     runs.stream_intervals.EXT  one row per run, direction, interval and stream (`stream`
                                joins runs.streams.EXT's `stream` of the same run)
     runs.streams.EXT           one row per run and stream: its end-of-test results
+    runs.processes.EXT         one row per run and tool process of a fanned-out test
+                               (`[workload] processes`): its share and its numbers
     runs.idle_power.EXT        one row per point, machine and source (`[probes] idle_power`)
     runs.study.json            the study: name, file text, parsed definition, host facts
 
-JSON nests the series in each run instead (`streams`, and `intervals` each with its
-`streams`); the idle power and the study are files as above. A table with no rows (a
-study without intervals, or without idle power) is not written. Column lists come from
+JSON nests the series in each run instead (`series`: `{"streams": [...], "intervals":
+[...], "processes": [...]}`, each interval with its `streams`); the idle power and the
+study are files as above. A table with no rows (a study without intervals, or without
+idle power) is not written. Column lists come from
 the records (engines/result.py, record/fields.py), so a field added there is exported.
 """
 from __future__ import annotations
@@ -26,18 +29,22 @@ from typing import Any
 from ..engines.result import Interval, IntervalStream, StreamResult
 from ..errors import NettuneError
 from ..record.fields import IDLE_FIELDS
+from ..record.parts import ProcessRow
+from ..store.cpu_units import units_text
 from ..store.records import RunRecord
 from .base import Table, get_exporter
 
-SERIES = ("intervals", "stream_intervals", "streams")
+SERIES = ("intervals", "stream_intervals", "streams", "processes")
 IDLE = "idle_power"
 STUDY_SUFFIX = ".study.json"
 FORMAT_MARK = "nettune_export"  # the study file's first key: what `nettune import` recognises
 INTERVAL_COLUMNS = ["run_id", *(n for n in Interval.model_fields if n not in ("stream_bps", "streams"))]
 STREAM_INTERVAL_COLUMNS = ["run_id", "direction", "start", "end", "stream", *(n for n in IntervalStream.model_fields if n != "id")]
 STREAM_COLUMNS = ["run_id", "stream", *(n for n in StreamResult.model_fields if n != "id")]
+PROCESS_COLUMNS = ["run_id", *(n for n in ProcessRow.model_fields if n not in ("client", "server"))]  # tool_cpu: one "k=v;..." cell
 IDLE_COLUMNS = ["point_idx", *IDLE_FIELDS]
-COLUMNS = {"intervals": INTERVAL_COLUMNS, "stream_intervals": STREAM_INTERVAL_COLUMNS, "streams": STREAM_COLUMNS, IDLE: IDLE_COLUMNS}
+COLUMNS = {"intervals": INTERVAL_COLUMNS, "stream_intervals": STREAM_INTERVAL_COLUMNS, "streams": STREAM_COLUMNS,
+           "processes": PROCESS_COLUMNS, IDLE: IDLE_COLUMNS}
 
 
 @dataclass
@@ -83,27 +90,31 @@ def series_rows(runs: list[RunRecord]) -> dict[str, list[dict[str, Any]]]:
                                                | {k: st.get(k) for k in STREAM_INTERVAL_COLUMNS[5:]})
         for s in r.streams:
             out["streams"].append({"run_id": r.id, "stream": s.get("id")} | {k: s.get(k) for k in STREAM_COLUMNS[2:]})
+        for p in r.fanout.per_process if r.fanout is not None else []:
+            out["processes"].append({"run_id": r.id} | p.model_dump(include=set(PROCESS_COLUMNS)) | {"tool_cpu": units_text(p.tool_cpu)})
     return out
 
 
-def nested(table: Table, runs: list[RunRecord]) -> Table:
-    """JSON: each run's series inside its row (`streams`, `intervals` with their `streams`)."""
+def nested(table: Table, runs: list[RunRecord], key: str) -> Table:
+    """JSON: each run's series inside its row under `key` (`streams`, and `intervals` with
+    their `streams`)."""
     by_id = {r.id: r for r in runs}
     rows = []
     for row in table.rows:
         r = by_id[row["run_id"]]
         ivs = [{k: iv.get(k) for k in INTERVAL_COLUMNS[1:]} | {"streams": interval_streams(r, iv)} for iv in r.intervals]
-        rows.append(row | {"streams": list(r.streams), "intervals": ivs})
-    return Table([*table.columns, "streams", "intervals"], rows, table.left)
+        procs = [p.model_dump(exclude={"client", "server"}) for p in r.fanout.per_process] if r.fanout is not None else []
+        rows.append(row | {key: {"streams": list(r.streams), "intervals": ivs, "processes": procs}})
+    return Table([*table.columns, key], rows, table.left)
 
 
-def write_bundle(runs: list[RunRecord], table: Table, fmt: str, out: Path, extra: StudyExport) -> list[Path]:
+def write_bundle(runs: list[RunRecord], table: Table, fmt: str, out: Path, extra: StudyExport, key: str) -> list[Path]:
     """Write the runs table and, next to it, the series, idle power and the study; returns
     the files written (tables with no rows are left out)."""
     exporter = get_exporter(fmt)
     tables: dict[str, Table] = {}
     if fmt == "json":
-        table = nested(table, runs)
+        table = nested(table, runs, key)
     else:
         tables = {k: Table(COLUMNS[k], rows) for k, rows in series_rows(runs).items() if rows}
     idle = [{"point_idx": i.get("point_idx")} | {k: i.get(k) for k in IDLE_FIELDS} for i in extra.idle]

@@ -19,6 +19,7 @@ from ..engines.result import Interval, IntervalStream, StreamResult
 from ..errors import NettuneError
 from ..exporters.series import FORMAT_MARK, IDLE, SERIES, sibling
 from ..record.fields import IdleColumns
+from ..record.parts import ProcessRow
 
 PARTS = (*SERIES, IDLE)
 
@@ -29,6 +30,7 @@ class Bundle:
 
     streams: dict[int, list[StreamResult]] = field(default_factory=dict)  # source run_id -> its streams
     intervals: dict[int, list[Interval]] = field(default_factory=dict)  # source run_id -> its intervals
+    processes: dict[int, list[ProcessRow]] = field(default_factory=dict)  # source run_id -> its tool processes
     idle: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # source point_idx -> its idle rows
     study: dict[str, Any] | None = None  # the exported study's document (exporters.series.StudyExport)
 
@@ -73,21 +75,43 @@ def read_bundle(runs: Path, read_table: Callable[[Path], list[dict[str, Any]]]) 
         iv = _valid(Interval, {k: v for k, v in row.items() if k != "run_id"} | {"streams": streams, "stream_bps": [s.bps for s in streams]},
                     sibling(runs, "intervals"), i)
         out.intervals.setdefault(rid, []).append(iv)
+    for i, row in enumerate(rows.get("processes", [])):
+        where = sibling(runs, "processes")
+        p = _valid(ProcessRow, {k: v for k, v in row.items() if k != "run_id"} | {"tool_cpu": numbers(row.get("tool_cpu"))}, where, i)
+        out.processes.setdefault(_key(row, "run_id", where, i), []).append(p)
     for i, row in enumerate(rows.get(IDLE, [])):
         idle = _valid(IdleColumns, {k: v for k, v in row.items() if k != "point_idx"}, sibling(runs, IDLE), i)
         out.idle.setdefault(_key(row, "point_idx", sibling(runs, IDLE), i), []).append(idle.model_dump())
     return out
 
 
-def nested_series(row: dict[str, Any], path: Path, n: int) -> tuple[list[StreamResult], list[Interval]]:
-    """A JSON export's run with its series inside (`streams`, `intervals`)."""
-    streams = [_valid(StreamResult, s, path, n) for s in row.get("streams") or []]
+def numbers(text: Any) -> dict[str, float]:
+    """A `key=value;...` cell of numbers (cpu_extra, tool_cpu) back to a dict; other items are left out."""
+    out = {}
+    for item in str(text or "").split(";"):
+        key, _, value = item.partition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            continue
+    return {k: v for k, v in out.items() if k}
+
+
+def nested_series(series: dict[str, Any], path: Path, n: int, bundle: Bundle, rid: int) -> None:
+    """A JSON export's series of one run (`streams`, `intervals` with their `streams`,
+    `processes`), into `bundle` under its run id."""
+    bundle.processes[rid] = [_valid(ProcessRow, p, path, n) for p in _dicts(series.get("processes"))]
+    streams = [_valid(StreamResult, s, path, n) for s in _dicts(series.get("streams"))]
     ivs = []
-    for iv in row.get("intervals") or []:
+    for iv in _dicts(series.get("intervals")):
         per = [_valid(IntervalStream, st | {"id": st.get("id") if st.get("id") is not None else 0}, path, n)
-               for st in (iv.get("streams") or []) if isinstance(st, dict)]
+               for st in _dicts(iv.get("streams"))]
         ivs.append(_valid(Interval, {k: v for k, v in iv.items() if k != "streams"} | {"streams": per, "stream_bps": [s.bps for s in per]}, path, n))
-    return streams, ivs
+    bundle.streams[rid], bundle.intervals[rid] = streams, ivs
+
+
+def _dicts(x: Any) -> list[dict[str, Any]]:
+    return [e for e in x if isinstance(e, dict)] if isinstance(x, list) else []
 
 
 def _study(path: Path) -> dict[str, Any]:

@@ -263,7 +263,7 @@ def store_files(store: Store, results: list[Read], study: str, description: str 
         out = out or ImportOutcome(sid, study)
         run_id = store.add_run(sid, point_id, run, False, res, {"imported_from": source})
         where = ", ".join(f"{k}={v}" for k, v in params.items()) or "the single point"
-        out.files.append(FileOutcome(source, True, f"run {run + 1} at {where}: {res.total_bps / 1e9:.2f} Gbit/s", run_id))  # type: ignore[operator]
+        out.files.append(FileOutcome(source, True, f"run {run} at {where}: {res.total_bps / 1e9:.2f} Gbit/s", run_id))  # type: ignore[operator]
     if out is None:
         raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg, _ in results))
     # rejected ones read before the first usable one

@@ -25,22 +25,23 @@ from pydantic import BaseModel, ConfigDict, Field as PydanticField
 
 from ..engines.result import SideOutput, TestResult
 from ..errors import NettuneError
-from ..exporters.runs import EXPORT_AFTER, EXPORT_BASE, EXPORT_RUN
+from ..exporters.runs import EXPORT_AFTER, EXPORT_BASE, EXPORT_RUN, SERIES_KEY
 from ..record.fields import EXPORTED, FIELDS
-from ..record.parts import CommandRun, EnergyRun, PairPlace, ToolDetails
+from ..record.parts import CommandRun, EngineChoice, EnergyRun, FanOut, PairPlace, ToolDetails
 from ..store.cpu_units import parse_units_text
 from ..store.idle_table import add_idle_row
 from ..store.sqlite import Store
-from .export_bundle import Bundle, nested_series, owns, part_of, read_bundle
+from .export_bundle import Bundle, nested_series, numbers, owns, part_of, read_bundle
 from .intake import NAME, ImportTarget
 
 BASE = EXPORT_BASE  # how an export starts
 RUN = EXPORT_RUN[1:]  # run_id came later: an export without it has no series to join
 # what every export carries, since the first: without one of these a file is not an export
 REQUIRED = BASE + RUN + [f.name for f in EXPORTED if f.row.since == 1] + ["n_streams", "warnings"]
-KNOWN = set(BASE + EXPORT_RUN + EXPORT_AFTER)
+KNOWN = set(BASE + EXPORT_RUN + EXPORT_AFTER + [SERIES_KEY])
 PARQUET_MAGIC = b"PAR1"
-TEXT = {"study", "error", "engine", "tool_version", "protocol", "warnings", "cpu_units", "cpu_extra", "tool_cpu"} | {
+TEXT = {"study", "error", "engine", "tool_version", "protocol", "warnings", "cpu_units", "cpu_extra", "tool_cpu", "engine_choice",
+        "engine_choice_reason"} | {
     f.name for f in FIELDS.values() if f.type is str}
 
 
@@ -97,11 +98,9 @@ def read_export(path: Path) -> ExportRows:
     bundle = read_bundle(path, lambda p: _table(p)[0])
     out = ExportRows(path, columns[3:end], [{k: _clean(v) for k, v in r.items()} for r in rows], bundle)
     for n, row in enumerate(out.rows):  # JSON: the series inside each run
-        if "streams" in row or "intervals" in row:
-            streams, ivs = nested_series(row, path, n)
-            rid = row.get("run_id")
-            if isinstance(rid, int):
-                bundle.streams[rid], bundle.intervals[rid] = streams, ivs
+        series, rid = row.pop(SERIES_KEY, None), row.get("run_id")
+        if isinstance(series, dict) and isinstance(rid, int):
+            nested_series(series, path, n, bundle, rid)
     return out
 
 
@@ -170,18 +169,6 @@ def _param_name(column: str) -> str:
     return name if column.startswith("param_") and name in KNOWN else column
 
 
-def _numbers(text: Any) -> dict[str, float]:
-    """A `key=value;...` cell of numbers (cpu_extra, tool_cpu) back to a dict; other items are left out."""
-    out = {}
-    for item in str(text or "").split(";"):
-        key, _, value = item.partition("=")
-        try:
-            out[key.strip()] = float(value)
-        except ValueError:
-            continue
-    return {k: v for k, v in out.items() if k}
-
-
 def _result(row: dict[str, Any], path: Path, bundle: Bundle) -> TestResult:
     """One exported run as the result the store keeps (its series from the bundle)."""
     values = {f.name: f.cast(row.get(f.name)) for f in EXPORTED if f.stored}
@@ -193,14 +180,18 @@ def _result(row: dict[str, Any], path: Path, bundle: Bundle) -> TestResult:
     warnings = [str(row["warnings"])] if row.get("warnings") else []
     side = SideOutput(role="client", host="imported", argv=["nettune-import", str(path)], started=row.get("started"))
     rid = row.get("run_id")
-    n = row.get("n_streams")
+    n, procs = row.get("n_streams"), bundle.processes.get(rid, []) if isinstance(rid, int) else []
+    count = int(row["processes"]) if isinstance(row.get("processes"), (int, float)) else len(procs) or 1
+    choice = EngineChoice(engine=str(row["engine"]), processes=count, version=str(row.get("tool_version") or ""),
+                          label=str(row["engine_choice"]), reason=str(row.get("engine_choice_reason") or "")) if row.get("engine_choice") else None
     return TestResult(engine=str(row["engine"]), tool_version=str(row.get("tool_version") or ""), ok=bool(row["ok"]),
                       error=row.get("error"), protocol=str(row.get("protocol") or "tcp"), warnings=warnings, client=side,
-                      cpu_units=parse_units_text(row.get("cpu_units")), cpu_extra=_numbers(row.get("cpu_extra")),
-                      tool_cpu=_numbers(row.get("tool_cpu")), tool=ToolDetails(num_streams=int(n) if isinstance(n, (int, float)) else None),
+                      cpu_units=parse_units_text(row.get("cpu_units")), cpu_extra=numbers(row.get("cpu_extra")),
+                      tool_cpu=numbers(row.get("tool_cpu")), tool=ToolDetails(num_streams=int(n) if isinstance(n, (int, float)) else None),
                       pair=PairPlace(**parts["pair"]) if "pair" in parts else None,
                       command=CommandRun(**parts["command"]) if "command" in parts else None,
                       energy=EnergyRun(**parts["energy"]) if "energy" in parts else None,
+                      fanout=FanOut(processes=count, per_process=procs) if count > 1 or procs else None, engine_choice=choice,
                       streams=bundle.streams.get(rid, []) if isinstance(rid, int) else [],
                       intervals=bundle.intervals.get(rid, []) if isinstance(rid, int) else [],
                       **{f.name: values[f.name] for f in EXPORTED if f.stored and f.part is None})
