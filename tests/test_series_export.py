@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -109,7 +110,7 @@ def test_an_imported_export_gives_the_same_analysis(tmp_path):
     assert [r.cpu_units for r in again] == [r.cpu_units for r in first] and "nettune" in first[0].cpu_units
     assert [r.n_streams for r in again] == [r.n_streams for r in first] == [1, 2, 2, 4] * 2
     # run numbers: the console's "run N" lines are the export's `run` column
-    shown = sorted(int(line.rsplit(" run ", 1)[1].split(":")[0]) for line in said.splitlines() if " run " in line and "Gbit/s" in line)
+    shown = sorted(int(m.group(1)) for m in re.finditer(r"^  q=\d, m=\d, streams=\d run (\d+): [\d.]+ Gbit/s$", said, re.M))
     exported = sorted(r["run"] for r in json.loads((tmp_path / "e.json").read_text()))
     assert shown == exported == [0, 0, 0, 0, 1, 1, 1, 1]
 

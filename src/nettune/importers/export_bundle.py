@@ -46,6 +46,15 @@ def part_of(path: Path) -> Path | None:
     return path.with_name(f"{base}.{suffix}") if dot and base and part in PARTS else None
 
 
+def table_of(part: Path) -> str:
+    """The table of runs a companion file belongs to, as a message names it."""
+    owner = part_of(part)
+    if owner is None or owner.suffix:
+        return str(owner)
+    found = [owner.with_suffix(f".{ext}") for ext in ("parquet", "csv", "json") if owner.with_suffix(f".{ext}").is_file()]
+    return str(found[0]) if found else f"{owner}.csv, .json or .parquet"
+
+
 def owns(runs: Path, part: Path) -> bool:
     """Whether `part` is a companion file of the table of runs `runs`."""
     owner = part_of(part)

@@ -31,7 +31,7 @@ from ..record.parts import CommandRun, EngineChoice, EnergyRun, FanOut, PairPlac
 from ..store.cpu_units import parse_units_text
 from ..store.idle_table import add_idle_row
 from ..store.sqlite import Store
-from .export_bundle import Bundle, nested_series, numbers, owns, part_of, read_bundle
+from .export_bundle import Bundle, nested_series, numbers, owns, part_of, read_bundle, table_of
 from .intake import NAME, ImportTarget
 
 BASE = EXPORT_BASE  # how an export starts
@@ -204,7 +204,7 @@ def read_exports(files: list[Path]) -> list[ExportRows]:
     tables = [f for f in files if part_of(f) is None]
     for f in files:
         if part_of(f) is not None and not any(owns(t, f) for t in tables):
-            raise NettuneError(f"{f}: written next to a table of runs by `nettune export`; import that table ({part_of(f)}) instead")
+            raise NettuneError(f"{f}: written next to a table of runs by `nettune export`; import that table ({table_of(f)}) instead")
     return [read_export(f) for f in tables]
 
 
