@@ -135,10 +135,13 @@ def test_idle_power_command_and_energy_columns_round_trip(tmp_path):
     for fmt, flags in (("parquet", []), ("csv", ["--series"]), ("json", ["--series"])):
         out = tmp_path / f"c.{fmt}"
         nettune("export", "c", "--db", str(db), "-f", fmt, "-o", str(out), *flags, check=True)
-        cols = list(pd.read_parquet(out).columns) if fmt == "parquet" else None
-        if cols is not None:
+        if fmt == "parquet":  # every command and energy column, with its unit; the idle power's too
+            df, idle_df = pd.read_parquet(out), pd.read_parquet(tmp_path / "c.idle_power.parquet")
             assert {"wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "peak_rss_kb", "exit_code", "energy_j", "power_w", "meter_j", "meter_w",
-                    "energy_why"} <= set(cols)
+                    "energy_why"} <= set(df.columns)
+            assert (df.attrs["units"]["wall_s"], df.attrs["units"]["peak_rss_kb"], df.attrs["units"]["energy_j"]) == ("s", "KiB", "J")
+            assert idle_df.attrs["units"]["min_w"] == "W" and len(idle_df) == 4  # 2 points x (powercap, meter)
+        assert json.loads((tmp_path / "c.study.json").read_text())["units"]["meter_w"] == "W"
         nettune("import", str(out), "--study", f"c-{fmt}", "--db", str(db), check=True)
         with Store(db) as s:
             sid2 = s.find_study(f"c-{fmt}")["id"]

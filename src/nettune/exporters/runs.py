@@ -35,6 +35,7 @@ EXPORT_RUN = ["run_id", "run", "warmup", "ok", "error", "engine", "tool_version"
 # cpu_units, cpu_extra, tool_cpu: one flat cell each ("key=value;key=value", store/cpu_units.py);
 # processes: tool processes of a fanned-out test; engine_choice(_reason): what engine = "auto" picked and why
 EXPORT_AFTER = [*VALUES, "cpu_units", "cpu_extra", "tool_cpu", "n_streams", "processes", "engine_choice", "engine_choice_reason", "warnings"]
+UNITS = {"started": "s"} | {f.name: f.row.unit for f in EXPORTED if f.row.unit}  # Unix time; the table's units
 SERIES_KEY = "series"  # JSON --series: each run's series under this key (a parameter of that name is param_series)
 
 
@@ -89,7 +90,7 @@ def export_table(runs: list[RunRecord]) -> Table:
         row["engine_choice"], row["engine_choice_reason"] = (choice.label, choice.reason) if choice is not None else (None, None)
         row["warnings"] = "; ".join(r.warnings)
         rows.append(row)
-    return Table(EXPORT_BASE + cols + EXPORT_RUN + EXPORT_AFTER, rows)
+    return Table(EXPORT_BASE + cols + EXPORT_RUN + EXPORT_AFTER, rows, units=UNITS)
 
 
 def frame(runs: list[RunRecord]) -> Any:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..engines.result import Interval, IntervalStream, StreamResult
 from ..errors import NettuneError
-from ..record.fields import IDLE_FIELDS
+from ..record.fields import FIELDS, IDLE_FIELDS
 from ..record.parts import ProcessRow
 from ..store.cpu_units import units_text
 from ..store.records import RunRecord
@@ -43,6 +43,10 @@ STREAM_INTERVAL_COLUMNS = ["run_id", "direction", "start", "end", "stream", *(n 
 STREAM_COLUMNS = ["run_id", "stream", *(n for n in StreamResult.model_fields if n != "id")]
 PROCESS_COLUMNS = ["run_id", *(n for n in ProcessRow.model_fields if n not in ("client", "server"))]  # tool_cpu: one "k=v;..." cell
 IDLE_COLUMNS = ["point_idx", *IDLE_FIELDS]
+# units of the series' columns: a value named like a field table row has its unit, the rest is said here
+UNITS = {f.name: f.row.unit for f in [*FIELDS.values(), *IDLE_FIELDS.values()] if f.row.unit} | {
+    "start": "s", "end": "s", "bps": "bit/s", "bytes": "bytes", "cwnd": "bytes", "snd_wnd": "bytes", "rtt_us": "us",
+    "rttvar_us": "us", "pmtu": "bytes"}
 COLUMNS = {"intervals": INTERVAL_COLUMNS, "stream_intervals": STREAM_INTERVAL_COLUMNS, "streams": STREAM_COLUMNS,
            "processes": PROCESS_COLUMNS, IDLE: IDLE_COLUMNS}
 
@@ -59,7 +63,7 @@ class StudyExport:
         s = self.study
         return {FORMAT_MARK: 1, "name": s.get("name"), "description": s.get("description") or "",
                 "target_kind": s.get("target_kind"), "status": s.get("status"), "spec_text": s.get("spec_text"),
-                "spec_json": s.get("spec_json"), "facts": self.facts}
+                "spec_json": s.get("spec_json"), "facts": self.facts, "units": UNITS}
 
 
 def sibling(out: Path, part: str) -> Path:
@@ -116,10 +120,10 @@ def write_bundle(runs: list[RunRecord], table: Table, fmt: str, out: Path, extra
     if fmt == "json":
         table = nested(table, runs, key)
     else:
-        tables = {k: Table(COLUMNS[k], rows) for k, rows in series_rows(runs).items() if rows}
+        tables = {k: Table(COLUMNS[k], rows, units=UNITS) for k, rows in series_rows(runs).items() if rows}
     idle = [{"point_idx": i.get("point_idx")} | {k: i.get(k) for k in IDLE_FIELDS} for i in extra.idle]
     if idle:
-        tables[IDLE] = Table(IDLE_COLUMNS, idle)
+        tables[IDLE] = Table(IDLE_COLUMNS, idle, units=UNITS)
     written = [out]
     try:
         exporter.write(table, out)
