@@ -228,3 +228,27 @@ def test_point_state_reads_typed_and_as_the_dict_it_was():
     assert st.merged(later).to_json() == stored | {"hosts": {"a": {"mtu": 1500}}}  # the read-back wins, the knobs stay
     assert PointState.from_json({"hosts": "garbage", "x": 1}).to_json() == {"x": 1}
     assert PointState.from_json(None).to_json() == {}
+
+
+# -- exports written before the table ---------------------------------------------------
+
+OLD_HEADER = ("study,study_id,point_idx,queues,run,warmup,ok,error,engine,tool_version,protocol,started,duration,pair,server,client,round,"
+              "round_total_bps,total_bps,sender_bps,receiver_bps,sender_bytes,receiver_bytes,retransmits,max_cwnd,rtt_mean_us,rtt_min_us,"
+              "rtt_max_us,jitter_ms,lost_packets,packets,lost_percent,reverse_sender_bps,reverse_receiver_bps,reverse_retransmits,"
+              "cpu_client,cpu_server,cpu_host,cpu_host_softirq,cpu_units,n_streams,warnings")
+
+
+def test_an_export_written_before_the_table_still_imports(tmp_path):
+    """The header `nettune export` wrote before the field table (docs/results.md then): the
+    columns added since come back empty, n_streams as the tool's count."""
+    from nettune.importers.nettune_export import import_exports, read_exports
+
+    f = tmp_path / "old.csv"
+    f.write_text(OLD_HEADER + "\n" + "A,3,0,8,1,False,True,,iperf3,3.10,tcp,1700000000.5,10.0,,,,,,9.5e9,9.6e9,9.5e9,1200,1190,7,"
+                 "1048576,120.5,80.0,300.0,,,,,,,,90.0,40.0,30.0,5.0,cpu_client=pct_core;cpu_host=pct_of_16,4,\n")
+    with Store(tmp_path / "r.db") as s:
+        import_exports(s, read_exports([f]), "back")
+        [run] = s.runs(s.find_study("back")["id"])
+    assert (run.point, run.run, run.tool_version, run.receiver_bps, run.retransmits) == ({"queues": 8}, 1, "3.10", 9.5e9, 7)
+    assert (run.cpu_units["cpu_host"], run.cpu_units["cpu_server"], run.n_streams) == ("pct_of_16", "pct_core", 4)  # declared, native
+    assert run.max_snd_wnd is None and run.wall_s is None and run.streams == [] and run.intervals == []

@@ -55,7 +55,7 @@ def _sum_dicts(dicts: list[dict[str, float]]) -> dict[str, float]:
 def per_process_row(i: int, wl: Workload, r: TestResult) -> ProcessRow:
     """What one process measured, kept with the summed result."""
     return ProcessRow(
-        process=i, port=wl.port, parallel=wl.parallel if isinstance(wl.parallel, int) else None, ok=r.ok, error=r.error,
+        process=i, port=wl.port if isinstance(wl.port, int) else None, parallel=wl.parallel if isinstance(wl.parallel, int) else None, ok=r.ok, error=r.error,
         sender_bps=r.sender_bps, receiver_bps=r.receiver_bps, reverse_receiver_bps=r.reverse_receiver_bps,
         sender_bytes=r.sender_bytes, receiver_bytes=r.receiver_bytes, retransmits=r.retransmits,
         cpu_client=r.cpu_client, cpu_server=r.cpu_server, tool_cpu=dict(r.tool_cpu),
@@ -116,7 +116,7 @@ def _renumbering(results: list[TestResult]) -> list[dict[int, int]]:
 def _streams(results: list[TestResult]) -> list[StreamResult]:
     """Every process's streams, numbered 1.. in process order (socket numbers repeat
     across processes)."""
-    out = []
+    out: list[StreamResult] = []
     for r in results:
         for s in r.streams:
             out.append(s.model_copy(update={"id": len(out) + 1}))

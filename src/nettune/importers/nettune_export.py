@@ -237,7 +237,7 @@ def import_exports(store: Store, exports: list[ExportRows], name: str, descripti
         for row in ex.rows:
             points.setdefault(json.dumps([str(ex.path), row["study_id"], row["point_idx"]]), {_param_name(c): row.get(c) for c in ex.params})
     spec = _spec(exports, points, name, description)
-    texts = [ex.bundle.study.get("spec_text") for ex in exports if ex.bundle.study and ex.bundle.study.get("spec_text")]
+    texts = [str(ex.bundle.study["spec_text"]) for ex in exports if ex.bundle.study and ex.bundle.study.get("spec_text")]
     text = "# Imported with `nettune import` from nettune exports:\n" + "".join(f"# {ex.path}\n" for ex in exports) + (
         "".join(texts[:1]))
     sid = store.begin_study(spec, text, None, status="imported")

@@ -87,8 +87,8 @@ def what_changed(old: str | None, new: str | None) -> str:
 def stored_result(row: dict[str, Any]) -> TestResult:
     """A stored test, with what the adaptive stopping rule reads (ok, its primary metric, pair):
     its stored `extra` JSON gives back the typed parts (record/legacy.py)."""
-    return TestResult(engine=row["engine"], ok=row["ok"], receiver_bps=row["receiver_bps"],
-                      reverse_receiver_bps=row["reverse_receiver_bps"], extra=row["extra"])
+    return TestResult.model_validate({"engine": row["engine"], "ok": row["ok"], "receiver_bps": row["receiver_bps"],
+                                      "reverse_receiver_bps": row["reverse_receiver_bps"], "extra": row["extra"]})
 
 
 @dataclass
