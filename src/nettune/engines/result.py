@@ -111,6 +111,14 @@ class TestResult(Measures):
             data = split(data.pop("extra") or {}) | data
         return data
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "TestResult":
+        """A copy; `update={"extra": {...}}` (older scripts) replaces every part, as it replaced
+        the whole `extra` dict before the parts existed."""
+        if update and "extra" in update:
+            rest = {k: v for k, v in update.items() if k != "extra"}
+            update = {k: None for k in PARTS} | {"tool": ToolDetails(), "cpu_units": {}} | split(dict(update["extra"] or {})) | rest
+        return super().model_copy(update=update, deep=deep)
+
     @property
     def extra(self) -> Mapping[str, Any]:
         """The stored `extra` JSON of this result (parts and details), read-only."""
