@@ -252,3 +252,17 @@ def test_an_export_written_before_the_table_still_imports(tmp_path):
     assert (run.point, run.run, run.tool_version, run.receiver_bps, run.retransmits) == ({"queues": 8}, 1, "3.10", 9.5e9, 7)
     assert (run.cpu_units["cpu_host"], run.cpu_units["cpu_server"], run.n_streams) == ("pct_of_16", "pct_core", 4)  # declared, native
     assert run.max_snd_wnd is None and run.wall_s is None and run.streams == [] and run.intervals == []
+
+
+def test_an_export_with_a_bad_key_or_study_file_is_one_line(tmp_path):
+    from nettune.errors import NettuneError
+    from nettune.importers.nettune_export import read_exports
+
+    f = tmp_path / "old.csv"
+    f.write_text(OLD_HEADER + "\n" + "A,3,0,8,first,False,True,,iperf3,3.10,tcp,1.5,10.0" + "," * 29 + "\n")
+    with pytest.raises(NettuneError, match=r"old.csv: row 1: run is 'first'"):
+        read_exports([f])
+    f.write_text(OLD_HEADER + "\n" + "A,3,0,8,1,False,True,,iperf3,3.10,tcp,1.5,10.0" + "," * 29 + "\n")
+    (tmp_path / "old.study.json").write_text(json.dumps({"nettune_export": 1, "name": "A", "spec_json": json.dumps({"sweep": [1]}), "facts": {}}))
+    with pytest.raises(NettuneError, match=r"old.study.json: spec_json \(its sweep, its workload\)"):
+        read_exports([f])

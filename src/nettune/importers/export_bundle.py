@@ -134,8 +134,10 @@ def _study(path: Path) -> dict[str, Any]:
         spec = json.loads(doc.get("spec_json") or "{}")
     except ValueError:
         spec = None
-    if not isinstance(spec, dict) or not isinstance(doc.get("facts") or {}, dict):
-        raise NettuneError(f"{path}: spec_json or facts is not a JSON object; export the study again")
+    facts = doc.get("facts") or {}
+    if (not isinstance(spec, dict) or not all(isinstance(spec.get(k) or {}, dict) for k in ("sweep", "workload"))
+            or not isinstance(facts, dict) or not all(isinstance(f, dict) for f in facts.values())):
+        raise NettuneError(f"{path}: spec_json (its sweep, its workload) or facts is not a JSON object; export the study again")
     return doc | {"spec": spec}
 
 

@@ -94,6 +94,10 @@ def read_export(path: Path) -> ExportRows:
         raise NettuneError(f"{path}: not a `nettune export` file (missing columns: {', '.join(missing[:5]) or 'study, study_id, point_idx first'})")
     if not rows:
         raise NettuneError(f"{path}: no runs in this export")
+    for n, row in enumerate(rows):  # what the rows are keyed by: checked here, one line naming the row
+        bad = [k for k in ("study_id", "point_idx", "run") if not _whole(row.get(k))] + [k for k in ("warmup", "ok") if not isinstance(row.get(k), bool)]
+        if bad:
+            raise NettuneError(f"{path}: row {n + 1}: {bad[0]} is {row.get(bad[0])!r}, not what `nettune export` writes there")
     end = min(columns.index(c) for c in ("run_id", "run") if c in columns)
     bundle = read_bundle(path, lambda p: _table(p)[0])
     out = ExportRows(path, columns[3:end], [{k: _clean(v) for k, v in r.items()} for r in rows], bundle)
@@ -133,6 +137,10 @@ def _parquet(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     except Exception as e:  # pyarrow raises several kinds for a damaged file
         raise NettuneError(f"{path}: not a readable Parquet file ({str(e).splitlines()[0][:80]})") from None
     return [{k: _clean(v) for k, v in r.items()} for r in df.to_dict("records")], list(df.columns)
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) or isinstance(v, float) and v.is_integer()
 
 
 def _csv_value(key: str, text: str | None) -> Any:
