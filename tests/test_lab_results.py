@@ -92,7 +92,7 @@ def test_every_mode_round_trips_through_every_export_and_import(tmp_path, engine
     """run on the lab -> store -> export CSV, JSON, Parquet -> `nettune import` -> the same
     numbers, pairs and rounds, for TCP, UDP, reverse, bidir and -P 2."""
     from nettune import Store
-    from nettune.store.sqlite import METRICS
+    from nettune.store.sqlite import METRIC_COLUMNS as METRICS
 
     db = tmp_path / "r.db"
     # two pairs at once in round 0 (an aggregate), one in round 1

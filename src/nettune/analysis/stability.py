@@ -136,7 +136,7 @@ def stability(data: StudyData, params: list[str]) -> tuple[list[RunStability], l
             f"{sum(r.verdict == 'noisy' for r in rows)} noisy, {len(moved)} with a step or a trend")
     lines = [head]
     for r in moved[:10]:
-        lines.append(f"run {r.run + 1}{' ' + r.pair if r.pair else ''} at {r.label}: {r.text}")
+        lines.append(f"run {r.run}{' ' + r.pair if r.pair else ''} at {r.label}: {r.text}")
     if len(moved) > 10:
         lines.append(f"... and {len(moved) - 10} more runs with a step or a trend (analyze --format json: stability)")
     return rows, lines

@@ -10,11 +10,12 @@ import typer
 
 from ..errors import NettuneError
 from ..exporters.base import MEMBERS, one_of
-from .app import DB_OPT, app, console, open_store, print_error, print_export, print_fitted, print_items, user_errors
+from ..record.fields import metric_help
+from .app import DB_OPT, app, console, err_console, open_store, print_error, print_export, print_fitted, print_items, user_errors
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
 SHARE_OPT = typer.Option(0.80, "--share", help="Efficiency: the recommended point is the knee of the throughput-vs-cost frontier among points reaching this share of the best throughput (0.8 = 80%).")
-METRIC_OPT = typer.Option("auto", "--metric", "-m", help="auto (the study's primary metric: total, or wall for a command workload), total (Gbit/s, both directions), receiver, sender, cpu_client, cpu_server, cpu_host, retransmits, lost_percent, jitter_ms, duration, wall, cpu_s, peak_rss, energy, power...")
+METRIC_OPT = typer.Option("auto", "--metric", "-m", help=f"auto (the study's primary metric: total, or wall for a command workload), or one of: {metric_help()}.")
 
 
 def _fmt(format: str) -> str:
@@ -173,17 +174,27 @@ def export(
     study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
     format: str = typer.Option("csv", "--format", "-f", help=f"{one_of(MEMBERS)}."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: standard output; a binary format, e.g. parquet, needs a file)."),
+    series: bool = typer.Option(False, "--series", help="Also the per-interval and per-stream series, idle power and the study's definition, as files next to --out (JSON: the series inside each run); Parquet always writes them."),
     db: Path = DB_OPT,
 ) -> None:
     """Every run of a study, one row each, the swept parameters as columns."""
-    from ..exporters.runs import export as do_export
+    from ..exporters.runs import export as do_export, export_series
+    from ..exporters.series import StudyExport
 
     with open_store(db) as store:
         s = store.find_study(study)
         runs = store.runs(s["id"])
+        extra = StudyExport(s, store.facts(s["id"]), store.idle(s["id"]))
     if not runs:
         raise NettuneError(f"study {s['name']!r} (#{s['id']}) has no runs to export")
-    print_export(do_export(runs, format, out), out, len(runs))
+    if not (series or (format == "parquet" and out is not None)):
+        print_export(do_export(runs, format, out), out, len(runs))
+        return
+    done = export_series(runs, format, out, extra)
+    if isinstance(done, str):
+        print(done, end="")
+    else:
+        err_console.print(f"wrote {len(runs)} runs to {done[0]}" + "".join(f", {p.name}" for p in done[1:]), highlight=False)
 
 
 @app.command("import")
@@ -214,7 +225,7 @@ def import_(
         exports = read_exports(files)
         with import_store(db) as store:  # a failed import leaves no database behind
             sid, n = import_exports(store, exports, study, description)
-        console.print(f"imported {n} runs from {len(files)} export file(s) into study {study!r} (#{sid})", highlight=False)
+        console.print(f"imported {n} runs from {len(exports)} export file(s) into study {study!r} (#{sid})", highlight=False)
         return
 
     params = parse_sets(set_)

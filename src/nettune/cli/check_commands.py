@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import NettuneError
+from ..record.fields import metric_help
 from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -27,8 +28,8 @@ class _Lines:
 
     def test_end(self, slot: Any, result: Any, seconds: float) -> None:
         what = f"{result.total_bps / 1e9:.3f} Gbit/s" if result.ok and result.total_bps is not None else f"failed: {result.error}"
-        pair = f" {result.extra['pair']}" if result.extra.get("pair") else ""
-        console.print(escape(f"  {slot.point.label()} run {slot.run + 1}{pair}: {what}"), highlight=False)
+        pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
+        console.print(escape(f"  {slot.point.label()} run {slot.run}{pair}: {what}"), highlight=False)
 
     def message(self, text: str) -> None:
         console.print(escape(text), highlight=False)
@@ -68,7 +69,7 @@ def check(
     baseline: Path = typer.Option(..., "--baseline", "-b", help="Results database holding the baseline run, or a `nettune export` file (CSV, JSON, Parquet)."),
     tolerance: str = typer.Option("5%", "--tolerance", "-t", help="Changes within this are never a regression, e.g. 5%."),
     baseline_study: Optional[str] = typer.Option(None, "--baseline-study", help="Study in the baseline database (name or id); default: the latest of the same name."),
-    metric: str = typer.Option("auto", "--metric", "-m", help="What to compare: auto (total Gbit/s, or a command workload's wall seconds), total, receiver, cpu_host, retransmits, wall, ..."),
+    metric: str = typer.Option("auto", "--metric", "-m", help=f"What to compare: auto (total Gbit/s, or a command workload's wall seconds), or one of: {metric_help()}."),
     out: Path = typer.Option(Path("nettune-check.json"), "--out", "-o", help="Where to write the result as JSON."),
     db: Path = DB_OPT,
 ) -> None:

@@ -40,15 +40,15 @@ class RichProgress:
         self.task = self.bar.add_task(study.name, total=total_tests)
 
     def test_start(self, slot: Slot, index: int) -> None:
-        self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run + 1}"))
+        self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run}"))
 
     def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None:
         from ..run.workloads import run_of  # noqa: PLC0415 - loaded by the run already; the CLI starts without it
 
         said = run_of(result.engine).result_text(result) if result.ok else ""  # its kind's primary value: Gbit/s, a command's seconds
         what = escape(said) if said else f"[red]failed: {escape(result.error or '')}[/]"
-        pair = f" {result.extra['pair']}" if result.extra.get("pair") else ""
-        console.print(f"  {slot.point.label()} run {slot.run + 1}{pair}: {what}", highlight=False)
+        pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
+        console.print(f"  {slot.point.label()} run {slot.run}{pair}: {what}", highlight=False)
         self.bar.advance(self.task)
 
     def message(self, text: str) -> None:

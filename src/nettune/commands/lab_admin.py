@@ -42,8 +42,7 @@ def lab_up(file: Path) -> LabUp:
     target = LabTarget(study)
     state = target.prepare(first)
     layout = target.layout
-    rows = [LabHostRow(h, layout.ns(h), str(s["interface"]), str(s["address"]), str(s["mtu"]), str(s["tx_queues"]))
-            for h, s in state["hosts"].items()]
+    rows = [LabHostRow(h, layout.ns(h), str(s.interface), str(s.address), str(s.mtu), str(s.tx_queues)) for h, s in state.hosts.items()]
     return LabUp(study.name, rows, f"{layout.bridge} {layout.bridge_address}/{layout.subnet.prefixlen}",
                  layout.ns(study.target.hosts[0]), layout)
 

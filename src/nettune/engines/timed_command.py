@@ -9,8 +9,9 @@ studyfile/command_workload.py). `cwd` is entered by a fixed `sh -c 'cd -- "$1" .
 takes the directory as an argument, so it never becomes shell text either.
 
 The primary metric is the wall seconds of `run` (lower is better), stored as the test's
-`duration` and in extra["command"] with the CPU seconds of its process tree, peak RSS
-and exit status; a non-zero exit is a failed run carrying its last stderr lines.
+`duration` and in its `command` part (record/parts.CommandRun) with the CPU seconds of its
+process tree, peak RSS and exit status; a non-zero exit is a failed run carrying its last
+stderr lines.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..studyfile.workload import Workload
 from .base import EngineBase
+from ..record.parts import CommandRun
 from .result import SideOutput, TestResult
 
 DEFAULT_TIMEOUT = 3600.0  # seconds each step may take when [workload] timeout is not set
@@ -51,13 +53,14 @@ class CommandEngine(EngineBase):
     def timeout(self, wl: Workload) -> float:
         return float(wl.timeout) if wl.timeout is not None else DEFAULT_TIMEOUT
 
-    def result(self, wl: Workload, run: SideOutput | None, measured: dict[str, Any], error: str | None) -> TestResult:
+    def result(self, wl: Workload, run: SideOutput | None, measured: CommandRun, error: str | None) -> TestResult:
         """The TestResult of one run: ok unless `error` (setup failed, run exited non-zero or
         timed out). `measured` holds wall_s, cpu_s, cpu_user_s, cpu_sys_s, peak_rss_kb,
-        exit_code, host and the setup/cleanup summaries (extra["command"])."""
-        wall = measured.get("wall_s")
+        exit_code, host and the setup/cleanup summaries."""
+        if measured.timed_out:
+            measured.wall_s = None  # a run stopped at the timeout has no wall time of its own
         return TestResult(engine=self.name, tool_version="sh", ok=error is None, error=error, protocol="",
-                          duration=wall if error is None else None, client=run, extra={"command": measured})
+                          duration=measured.wall_s if error is None else None, client=run, command=measured)
 
 
 def word_text(word: Any) -> str:

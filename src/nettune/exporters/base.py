@@ -32,6 +32,7 @@ class Table:
     columns: list[str]
     rows: list[dict[str, Any]]
     left: frozenset[str] = field(default_factory=frozenset)
+    units: dict[str, str] = field(default_factory=dict)  # column -> unit (Parquet keeps them: df.attrs["units"])
 
     def values(self, row: dict[str, Any]) -> list[Any]:
         return [row.get(c) for c in self.columns]

@@ -92,14 +92,13 @@ class TableCsvImporter(ImporterBase):
                 table_metrics()[metric].put(res, value)
         if not any(m in values for _, m in measured):
             raise NettuneError(f"{path}: line {line}: no measurement in this row (its {', '.join(n for n, _ in measured)} cell is empty)")
-        res.extra["table_values"] = {m: v for m, v in values.items()}
         if "n" in values or "sd" in values:
-            res.extra["summary"] = {"n": values.get("n"), "sd": values.get("sd"), "of": measured[0][1]}
+            res.details["summary"] = {"n": values.get("n"), "sd": values.get("sd"), "of": measured[0][1]}
             res.warnings.append(f"a summary row (N={values.get('n', '?'):g}, sd={values.get('sd', float('nan')):g}) stored as one run holding "
                                 f"the mean: statistics here see one value per row; `nettune compare --a-table` uses N and sd")
         declared = {f: u for f, u in self.cpu_units.items() if cpu_value(res, f) is not None}
         if declared:
-            res.extra["cpu_units"] = declared  # stored with the run (store/cpu_units.py)
+            res.cpu_units = declared  # stored with the run (store/cpu_units.py)
         return res
 
 

@@ -1,7 +1,7 @@
 """`nettune persist`: write one point's knobs as files an admin installs; never apply them.
 
-The values come from the results database (each run stores the knob values in force
-under settings["knobs"], by host or "machine"). For every host (and "machine" for
+The values come from the results database (each run stores the settings in force, a
+PointState whose `knobs` are the knob values by host or "machine"). For every host (and "machine" for
 host-wide values) the output directory gets:
     <host>/99-nettune-<study>.conf        a /etc/sysctl.d/ fragment (sysctl, cc)
     <host>/tuned/nettune-<study>/tuned.conf   a tuned profile ([main] include, [sysctl], [net], [sysfs])
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NettuneError
+from ..record.point_state import PointState
 from ..studyfile.models import STUDY_NAME
 from ..studyfile.ssh_hosts import HOST_NAME
 from .base import IFNAME, KnobError, Loc
@@ -63,16 +64,18 @@ def parse_point(text: str) -> dict[str, str]:
     return out
 
 
-def knobs_of_point(store: Any, study_ref: str, point: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(study row, point, settings of its first run) from the results database."""
+def knobs_of_point(store: Any, study_ref: str, point: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any], PointState]:
+    """(study row, point, settings of its first run) from the results database (a
+    store.Store: this stage comes before the store's, so it is not named here)."""
     s = store.find_study(study_ref)
     p = find_point(store.points(s["id"]), point)
-    runs = [r for r in store.runs(s["id"]) if r["point_id"] == p["id"]]
-    with_knobs = [r for r in runs if (r.get("settings") or {}).get("knobs")]
+    runs = [r for r in store.runs(s["id"]) if r.point_id == p["id"]]
+    states = [PointState.from_json(r.settings) for r in runs]
+    with_knobs = [st for st in states if st.knobs]
     if not with_knobs:
         why = "it has no runs" if not runs else "its runs recorded no knob values (the study has no [knobs])"
         raise NettuneError(f"study {s['name']!r} point {p['point']}: nothing to persist: {why}")
-    return s, p, with_knobs[0]["settings"]
+    return s, p, with_knobs[0]
 
 
 class Refused(NettuneError):
@@ -153,8 +156,9 @@ def _texts(value: Any) -> list[Any]:
     return [value]
 
 
-def write_files(study: str, point: dict[str, Any], settings: dict[str, Any], out: Path, interface: str | None = None) -> list[Path]:
-    knobs, lab_ifaces = checked_knobs(study, settings, interface)
+def write_files(study: str, point: dict[str, Any], settings: PointState | dict[str, Any], out: Path, interface: str | None = None) -> list[Path]:
+    raw = settings.to_json() if isinstance(settings, PointState) else settings  # as the database holds it: untrusted
+    knobs, lab_ifaces = checked_knobs(study, raw, interface)
     written: list[Path] = []
     label = one_line(", ".join(f"{k}={v}" for k, v in point.items()))
     root = out.resolve()

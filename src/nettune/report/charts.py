@@ -201,7 +201,7 @@ def intervals_chart(data: StudyData, point: PointData, out: Path) -> Chart | Non
         for direction, style in (("forward", "-"), ("reverse", "--")):
             iv = [i for i in r.intervals if i.get("direction", "forward") == direction]
             if iv:
-                label = f"run {r.run + 1}" + (" (reverse)" if direction == "reverse" else "")
+                label = f"run {r.run}" + (" (reverse)" if direction == "reverse" else "")
                 ax.plot([i["end"] for i in iv], [i["bps"] / 1e9 for i in iv], style, marker=".", label=label)
     title = f"{data.name}: per-interval Gbit/s at {point.label(data.params)}"
     ax.set_title(title)

@@ -78,7 +78,7 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
         if pairs:
             row += [r.pair or "", "" if r.round is None else str(r.round + 1)]
         if multi:
-            row.append(f"{r.run + 1}" + (" (warm-up)" if r.warmup else ""))
+            row.append(f"{r.run}" + (" (warm-up)" if r.warmup else ""))
         row.append(_g(r.receiver_bps))
         if has_rev:
             row.append(_g(r.reverse_receiver_bps))

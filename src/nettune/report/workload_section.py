@@ -57,7 +57,7 @@ def workload_md(data: StudyData, analysis: Analysis, md_table: Callable[[list[st
         lines += ["", "Energy not measured: " + "; ".join(why)]
     fails = [r for r in data.runs if not r.ok and workload_kind(r.engine).name == KIND]
     if fails:
-        lines += ["", "Failed runs:", ""] + [f"- {r.point_idx}/{r.run + 1}: {r.error}" for r in fails[:20]]
+        lines += ["", "Failed runs:", ""] + [f"- {r.point_idx}/{r.run}: {r.error}" for r in fails[:20]]
     return lines
 
 
@@ -70,7 +70,7 @@ def command_columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     for r in runs:
         status = "ok" if r.ok else f"FAILED: {r.error}"
         rows.append([str(r.point.get(p, "")) for p in params] + [
-            f"{r.run + 1}" + (" (warm-up)" if r.warmup else ""), "" if r.wall_s is None else f"{r.wall_s:.3f}",
+            f"{r.run}" + (" (warm-up)" if r.warmup else ""), "" if r.wall_s is None else f"{r.wall_s:.3f}",
             "" if r.cpu_s is None else f"{r.cpu_s:.2f}", "" if r.cpu_host is None else f"{r.cpu_host:.0f}",
             "" if r.peak_rss_kb is None else f"{r.peak_rss_kb / 1024:.1f}", "" if r.energy_j is None else num(r.energy_j),
             "" if r.power_w is None else num(r.power_w), "" if r.exit_code is None else str(r.exit_code), status])

@@ -15,12 +15,12 @@ step leads, by its PID; cleanup runs after every run whose setup started.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ..engines.result import SideOutput, TestResult
 from ..engines.timed_command import CommandEngine, stderr_tail
 from ..errors import NettuneError
 from ..probes.base import Probe
+from ..record.parts import CommandRun, StepSummary
 from ..probes.registry import window_probes
 from ..studyfile.models import workload_kind
 from ..studyfile.workload import Workload
@@ -41,7 +41,8 @@ def run_command_test(engine: CommandEngine, wl: Workload, host: Host, extra_mach
                      meters: list[Probe] | None = None) -> TestResult:
     """One run: setup, run (timed, probed), cleanup. Never raises for a failing command;
     a lost connection to the host gives a failed result with the reason."""
-    measured: dict[str, Any] = {"host": host.name}
+    measured = CommandRun(host=host.name)
+    warnings: list[str] = []
     error: str | None = None
     run_side: SideOutput | None = None
     probes: list[Probe] = []
@@ -52,7 +53,7 @@ def run_command_test(engine: CommandEngine, wl: Workload, host: Host, extra_mach
             setup = engine.step_argv(wl, "setup")
             if setup is not None:
                 side, err = _step(host, setup, env, limit, "setup")
-                measured["setup"] = _summary(side)
+                measured.setup = _summary(side)
                 if err:
                     raise _StepFailed(err)
             run_argv = engine.step_argv(wl, "run")
@@ -65,13 +66,13 @@ def run_command_test(engine: CommandEngine, wl: Workload, host: Host, extra_mach
             cleanup = engine.step_argv(wl, "cleanup")
             if cleanup is not None:  # also after a failed setup or run: it may have left files
                 side, err = _step(host, cleanup, env, limit, "cleanup")
-                measured["cleanup"] = _summary(side)
+                measured.cleanup = _summary(side)
                 if err:
-                    measured.setdefault("warnings", []).append(err)
+                    warnings.append(err)
     except ConnectionError as e:
         error = f"connection lost: {e}"
     res = engine.result(wl, run_side, measured, error)
-    res.warnings += measured.pop("warnings", [])
+    res.warnings += warnings
     for p in probes:
         p.write(res)
     return res
@@ -82,7 +83,7 @@ class _StepFailed(Exception):
 
 
 def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float, probes: list[Probe],
-           measured: dict[str, Any]) -> tuple[SideOutput, str | None]:
+           measured: CommandRun) -> tuple[SideOutput, str | None]:
     """The timed step, inside the probes' window; fills `measured`."""
     side = SideOutput(role="run", host=host.name, argv=list(argv), started=time.time())
     for p in probes:
@@ -104,17 +105,17 @@ def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float
     _finish(proc, side, not exited)
     ru = proc.rusage_tree() or {}
     cpu = proc.cpu_seconds()
-    measured.update(wall_s=round(t1 - t0, 6), exit_code=side.exit_code, timed_out=side.timed_out,
-                    cpu_s=None if cpu is None or side.timed_out else round(cpu, 6),
-                    cpu_user_s=ru.get("user") if not side.timed_out else None,
-                    cpu_sys_s=ru.get("sys") if not side.timed_out else None,
-                    peak_rss_kb=int(ru["max_rss_kb"]) if "max_rss_kb" in ru and not side.timed_out else None)
+    measured.wall_s, measured.exit_code, measured.timed_out = round(t1 - t0, 6), side.exit_code, side.timed_out
+    measured.cpu_s = None if cpu is None or side.timed_out else round(cpu, 6)
+    measured.cpu_user_s = ru.get("user") if not side.timed_out else None
+    measured.cpu_sys_s = ru.get("sys") if not side.timed_out else None
+    measured.peak_rss_kb = int(ru["max_rss_kb"]) if "max_rss_kb" in ru and not side.timed_out else None
     if proc.lost:
         return side, f"connection lost during the run: {proc.lost}"
     if side.timed_out:
         return side, f"run did not finish within {limit:.0f}s; its process group was stopped" + _said(side)
     if side.exit_code != 0:
-        measured["stderr_tail"] = stderr_tail(side.stderr)
+        measured.stderr_tail = stderr_tail(side.stderr)
         return side, f"run exited with code {side.exit_code}" + _said(side)
     return side, None
 
@@ -163,7 +164,6 @@ def _said(side: SideOutput) -> str:
     return f": {' | '.join(tail)}" if tail else ""
 
 
-def _summary(side: SideOutput) -> dict[str, Any]:
+def _summary(side: SideOutput) -> StepSummary:
     """What is kept of an untimed step: its command, how it ended, its last stderr lines."""
-    return {"argv": side.argv, "exit_code": side.exit_code, "timed_out": side.timed_out,
-            "stderr_tail": stderr_tail(side.stderr, 5)}
+    return StepSummary(argv=side.argv, exit_code=side.exit_code, timed_out=side.timed_out, stderr_tail=stderr_tail(side.stderr, 5))

@@ -48,7 +48,7 @@ def run_test(
             res = _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {}, access, meters or [])
     except ConnectionError as e:
         res = failed_result(engine, tool_version, wl, redact(f"connection lost: {e}", access.secrets()), [])
-    res.extra["server_access"] = access.summary()
+    res.details["server_access"] = access.summary()  # how the server was kept to our client (no code reads it)
     return res
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from ..engines.result import TestResult
 from ..errors import PointFailed
+from ..record.parts import EngineChoice
+from ..record.point_state import PointState
 from ..plan.points import ResolvedPoint, Slot
 from ..probes.base import Probe
 from ..studyfile.workload import Workload
@@ -29,7 +31,7 @@ class PointRunner:
         self.ctx = ctx
         self.current: int | None = None
         self.unreached: dict[int, str] = {}  # point index -> why its settings could not be brought into force
-        self.settings: dict[str, Any] = {}  # what the target (and knobs) report in force at the current point
+        self.settings = PointState()  # what the target (and knobs) report in force at the current point
         self.count = 0
         self.values: dict[int, list[float | None]] = {i: [] for i in ctx.by_index}
         self.last_run: dict[int, int] = {}  # highest counted run number each point has
@@ -67,8 +69,8 @@ class PointRunner:
             ctx.progress.message(said)
             self.doctor = False  # once (a first point that fails is not audited again at the next)
         if ctx.knobs is not None:
-            self.settings["knobs"] = ctx.knobs.apply_point(rp)
-            self.settings.update(ctx.target.state())  # read back what the knobs changed
+            applied = ctx.knobs.apply_point(rp)
+            self.settings = self.settings.with_knobs(applied).merged(ctx.target.state())  # read back what the knobs changed
             for note in ctx.knobs.take_messages():
                 ctx.progress.message(note)
         if self.current is None and not self.facts_stored:
@@ -122,7 +124,7 @@ class PointRunner:
 
         def chosen(r: TestResult) -> TestResult:  # engine = "auto": what was picked and why, with every test
             if choice is not None:
-                r.extra["engine_choice"] = choice.to_dict()
+                r.engine_choice = EngineChoice.model_validate(choice.to_dict())
             return r
 
         results = kind.run_slot(SlotRun(

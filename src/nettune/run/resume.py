@@ -86,10 +86,10 @@ def what_changed(old: str | None, new: str | None) -> str:
 
 
 def stored_result(row: dict[str, Any]) -> TestResult:
-    """A stored test, with what the adaptive stopping rule reads (ok, throughput or a
-    command's wall seconds, pair)."""
-    return TestResult(engine=row["engine"], ok=row["ok"], duration=row["duration"], receiver_bps=row["receiver_bps"],
-                      reverse_receiver_bps=row["reverse_receiver_bps"], extra=row["extra"])
+    """A stored test, with what the adaptive stopping rule reads (ok, its primary metric: throughput or a command's wall seconds, pair):
+    its stored `extra` JSON gives back the typed parts (record/legacy.py)."""
+    return TestResult.model_validate({"engine": row["engine"], "ok": row["ok"], "duration": row["duration"], "receiver_bps": row["receiver_bps"],
+                                      "reverse_receiver_bps": row["reverse_receiver_bps"], "extra": row["extra"]})
 
 
 @dataclass
@@ -103,7 +103,8 @@ class Stored:
         out = cls()
         for row in store.stored_slots(study_id):
             key = (row["point_idx"], row["run"], row["warmup"])
-            out.by_slot.setdefault(key, {})[row["extra"].get("pair", SINGLE)] = stored_result(row)
+            res = stored_result(row)
+            out.by_slot.setdefault(key, {})[res.pair.pair if res.pair is not None and res.pair.pair else SINGLE] = res
         return out
 
     def of(self, slot: Slot) -> dict[str, TestResult]:

@@ -3,15 +3,15 @@
 
 The network kind (run/workloads/network_run.py) calls `run_slot` for every slot: one
 run_test, or, when `wl.pairs` is set, `run_pairs` (the rounds themselves are planned in
-plan.pairs); every result goes to `on_result` (store.add_run) the moment it ends. Pair results are runs of the same point and run number; `result.extra`
-says which pair:
+plan.pairs); every result goes to `on_result` (store.add_run) the moment it ends. Pair results are runs of the same point and run number; `result.pair`
+(record/parts.PairPlace) says which pair:
 
-    extra["pair"]    "a->b"   (server->client)
-    extra["server"], extra["client"]
-    extra["round"]   0-based round index within this point's run
-    extra["round_pairs"]  how many pairs that round had
-    extra["parallel"]     whether the round's pairs ran at the same time
-    extra["round_total_bps"]  parallel rounds only: sum of the ok pairs' throughput
+    pair.pair    "a->b"   (server->client)
+    pair.server, pair.client
+    pair.round   0-based round index within this point's run
+    pair.round_pairs  how many pairs that round had
+    pair.parallel     whether the round's pairs ran at the same time
+    pair.round_total_bps  parallel rounds only: sum of the ok pairs' throughput
 
 Rounds never put a host in two tests, so with parallel_pairs the pairs of a round run in
 threads at the same time and their sum is the aggregate the hosts reached together.
@@ -23,6 +23,7 @@ from typing import Callable, Collection
 
 from ..engines.base import Engine
 from ..engines.result import TestResult
+from ..record.parts import PairPlace
 from ..plan.pairs import Pair, plan_rounds
 from ..probes.base import Probe
 from ..studyfile.workload import Workload
@@ -67,7 +68,7 @@ def run_pairs(
         def one(pair: Pair) -> TestResult:
             server, client = pair
             res = _one_test(engine, wl, target.hosts[server], target.hosts[client], tool_version, extra_machines, access)
-            res.extra.update(pair=pair_label(pair), server=server, client=client, round=r, round_pairs=len(full), parallel=parallel)
+            res.pair = PairPlace(pair=pair_label(pair), server=server, client=client, round=r, round_pairs=len(full), parallel=parallel)
             return res
 
         if parallel:
@@ -75,7 +76,8 @@ def run_pairs(
                 done = list(ex.map(one, rnd))
             total = sum(x.total_bps or 0.0 for x in done if x.ok)
             for res in done:
-                res.extra["round_total_bps"] = total
+                if res.pair is not None:
+                    res.pair.round_total_bps = total
             if on_round:
                 on_round(done)
             elif on_result:
@@ -97,10 +99,10 @@ def pair_label(pair: Pair) -> str:
 
 
 def round_totals(results: list[TestResult]) -> dict[int, float]:
-    """Aggregate throughput per round (sum of ok pairs), from results' extra."""
+    """Aggregate throughput per round (sum of ok pairs), from results' pair parts."""
     out: dict[int, float] = {}
     for res in results:
-        rnd = res.extra.get("round")
+        rnd = None if res.pair is None else res.pair.round
         if rnd is not None and res.ok:
             out[rnd] = out.get(rnd, 0.0) + (res.total_bps or 0.0)
     return out

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Union, get_args
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from .command_workload import CommandWorkload
-from .fields import (BENCH_NET as BENCH_NET, MAX_LAB_HOSTS as MAX_LAB_HOSTS, Bytes as Bytes, Duration as Duration, Mtu as Mtu,
+from .field_types import (BENCH_NET as BENCH_NET, MAX_LAB_HOSTS as MAX_LAB_HOSTS, Bytes as Bytes, Duration as Duration, Mtu as Mtu,
                      NotBool as NotBool, Omit as Omit, Port as Port, Queues as Queues, Rate as Rate, Streams as Streams, Strict as Strict,
                      Template as Template, ThisMachine as ThisMachine)
 from .knobs_section import KnobsSpec

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, StrictBool, StringConstraints, field_validator, model_validator
 
 from .command_fields import CommandFields
-from .fields import Bytes, Duration, NotBool, Omit, Port, Rate, Strict, Streams, Template
+from .field_types import Bytes, Duration, NotBool, Omit, Port, Rate, Strict, Streams, Template
 
 Pairs = Union[
     Annotated[str, StringConstraints(pattern=r"^(mesh|star:[A-Za-z0-9_-]{1,32})$")], Template,  # "star:{os}-a": per point

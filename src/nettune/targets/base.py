@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 import socket
 from typing import Any, ContextManager, Iterator, Mapping, Protocol, runtime_checkable
+from ..record.point_state import PointState
 
 
 @dataclass
@@ -156,7 +157,7 @@ class Target(Protocol):
     extra_machines: dict[str, Host]  # sampled for CPU during every test ("hypervisor:NAME")
     warnings: list[str]  # said once before the study starts (a host key recorded...)
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
+    def prepare(self, resolved: Any) -> PointState:
         """Bring the target into the state a point needs (create, re-create, adjust).
 
         Returns the target's actual state for the point (e.g. mtu, queues per host),
@@ -164,8 +165,8 @@ class Target(Protocol):
         """
         ...
 
-    def state(self) -> dict[str, Any]:
-        """The actual state now (after knobs changed it); {} when nothing can change."""
+    def state(self) -> PointState:
+        """The actual state now (after knobs changed it); empty when nothing can change."""
         ...
 
     def facts(self) -> dict[str, dict[str, Any]]:
@@ -256,8 +257,8 @@ class TargetBase:
     def warnings(self) -> list[str]:
         return []
 
-    def state(self) -> dict[str, Any]:
-        return {}
+    def state(self) -> PointState:
+        return PointState()
 
     def facts(self) -> dict[str, dict[str, Any]]:
         return {name: {} for name in self.hosts}

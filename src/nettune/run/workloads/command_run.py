@@ -16,6 +16,7 @@ from ...engines.result import TestResult
 from ...engines.timed_command import CommandEngine
 from ...errors import ToolMissing
 from ...plan.points import ResolvedPoint
+from ...record.parts import CommandRun as CommandMeasures
 from ...studyfile.models import Study
 from ...studyfile.workload import Workload
 from ...targets.base import Target
@@ -60,7 +61,7 @@ class CommandRun(WorkloadRunBase):
         return [res]
 
     def failed(self, wl: Workload, tool_version: str, why: str) -> TestResult:
-        return ENGINE.result(wl, None, {}, why)
+        return ENGINE.result(wl, None, CommandMeasures(), why)
 
     def value(self, result: TestResult) -> float | None:
         return result.duration if result.ok else None  # the wall seconds of `run` (CommandEngine.result)

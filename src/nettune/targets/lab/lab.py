@@ -11,6 +11,7 @@ from . import lab_placement as placement
 from .labnet import LabNet, require_root, study_layout
 from ..scratch import scratch_namespaces
 from .lab_host import LabHost as LabHost
+from ...record.point_state import PointState
 
 
 
@@ -31,7 +32,7 @@ class LabTarget(TargetBase):
         self._shaping: Any = (None, None)  # the link and underlay values in force
         self._created = False  # close() removes only a lab this target began to create
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
+    def prepare(self, resolved: Any) -> PointState:
         spec = resolved.target
         under = spec.underlay or UnderlaySpec()
         placed = placement.nodes_for(spec, resolved.workload)
@@ -55,7 +56,7 @@ class LabTarget(TargetBase):
         self._mtu, self._queues, self._underlay_mtu, self._shaping = spec.mtu, spec.queues, under.mtu, shaping
         return self.state()
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PointState:
         """The hosts' interfaces as they are now (after knobs, e.g. an mtu knob), the links'
         qdiscs and the nodes' underlay and overlay."""
         out: dict[str, Any] = {"hosts": self.net.state()}
@@ -63,7 +64,7 @@ class LabTarget(TargetBase):
             out["shaping"] = self.net.shaping_state()
         if self.layout.nodes:
             out["nodes"] = lab_nodes.node_state(self.layout)
-        return out
+        return PointState.model_validate(out)
 
     def up(self, mtu: int, queues: int, underlay_mtu: int = 1500) -> None:
         """Create the lab at this MTU and queue count without a study point (tests stand a

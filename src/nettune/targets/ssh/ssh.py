@@ -45,6 +45,7 @@ from .sshshell import RemoteShell, ShellGone
 from .ssh_error import SshError as SshError
 from .sshconnect import hop_where, ssh_connect
 from .sshtrust import openssh_line, record_first_use, sudo_problem, tofu_file
+from ...record.point_state import PointState
 
 log = logging.getLogger("nettune.ssh")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -362,8 +363,9 @@ class SshTarget(TargetBase):
         return keys + [f"{n}: inventory setting not honoured: {x}" for n, h in self.hosts.items() for x in h.spec.ignored] + \
             [f"{n}: {x}" for n, h in self.hosts.items() for x in h.spec.local_commands + [c for j in h.spec.jump for c in j.local_commands]]
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
-        return {"hosts": {n: {"address": h.address, "role": h.role, "connections": h.connects} for n, h in self.hosts.items()}}
+    def prepare(self, resolved: Any) -> PointState:
+        return PointState.model_validate({"hosts": {n: {"address": h.address, "role": h.role, "connections": h.connects}
+                                                    for n, h in self.hosts.items()}})
 
     def facts(self) -> dict[str, dict[str, Any]]:
         def one(h: SshHost) -> dict[str, Any]:
