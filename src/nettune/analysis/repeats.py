@@ -2,7 +2,7 @@
 
 A verdict rests on a few comparisons: the best point against the runner-up, and along
 each curve the peak against its neighbours. When such a pair is not yet settled (single
-runs, or Welch's p >= 0.05), nettune names it and says how many runs each side needs for
+runs, or Welch's p >= 0.05; a hint, not a verdict, so unadjusted), nettune names it and says how many runs each side needs for
 Welch's test to tell the observed difference from noise (80% power at the 5% level), with
 the spread taken from the points themselves, else from similar points (the other points
 with repeats, those sharing all but one parameter first), else it says there is none yet.
@@ -107,8 +107,9 @@ def suggest(data: StudyData, m: Metric, params: list[str], curves: list[tuple[st
         if cv is None:
             text = f"{head}: run each {FIRST_RUNS} times ({cv_from} to measure the spread), then analyze again"
         elif n is None:
-            text = (f"{head}: within noise at a {cv * 100:.1f}% spread ({cv_from}); even {MAX_RUNS} runs each would not "
-                    f"tell them apart, so treat them as equal")
+            text = (f"{head}: small against a {cv * 100:.1f}% spread ({cv_from}); even {MAX_RUNS} runs each would likely not "
+                    "tell them apart, which does not make them equal (only an interval inside a stated margin would: "
+                    "`nettune compare --margin`)")
         else:
             text = f"{head}: run each {n} times (for a {cv * 100:.1f}% spread, {cv_from}; mean {num(ma * m.scale)} vs {num(mb * m.scale)} {m.label})"
         out.append(RepeatSuggestion([a.params, b.params], [la, lb], why, diff * 100, n, cv, cv_from, text))

@@ -16,7 +16,9 @@ from .links import PairAnalysis
 from .repeats import RepeatSuggestion
 from .serial import JsonRecord
 from .stats import Summary
-from .sweep import Curve, Effect
+from .design_noise import DesignNoise
+from .effects import Effect
+from .sweep import Curve
 
 
 @dataclass
@@ -161,3 +163,6 @@ class Analysis(JsonRecord):
     interval: str = "Student's t"  # how every point's 95% interval was made
     interval_why: str = ""  # why, when not Student's t (skewed runs)
     cpu_units: dict[str, str] = field(default_factory=dict)  # side -> unit of its CPU column ("% of 1 core")
+    policy: str = ""  # the multiplicity policy every verdict follows (analysis/policy.py)
+    effect_tests: int = 0  # the family behind the "mattered" verdicts: each judged at 5% / this
+    noise: DesignNoise | None = None  # single runs: the noise the design gives, or why none

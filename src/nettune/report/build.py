@@ -168,7 +168,7 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise NettuneError(f"--out {out}: cannot create the directory ({e.strerror})") from None
-    charts = all_charts(data, out / "charts", m, chosen, analysis.efficiency)
+    charts = all_charts(data, out / "charts", m, chosen, analysis.efficiency, [cc for p in analysis.parameters for cc in p.cost_curves])
     charts += [c for c in [stability_chart(data, analysis, out / "charts")] if c is not None]  # every point's intervals over time
     pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
     charts += [pairs] if pairs else []
