@@ -30,6 +30,8 @@ from .verdicts import (Analysis, Best, LevelComparison, NoisyPoint, ParameterRes
                        PointOutliers, PointRow)
 from .design_noise import DesignNoise, design_noise
 from .effects import Line, count_tests, judge, lines as param_lines
+from .margins import margins
+from .modes import bands
 from .policy import STATEMENT
 from .sweep import SATURATION, curve, num
 
@@ -106,7 +108,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     findings += frontier_findings(out.efficiency)
     findings += energy_findings(data, m, params)  # joules per run, Gbit/s per watt, idle power
     peaks = [(res.name, c.fixed, c.x, c.x.index(c.peak_x)) for res in out.parameters for c in res.curves if c.shape in ("peak", "declining")]
-    out.repeats = suggest(data, m, params, peaks)
+    out.repeats = suggest(data, m, params, peaks, usable.cv if usable is not None else None)
     findings += [r.text for r in out.repeats]
     out.fairness = [PointFairness.of(r, r.fairness) for r in rows if r.fairness]
     findings += _fairness_text(out.fairness)
@@ -117,12 +119,21 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
         if r.outlier_runs:
             findings.append(f"outlier run(s) {', '.join(str(x + 1) for x in r.outlier_runs)} at {r.label} "
                             f"(median {num(r.median)} {m.label}): flagged by the MAD rule, kept in every number")
+    out.bands = bands(data, m, params)  # two regimes under one mean (analysis/modes.py)
+    for b in out.bands:
+        row = next(r for r in rows if r.point == {k: b.point.get(k) for k in params})
+        row.bands = ", ".join(f"{num(x.mean)} ({x.runs} runs)" for x in b.bands)
+    findings += [b.text for b in out.bands]
+    out.margins, said, margin_line = margins(data, params)  # adaptive repeats: target_margin per point
+    findings += said
     noisy = [(r, r.cv) for r in rows if r.cv is not None and r.cv > NOISY_CV]
     out.noisy = [NoisyPoint(r.point, cv) for r, cv in noisy]
     if noisy:
         worst, worst_cv = max(noisy, key=lambda t: t[1])
+        advice = ("more runs will narrow the intervals only slowly: make the runs steadier" if out.margins
+                  else "add runs, or set [repeat] target_margin")
         findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
-                        f"{worst_cv * 100:.0f}% at {worst.label}): add runs, or set [repeat] target_margin")
+                        f"{worst_cv * 100:.0f}% at {worst.label}): {advice}")
     if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
         out.pairs = analyze_pairs(data, m, params)
         findings += out.pairs.findings
@@ -132,7 +143,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
         out.groups = analyze_groups(data, by, m)
         findings += [f"by {by}: {f}" if not f.startswith("  ") else f for f in out.groups.findings]
     out.findings = findings
-    out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx)
+    out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx) + margin_line
     if out.groups is not None:
         out.headline += [i.text for i in out.groups.interactions if i.depends]
     if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
@@ -154,10 +165,12 @@ def headline(out: Analysis, where: str, hits: dict[str, float]) -> list[str]:
         effects = [p.effect for p in out.parameters if p.effect and p.effect.mattered and p.effect.change_pct is not None]
         if effects:
             e = max(effects, key=lambda e: abs(math.log1p(e.change_pct / 100)) if e.change_pct > -100 else math.inf)  # type: ignore[operator]
-            lines.append(f"mattered most: {e.param} ({e.change_pct:+.1f}% from {e.param}={e.first} to {e.param}={e.second})")
+            lines.append(f"mattered most: {e.param} ({e.summary})")
     if best.n < 2:
         closest = f"; closest call: {out.repeats[0].text}" if out.repeats else ""
-        lines.append("single runs: no noise estimate yet; set [repeat] runs = 3 (or target_margin) before trusting a difference" + closest)
+        noise = (f"the noise (about {out.noise.cv * 100:.1f}%) is estimated from the design only"
+                 if out.noise is not None and out.noise.cv is not None else "no noise estimate yet")
+        lines.append(f"single runs: {noise}; set [repeat] runs = 3 (or target_margin) before trusting a difference" + closest)
     return lines
 
 

@@ -165,19 +165,21 @@ def _config(p: PointData, keys: list[str]) -> tuple[Any, ...]:
 def match(data: StudyData, fa: dict[str, str], fb: dict[str, str], pa: list[PointData], pb: list[PointData]) -> tuple[list[str], list[tuple[PointData, PointData]]]:
     """Pair the points of a and b that agree on every independently swept parameter not
     named in --a/--b ("like with like"); a refusal names the parameters that differ."""
-    named = set(fa) | set(fb)
-    others = [k for k in data.axes if k not in named and len({str(p.params.get(k)) for p in pa + pb}) > 1]
-    if len(pa) == len(pb) == 1 and not others:
-        return [], [(pa[0], pb[0])]
+    def varies(k: str, pts: list[PointData]) -> bool:
+        return len({str(p.params.get(k)) for p in pts}) > 1
+
+    others = [k for k in data.axes if k not in fa and k not in fb and varies(k, pa + pb)]
+    loose = [k for k in data.axes if (k in fa) != (k in fb) and varies(k, pb if k in fa else pa)]  # named on one side only
     ka = {_config(p, others): p for p in pa}
     kb = {_config(p, others): p for p in pb}
-    if others and len(ka) == len(pa) and len(kb) == len(pb) and set(ka) == set(kb):
+    if not loose and len(ka) == len(pa) and len(kb) == len(pb) and set(ka) == set(kb):
         return others, [(ka[k], kb[k]) for k in ka]
-    vals = {k: sorted({str(p.params.get(k)) for p in pa + pb}) for k in others or [k for k in data.params if k not in named]}
-    what = "; ".join(f"{k} ({', '.join(v)})" for k, v in vals.items() if len(v) > 1) or "parameters not named"
-    raise NettuneError(f"--a selects {len(pa)} point(s) and --b {len(pb)} that differ in {what}, and they cannot be matched one to one: "
-                       "pooling them would treat different configurations as repeats; name those parameters in both --a and --b "
-                       f"(e.g. --a {','.join([*(f'{k}={v}' for k, v in fa.items()), *(f'{k}={vs[0]}' for k, vs in vals.items())])})")
+    differ = loose + [k for k in others if k not in loose] or [k for k in data.params if varies(k, pa) or varies(k, pb)]
+    what = "; ".join(f"{k} ({', '.join(sorted({str(p.params.get(k)) for p in pa + pb}))})" for k in differ)
+    example = ",".join([*(f"{k}={v}" for k, v in fa.items()), *(f"{k}={pa[0].params.get(k)}" for k in differ if k not in fa)])
+    raise NettuneError(f"--a selects {len(pa)} point(s) and --b {len(pb)} that differ in {what}, and they cannot be matched one to "
+                       "one: pooling them would treat different configurations as repeats; name those parameters in both --a and --b "
+                       f"(e.g. --a {example})")
 
 
 def compare_matched(pairs: list[tuple[PointData, PointData]], others: list[str], m: Metric, labels: tuple[str, str], hib: bool,

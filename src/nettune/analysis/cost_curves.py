@@ -66,6 +66,9 @@ def cost_curve(param: str, fixed: dict[str, Any], xs: list[Any], pts: list[Point
     if not single and c.p_value >= ALPHA:  # type: ignore[operator]
         c.text = f"{where}{cost.name}: no change shown along {param} ({span}; {pval(c.p_value)})"
         return c
+    if single and min(means) == max(means):  # the same figure at every value: nothing to describe
+        c.text = f"{where}{cost.name}: {num(means[0])} {cost.unit} at every {param} (single runs)"
+        return c
     c.shape = "climbing" if means[-1] > means[0] else "falling"
     step = "doubling" if log_x else "step"
     throughput = any(METRICS["total"].value(r) is not None for p in data.points for r in p.counted)
@@ -102,9 +105,10 @@ def cost_findings(curves: list[CostCurve]) -> list[str]:
             continue
         climbing = [c for c in cs if c.climbs_from is not None]
         name = cs[0].name
-        single = "single runs: " if any(n < 2 for c in cs for n in c.n) else ""
+        single = "single runs, no noise estimate: " if any(n < 2 for c in cs for n in c.n) else ""
         if not climbing:
-            out.append(f"{single}{name} {'rises' if cs[0].shape == 'climbing' else 'changes'} along {param} no faster than throughput "
+            than = " no faster than throughput" if any(c.throughput_gains for c in cs) else ""  # a timed command has none
+            out.append(f"{single}{name} {'rises' if cs[0].shape == 'climbing' else 'changes'} along {param}{than} "
                        f"({len(cs)} lines of the other parameters)")
             continue
         where = "; ".join(f"{', '.join(f'{k}={v}' for k, v in c.fixed.items())}: from {param}={c.climbs_from}" for c in climbing)

@@ -71,7 +71,7 @@ def additive_tests(y: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, int]:
             f = (ss[i] / (levels[i] - 1)) / (res / df)
         p = np.where(exact, np.where(ss[i] > 0, 0.0, 1.0), sst.f.sf(np.where(exact, 0.0, f), levels[i] - 1, df))
         ps.append(p)
-    return np.array(ps), np.sqrt(res / df), df
+    return np.array(ps), np.where(exact, 0.0, np.sqrt(res / df)), df
 
 
 def grid(data: StudyData, m: Metric) -> tuple[np.ndarray | None, list[list[Any]], str]:

@@ -73,6 +73,7 @@ class Effect(JsonRecord):
     second: Any = None
     test: str = ""  # the test the verdict rests on, and the adjustment
     tested: bool = True  # False: single runs and no noise estimate: cannot tell
+    summary: str = ""  # the two means quoted and the change, for the headline
 
 
 def _is_num(v: Any) -> bool:
@@ -118,7 +119,7 @@ def line_test(param: str, ln: Line, family: int, design: DesignNoise | None) -> 
     """How a curve line is judged: its ANOVA, the design's F test, or nothing."""
     adj = over(family, "tests")
     if design is not None and param in design.p_values and design.cv is not None:
-        words = f"single runs: F test of {param} against the noise from {design.method}" + (f", {adj}" if adj else "")
+        words = "single runs: F test against the design's noise" + (f", {adj}" if adj else "")
         return LineTest(adjusted(design.p_values[param], family), alpha_each(family), words, (design.cv, design.df))
     if ln.repeated:
         p = anova(ln.vals)
@@ -127,7 +128,7 @@ def line_test(param: str, ln: Line, family: int, design: DesignNoise | None) -> 
     return LineTest(None)
 
 
-def comparisons(param: str, ln: Line, m: Metric, family: int) -> list[tuple[Any, Comparison | None, str]]:
+def comparisons(param: str, ln: Line, m: Metric, family: int, design: bool = False) -> list[tuple[Any, Comparison | None, str]]:
     """Each level of a line against its first: (level, comparison or None, text)."""
     out: list[tuple[Any, Comparison | None, str]] = []
     base = ln.vals[0]
@@ -135,7 +136,8 @@ def comparisons(param: str, ln: Line, m: Metric, family: int) -> list[tuple[Any,
         head = f"{_where(ln.fixed)}{param}={lv} vs {param}={ln.levels[0]}: "
         if len(v) < 2 or len(base) < 2:
             change = (_mean(v) / _mean(base) - 1) * 100 if _mean(base) else 0.0
-            out.append((lv, None, head + f"{change:+.1f}% (single runs: no noise estimate for this pair, no verdict)"))
+            why = f"no test of one pair; {param}'s F test against the design's noise decides" if design else "no noise estimate, no verdict"
+            out.append((lv, None, head + f"{change:+.1f}% (single runs: {why})"))
             continue
         c = time_words(compare_values(base, v, m.higher_is_better, (m.better, m.worse), m.name, family=family), m.higher_is_better, m.better)
         out.append((lv, c, head + c.text))
@@ -146,7 +148,7 @@ def _mean(xs: list[float]) -> float:
     return math.fsum(xs) / len(xs)
 
 
-def describe(param: str, ln: Line, unit: str) -> tuple[str, float | None, Any, Any, tuple[Any, float], tuple[Any, float], float]:
+def describe(param: str, ln: Line, unit: str) -> tuple[str, float | None, Any, Any, tuple[Any, float], tuple[Any, float], float, str]:
     """The line's lowest and highest means, named in sweep order, with compare's percentage."""
     means = [_mean(v) for v in ln.vals]
     lo_i = min(range(len(means)), key=lambda i: means[i])
@@ -155,18 +157,19 @@ def describe(param: str, ln: Line, unit: str) -> tuple[str, float | None, Any, A
     a, b = ln.levels[i], ln.levels[j]
     change = (means[j] / means[i] - 1) * 100 if means[i] else None
     pct = f" ({change:+.1f}% from {param}={a} to {param}={b})" if change is not None else ""
+    short = f"{num(means[i])} -> {num(means[j])} {unit} from {param}={a} to {param}={b}" + (f", {change:+.1f}%" if change is not None else "")
     text = f"{_where(ln.fixed)}{num(means[i])} {unit} at {param}={a} vs {num(means[j])} at {param}={b}{pct}"
     spread = (means[hi_i] - means[lo_i]) / means[hi_i] * 100 if means[hi_i] else 0.0
-    return text, change, a, b, (ln.levels[lo_i], means[lo_i]), (ln.levels[hi_i], means[hi_i]), spread
+    return text, change, a, b, (ln.levels[lo_i], means[lo_i]), (ln.levels[hi_i], means[hi_i]), spread, short
 
 
-def _widest(param: str, ls: list[Line]) -> Line:
+def _widest(ls: list[Line]) -> Line:
     return max(ls, key=lambda ln: abs(math.log(max(_mean(max(ln.vals, key=_mean)), 1e-300) / max(_mean(min(ln.vals, key=_mean)), 1e-300))))
 
 
 def settle(ls: list[Line], data: StudyData, m: Metric, design: DesignNoise | None) -> str:
     """The runs per point that would let a line's biggest difference be told from noise."""
-    ln = _widest("", ls)
+    ln = _widest(ls)
     means = [_mean(v) for v in ln.vals]
     top = max(abs(x) for x in means)
     diff = (max(means) - min(means)) / top if top else 0.0
@@ -176,9 +179,9 @@ def settle(ls: list[Line], data: StudyData, m: Metric, design: DesignNoise | Non
         return f"run each point {FIRST_RUNS} times (no point has repeats yet to measure the spread), then analyze again"
     n = runs_needed(diff, cv)
     if n is None:
-        return (f"even {MAX_RUNS} runs each would likely not tell a {diff * 100:.1f}% difference from a {cv * 100:.1f}% spread; "
+        return (f"even {MAX_RUNS} runs each would likely not tell a difference this size from a {cv * 100:.1f}% spread; "
                 "that does not make the levels equal")
-    return f"run each point {n} times to tell its {diff * 100:.1f}% difference from a {cv * 100:.1f}% spread"
+    return f"run each point {n} times to tell a difference this size from a {cv * 100:.1f}% spread"
 
 
 @dataclass
@@ -195,17 +198,18 @@ def judge(data: StudyData, param: str, ls: list[Line], m: Metric, family: int, d
     if not ls:
         return out
     out.tests = [line_test(param, ln, family, design) for ln in ls if ln.curve]
-    out.compared = [comparisons(param, ln, m, family) for ln in ls if not ln.curve]
-    widest = _widest(param, ls)
-    desc, change, a, b, low, high, spread = describe(param, widest, m.label)
-    eff = Effect(param, False, None, spread, low, high, "", change, a, b)
+    tested = design is not None and param in design.p_values
+    out.compared = [comparisons(param, ln, m, family, tested) for ln in ls if not ln.curve]
+    widest = _widest(ls)
+    desc, change, a, b, low, high, spread, short = describe(param, widest, m.label)
+    eff = Effect(param, False, None, spread, low, high, "", change, a, b, summary=short)
     design_p = design.p_values.get(param) if design is not None else None
     curve_lines = [(ln, t) for ln, t in zip([x for x in ls if x.curve], out.tests) if t.p is not None]
     comps = [(ln, lv, c) for ln, cs in zip([x for x in ls if not x.curve], out.compared) for lv, c, _ in cs if c is not None]
     if design_p is not None and design is not None and design.cv is not None:
         p = adjusted(design_p, family)
         adj = over(family, "tests")
-        eff.test = f"single runs: F test against the noise from {design.method}" + (f", {adj}" if adj else "")
+        eff.test = "single runs: F test against the design's noise" + (f", {adj}" if adj else "")
         eff.p_value, eff.mattered = p, p < ALPHA
         eff.text = (f"{param} mattered ({eff.test}: {pval(p)}): {desc}" if eff.mattered
                     else f"{param}: no effect shown ({eff.test}: {pval(p)}; {desc}); {settle(ls, data, m, design)}")
@@ -216,13 +220,14 @@ def judge(data: StudyData, param: str, ls: list[Line], m: Metric, family: int, d
         eff.test = "each level against the first" + (f", {over(family, 'tests')}" if family > 1 else "")
         eff.p_value, eff.mattered = min(x[2].p_value for x in comps), bool(sig)
         eff.change_pct, eff.first, eff.second = c.change_pct, ln.levels[0], lv
+        eff.summary = f"{num(c.mean_a)} -> {num(c.mean_b)} {m.label} from {param}={ln.levels[0]} to {param}={lv}, {c.change_pct:+.1f}%"
         head = f"{_where(ln.fixed)}{param}={lv} vs {param}={ln.levels[0]}: {c.text}"
         eff.text = (f"{param} mattered: {head}" if eff.mattered
                     else f"{param}: no effect shown in {len(comps)} comparison(s) with the first level; the largest: {head}")
     elif curve_lines:
         best_ln, t = min(curve_lines, key=lambda lt: lt[1].p or 1.0)
-        desc, change, a, b, low, high, spread = describe(param, best_ln, m.label)
-        eff.change_pct, eff.first, eff.second, eff.low, eff.high, eff.spread_pct = change, a, b, low, high, spread
+        desc, change, a, b, low, high, spread, short = describe(param, best_ln, m.label)
+        eff.change_pct, eff.first, eff.second, eff.low, eff.high, eff.spread_pct, eff.summary = change, a, b, low, high, spread, short
         eff.test, eff.p_value, eff.mattered = t.words, t.p, (t.p or 1.0) < ALPHA
         eff.text = (f"{param} mattered ({t.words}: {pval(t.p)}): {desc}" if eff.mattered
                     else f"{param}: no effect shown ({t.words}: {pval(t.p)}; {desc})")
