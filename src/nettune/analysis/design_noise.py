@@ -12,8 +12,9 @@ two-level factorials (2^k), where Lenth's pseudo standard error is the other tex
 choice; the additive model's F test is exact under its assumption and needs no
 approximate degrees of freedom, so it is used for both.
 
-A sweep that is not a full grid, or whose additive model leaves no degrees of freedom (one
-swept parameter), has no such estimate: analyze then says "cannot tell without repeats" and
+A sweep that is not a full grid, or whose additive model leaves fewer than MIN_DF degrees of
+freedom (one swept parameter; a 2 x 2 sweep leaves 1, an estimate whose 95% interval spans a
+factor of 70), has no such estimate: analyze then says "cannot tell without repeats" and
 how many runs would settle it. The core (`additive_tests`) takes a numpy array of any
 number of studies at once, so the simulation tests judge thousands of seeded studies in
 milliseconds through the very code analyze uses.
@@ -30,6 +31,8 @@ from scipy import stats as sst
 
 from .data import Metric, StudyData
 from .serial import JsonRecord
+
+MIN_DF = 2  # residual degrees of freedom below which the design's noise is not worth quoting or testing against
 
 
 @dataclass
@@ -105,10 +108,11 @@ def design_noise(data: StudyData, m: Metric) -> DesignNoise:
     log = bool((y > 0).all())
     z = np.log(y) if log else y
     shape = " x ".join(str(len(lv)) for lv in levels)
-    try:
-        ps, sd, df = additive_tests(z, len(levels))
-    except ValueError:
-        return DesignNoise("", 0, None, why_not=f"the {shape} sweep leaves no degrees of freedom for the noise")
+    df = y.size - 1 - sum(len(lv) - 1 for lv in levels)
+    if df < MIN_DF:
+        return DesignNoise("", 0, None, why_not=f"the {shape} sweep leaves {df} degree{'s' if df != 1 else ''} of freedom to estimate the "
+                                                  f"noise from, fewer than {MIN_DF}")
+    ps, sd, df = additive_tests(z, len(levels))
     cv = float(sd) if log else float(sd) / abs(float(np.mean(y))) if np.mean(y) else None
     method = f"the residuals of an additive model over the full {shape} sweep ({'log scale, ' if log else ''}{df} df)"
     return DesignNoise(method, df, cv, {a: float(p) for a, p in zip(data.axes, ps)})

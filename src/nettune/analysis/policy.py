@@ -25,9 +25,9 @@ from .stats import LEVEL
 
 ALPHA = 1 - LEVEL
 
-STATEMENT = ("verdicts hold a 5% family-wise error per question: a question asked of m points or comparisons "
-             "judges each at 5%/m (Bonferroni), shows its p-values adjusted (x m) and its 95% intervals simultaneous; "
-             "not significant never means equal (equivalence needs an interval inside a stated margin)")
+STATEMENT = ("5% family-wise error per question (Bonferroni): a question asked of m points or comparisons judges each "
+             "at 5%/m, with p-values adjusted (x m) and 95% intervals simultaneous; \"no difference shown\" never means equal "
+             "(equivalence needs an interval inside a stated margin)")
 
 
 def alpha_each(m: int) -> float:
