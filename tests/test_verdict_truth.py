@@ -152,7 +152,8 @@ def test_analyze_decides_single_runs_exactly_as_the_f_test(tmp_path):
         build(store, "one", [({"a": a}, g) for a, g in zip((1, 2, 4, 8), (10.0, 14.0, 9.0, 12.0))], runs=1, noise=0.0)
         (p,) = analyze(load(store, "one")).parameters
         assert not p.effect.tested and not p.effect.mattered
-        assert p.effect.text.startswith("a: cannot tell without repeats (only one parameter is swept")
+        assert p.effect.text.startswith("a: cannot tell without repeats (single runs, no noise estimate)")
+        assert "only one parameter is swept" in p.effect.test
         assert "run each point 3 times" in p.effect.text
 
 

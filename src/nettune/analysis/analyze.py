@@ -97,8 +97,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     cost_family = sum(1 for ls in plans.values() for ln in ls if ln.curve for c in costs(data)
                       if (cc := cost_curve("", ln.fixed, ln.levels, ln.points, c, data)) and cc.p_value is not None)
     for param in data.axes:
-        res = _parameter(data, param, plans[param], m, threshold, out.effect_tests, usable,
-                         "single runs, no noise estimate" if design else "", cost_family)
+        res = _parameter(data, param, plans[param], m, threshold, out.effect_tests, usable, design.why_not if design else "", cost_family)
         out.parameters.append(res)
         findings += [c.text for c in res.curves] + [c.text for c in res.comparisons] + cost_findings(res.cost_curves)
         if res.effect:

@@ -233,8 +233,8 @@ def judge(data: StudyData, param: str, ls: list[Line], m: Metric, family: int, d
                     else f"{param}: no effect shown ({t.words}: {pval(t.p)}; {desc})")
     else:
         eff.tested = False
-        eff.test = "none: " + (why_single or "single runs")
-        eff.text = f"{param}: cannot tell without repeats ({why_single or 'single runs'}): {desc}; {settle(ls, data, m, design)}"
+        eff.test = "none: " + (why_single or "single runs")  # the whole reason (analyze says it once, above the effects)
+        eff.text = f"{param}: cannot tell without repeats (single runs, no noise estimate): {desc}; {settle(ls, data, m, design)}"
     untested = sum(1 for ln in ls if not ln.repeated) if eff.tested and design_p is None else 0
     if untested:
         eff.text += f" ({untested} line(s) with single runs untested)"
