@@ -266,7 +266,8 @@ def test_compare_matches_like_with_like_or_refuses(tmp_path):
     assert [n for n, _ in each] == ["mult=1", "mult=2"] and overall.matched == ["mult=1", "mult=2"]
     assert overall.verdict == "faster" and overall.ratio == pytest.approx(2.0, rel=0.03)
     assert all(c.family == 2 and c.verdict == "faster" for _, c in each)  # each configuration: Bonferroni over the 2
-    assert "summed over the 2 matched configurations" in overall.text
+    assert "over the 2 matched configurations (mult=1; mult=2" in overall.text
+    assert overall.mean_a == pytest.approx((10.0 + 15.0) / 2 * 1e9, rel=0.03)  # the mean of the configurations' means (bit/s)
     with pytest.raises(NettuneError, match=r"differ in mult \(1, 2\).*name those parameters"):
         within_study(data, {"queues": "1"}, {"queues": "2", "mult": "2"})
 

@@ -137,7 +137,8 @@ def compare_parts(pa: Sequence[Part], pb: Sequence[Part], higher_is_better: bool
                 else f"not shown equivalent within +-{margin * 100:g}% (its {level} {tb} reaches beyond the margin)")
     text = "; ".join(x for x in (head, tail) if x)
     na, nb = sum(x.n for x in pa), sum(x.n for x in pb)
-    return Comparison(verdict, text, r.ratio, r.ci_low, r.ci_high, p, na, nb, mean_a, sum(x.mean for x in pb), rel * 100, metric,
+    # over matched configurations: the mean of their means (the ratio of these is the ratio of the sums)
+    return Comparison(verdict, text, r.ratio, r.ci_low, r.ci_high, p, na, nb, mean_a / len(pa), sum(x.mean for x in pb) / len(pb), rel * 100, metric,
                       higher_is_better, labels[0], labels[1], borderline, r.p_value, family,
                       None if margin is None else margin * 100, equivalent, tost.ci_low if tost else None,
                       tost.ci_high if tost else None, list(matched))
@@ -190,12 +191,13 @@ def compare_matched(pairs: list[tuple[PointData, PointData]], others: list[str],
              for a, b in pairs]
     names = [a.label(others) for a, _ in pairs]
     words = (m.better, m.worse)
-    overall = _words(compare_parts([x for x, _ in parts], [y for _, y in parts], hib, words, m.name, labels, 1, margin, names), m, hib)
+    overall = _words(compare_parts([x for x, _ in parts], [y for _, y in parts], hib, words, m.name, labels, 1, margin,
+                                   names if len(pairs) > 1 else []), m, hib)
     if len(pairs) == 1:
         return overall, []
     each = [(n, _words(compare_parts([x], [y], hib, words, m.name, labels, len(pairs), margin), m, hib)) for n, (x, y) in zip(names, parts)]
-    text = overall.text.replace("b is ", f"summed over the {len(pairs)} matched configurations ({'; '.join(names)}), b is ", 1) \
-        if overall.text.startswith("b is ") else f"summed over the {len(pairs)} matched configurations ({'; '.join(names)}): {overall.text}"
+    over_all = f"over the {len(pairs)} matched configurations ({'; '.join(names)}, each configuration's mean weighing alike)"
+    text = overall.text.replace("b is ", f"{over_all}, b is ", 1) if overall.text.startswith("b is ") else f"{over_all}: {overall.text}"
     moved = {c.verdict for _, c in each if c.verdict not in ("inconclusive", "equivalent")}
     if len(moved) > 1:
         text += f"; the configurations disagree ({', '.join(sorted(moved))}), so the sum hides how b differs: read each line"

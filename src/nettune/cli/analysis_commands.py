@@ -112,8 +112,9 @@ def compare(
         if label:
             console.print(f"[bold]{label}[/]", highlight=False)
         else:
-            console.print(f"a = {c.a}: N={c.n_a}, mean {num(c.mean_a * m.scale)} {m.label}\n"
-                          f"b = {c.b}: N={c.n_b}, mean {num(c.mean_b * m.scale)} {m.label}", highlight=False)
+            mean = f" over {len(c.matched)} configurations, mean of their means" if c.matched else ", mean"
+            console.print(f"a = {c.a}: N={c.n_a}{mean} {num(c.mean_a * m.scale)} {m.label}\n"
+                          f"b = {c.b}: N={c.n_b}{mean} {num(c.mean_b * m.scale)} {m.label}", highlight=False)
         _print_comparison(c, "  ")
     if each:
         console.print(f"per configuration ({'Bonferroni over ' + str(len(each)) if len(each) > 1 else 'one'}):", highlight=False)
