@@ -340,3 +340,16 @@ def test_a_command_study_speaks_of_time_and_cpu_not_throughput(tmp_path):
     eff = res.parameters[0].effect
     assert eff.mattered and f"{eff.change_pct:+.1f}% from n=1 to n=4" in eff.text and "ANOVA across 3 levels" in eff.text
     assert eff.change_pct == pytest.approx((16.3 / 12.0 - 1) * 100, abs=3)  # as compare states it: b / a - 1
+
+
+def test_the_band_test_holds_its_level_on_one_band():
+    """Runs of one normal (or, on the log scale it uses, lognormal) band are called two bands
+    at most 5% of the time; two clear bands of 12 runs are found."""
+    from nettune.analysis.modes import p_value, split_stat
+
+    for n in (6, 8, 12):
+        share, _ = split_stat(np.log(draw("lognormal", (3000,), n, 0.25)))
+        assert np.mean([p_value(float(s), n) < 0.05 for s in share]) <= 0.06  # 0.05 up to the simulation's own error
+    two = np.where(RNG.random((500, 12)) < 0.5, 12.0, 19.0) * (1 + RNG.normal(0, 0.03, (500, 12)))
+    share, _ = split_stat(np.log(two))
+    assert np.mean([p_value(float(s), 12) < 0.05 for s in share]) >= 0.8
