@@ -13,11 +13,12 @@ match its decisions, and every nettune verdict is read off an interval (a regres
 interval beyond the tolerance, an equivalence an interval inside a margin). With few
 significant tests, as in a regression gate, the two differ by very little.
 
-Families: check, the points (over host pairs, each pair) of the gate; analyze, one swept
-parameter (its comparisons with the baseline level, or its one-way ANOVAs, over the values
-of the other parameters); analyze's run-band test, the points tested; compare, the
-configurations matched (one when a single configuration is compared); analyze --by, one
-parameter within one group.
+Families: check, the points (over host pairs, each pair) of the gate; analyze, every test
+behind its "mattered" verdicts over all swept parameters (analysis/effects.py), and apart
+from them its cost curves, its run-band test (the points tested), its stability verdicts
+(the runs tested) and its links (the pairs of a point); analyze --by, every level-against-
+baseline test of all groups; compare, the configurations matched, the points of two sweeps
+compared point by point, or the rows of a summary table (one comparison: a family of one).
 """
 from __future__ import annotations
 
