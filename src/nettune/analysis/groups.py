@@ -185,7 +185,7 @@ def interaction(param: str, by: str, groups: list[Any], per_group: dict[Any, lis
     untested = any(e.verdict == "untested" for e in heads)
     tail = (f" (single runs: whether it depends on {by} cannot be told without repeats)" if untested and len(heads) > 1
             else " (single runs: no verdict)" if untested
-            else f" (the effect depends on {by})" if depends else (f" (alike on every {by})" if len(heads) > 1 else ""))
+            else f" (the effect depends on {by})" if depends else (f" (not shown to depend on {by})" if len(heads) > 1 else ""))
     return Interaction(param, depends, f"{param}: {', '.join(parts)}{tail}", heads, missing)
 
 

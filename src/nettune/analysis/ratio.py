@@ -6,7 +6,8 @@ were known exactly, is a little too narrow with few runs; Fieller's counts a's o
 uncertainty. Its degrees of freedom are Welch-Satterthwaite's for b - a, so the interval
 leaves out 1 exactly when Welch's p-value of b - a is below the level: words, interval
 and p-value agree. When a's mean cannot be told from 0 at that level (its runs are that
-noisy), no finite interval exists: the bounds are None ("unbounded").
+noisy), no finite interval exists: the bounds are None ("unbounded"). The ratio of two positive
+means is positive, so the interval is cut at 0 (its coverage is unchanged).
 
 A side may be the sum over matched configurations (compare over the other parameters):
 the means add, the variances of the means add, and the degrees of freedom come from
@@ -80,6 +81,7 @@ def ratio_arrays(na: np.ndarray, ma: np.ndarray, sa: np.ndarray, nb: np.ndarray,
     p = np.where(quiet, np.where(mb == ma, 1.0, 0.0), 2 * sst.t.sf(np.abs(t), df))
     q = sst.t.ppf(0.5 + np.asarray(level) / 2, df)
     lo, hi = fieller(ma, va, mb, vb, q)
+    lo = np.where((ma > 0) & (mb > 0), np.maximum(lo, 0.0), lo)  # two positive means: the ratio cannot be negative
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = mb / ma
     return {"ratio": ratio, "lo": lo, "hi": hi, "p": p, "df": df, "se": se, "q": q}
@@ -103,5 +105,7 @@ def ratio_test(a: Sequence[Part], b: Sequence[Part], level: float = LEVEL) -> Ra
         p = float(2 * sst.t.sf(abs((mb - ma) / se), df))
     q = float(sst.t.ppf(0.5 + level / 2, df))
     lo, hi = fieller(np.array(ma), np.array(va), np.array(mb), np.array(vb), np.array(q))
+    if ma > 0 and mb > 0:  # two positive means (throughput, seconds): the ratio cannot be negative
+        lo = np.maximum(lo, 0.0)
     bounded = not (math.isnan(float(lo)) or math.isnan(float(hi)))
     return RatioTest(mb / ma, float(lo) if bounded else None, float(hi) if bounded else None, p, df, se, level)
