@@ -18,7 +18,6 @@ from scipy import stats as sst
 from . import intervals
 
 if TYPE_CHECKING:  # annotations only: the statistics import neither engines nor the spec
-    from ..engines.result import TestResult
     from ..studyfile.models import Repeat
 
 LEVEL = 0.95
@@ -192,11 +191,6 @@ def needs_more_runs(values: Sequence[float | None], target_margin: float, min_ru
     if s.margin is None:  # mean 0: no relative margin can be reached, more runs will not help
         return False
     return s.margin > target_margin
-
-
-def stopping_value(result: TestResult) -> float | None:
-    """What the stopping rule watches for one counted run: total throughput, None if failed."""
-    return result.total_bps if result.ok else None
 
 
 def adaptive_rounds(repeat: Repeat, values_by_point: Mapping[int, Sequence[float | None]], round_no: int = 0) -> list[int]:

@@ -53,7 +53,9 @@ def _cpu(row: PointRow, side: str) -> Cell:
 def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], list[list[Cell]]]:
     unit = analysis.unit
     cpu = [f"{side} CPU ({analysis.cpu_units.get(side, '%')})" for side in ("client", "server", "host")]  # the unit in every header
-    head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %", *cpu, "failed", "outlier runs"]
+    split = any(r.bands for r in analysis.points)  # two regimes under one mean: said next to it (analysis/modes.py)
+    head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %", *(["two bands"] if split else []),
+                     *cpu, "failed", "outlier runs"]
     rows = []
     for r in analysis.points:
         cells: list[Cell] = [(str(r.point.get(p, "")), r.point.get(p)) for p in params]
@@ -63,7 +65,7 @@ def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], lis
                   (num(r.half_width) if r.half_width is not None else "", r.half_width), (ci, r.ci_low),
                   (num(r.median) if r.n else "", r.median), (num(r.stdev) if r.stdev is not None else "", r.stdev),
                   (rng, r.min), (f"{r.cv * 100:.1f}" if r.cv is not None else "", r.cv),
-                  _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"), (str(r.failed or ""), r.failed),
+                  *([(r.bands or "", r.bands)] if split else []), _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"), (str(r.failed or ""), r.failed),
                   (", ".join(str(x + 1) for x in r.outlier_runs), len(r.outlier_runs))]
         rows.append(cells)
     return head, rows
@@ -177,7 +179,7 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
         out.mkdir(parents=True, exist_ok=True, mode=0o700)  # a new report folder (charts too) is the owner's alone
     except OSError as e:
         raise NettuneError(f"--out {out}: cannot create the directory ({e.strerror})") from None
-    charts = all_charts(data, out / "charts", m, chosen, analysis.efficiency)
+    charts = all_charts(data, out / "charts", m, chosen, analysis.efficiency, [cc for p in analysis.parameters for cc in p.cost_curves])
     charts += [c for c in [stability_chart(data, analysis, out / "charts")] if c is not None]  # every point's intervals over time
     pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
     charts += [pairs] if pairs else []
