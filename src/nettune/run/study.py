@@ -6,8 +6,10 @@ stopped, the study marked interrupted or failed in the database.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import threading
 from contextlib import contextmanager
 from types import FrameType
 from typing import Iterator
@@ -18,7 +20,7 @@ from ..plan.boot_order import boot_ordered, check_boot_hosts, split_by_boot
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
 from ..targets.base import Target
 from ..targets.procs import kill_pid, owner_token, started_by
-from .context import KnobLayer, NoProgress as NoProgress, Outcome as Outcome, Progress as Progress, RunContext
+from .context import KnobLayer, NoProgress as NoProgress, Outcome as Outcome, Progress as Progress, Recording, RunContext
 from .credentials import StudyAccess
 from .point_runner import PointRunner
 from .engine_choice import HostAnswers, choose_engines
@@ -26,14 +28,18 @@ from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from .workloads import workload_run
 from .workloads.base import OVERHEAD_GUESS as OVERHEAD_GUESS
 from ..studyfile.models import Study
-from ..store import Store
+from ..store.writer import StoreWriter
 from ..targets import make_target
 
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP all unwind as KeyboardInterrupt so every finally block runs."""
-
+    """SIGINT, SIGTERM and SIGHUP all unwind as KeyboardInterrupt so every finally block runs.
+    Only the main thread takes signals: a study run from another thread (a notebook's
+    worker, nettune.run_study in Jupyter) is stopped through its `stop` event instead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     owner = os.getpid()
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -51,6 +57,15 @@ def sigterm_as_interrupt() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def loop_running() -> bool:
+    """Whether this thread is inside a running asyncio event loop (a Jupyter cell is)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def tests_per_slot(rp: ResolvedPoint, test_hosts: list[str]) -> int:
@@ -87,7 +102,7 @@ def _test_hosts(rp: ResolvedPoint, target: Target | None) -> list[str]:
 
 def run_study(
     study: Study,
-    store: Store,
+    store: StoreWriter,
     spec_text: str | None = None,
     spec_file: str | None = None,
     progress: Progress | None = None,
@@ -95,14 +110,21 @@ def run_study(
     resume: bool = False,
     cross_check: bool | list[int] = False,
     doctor: bool = True,
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Run a study into `store`. resume=True continues the latest interrupted study of the
     same name and file text instead (see run/resume.py): settings restored first, only
     the missing tests run, into the same study id. cross_check: afterwards, re-run every
     point analysis marks tool-bound (or these point indices) with the other engine and
     with iperf3 fanned out, side by side (run/cross_check.py). doctor: audit the hosts once
-    before the first point's knobs and store the findings with the host facts."""
-    progress = progress or NoProgress()
+    before the first point's knobs and store the findings with the host facts. stop: set
+    from another thread, the study ends after the test in flight as if interrupted
+    (settings restored, lab removed, the study marked interrupted; KeyboardInterrupt)."""
+    if loop_running():
+        raise NettuneError("this thread runs an asyncio event loop (Jupyter, an async app): pyroute2 cannot use it; call "
+                           "nettune.run_study, which runs the study on a thread of its own")
+    said: list[str] = []
+    progress = Recording(progress or NoProgress(), said)
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
     by_index = {r.point.index: r for r in resolved}
     check_boot_hosts(study, resolved, spec_text or "", spec_file or "<study>")  # reboots: only hosts that allow them
@@ -144,12 +166,12 @@ def run_study(
     else:
         study_id, stored = prior["id"], Stored.load(store, prior["id"])
     point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
-    outcome = Outcome(study_id, "running")
+    outcome = Outcome(study_id, "running", messages=said, name=study.name)
     status = "failed"
     knobs = _knob_session(study, target, study_id)
     per_slot = {r.point.index: tests_per_slot(r, list(target.test_hosts)) for r in resolved}
     runner = PointRunner(RunContext(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot,
-                                    access=access, choices=choices, answers=answers, doctor=doctor))
+                                    access=access, choices=choices, answers=answers, doctor=doctor, stop=stop))
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     total = sum(n for _, n in left)
     extra = 0
