@@ -320,3 +320,27 @@ def test_signal_handlers_are_only_installed_in_the_main_thread():
     t.start()
     t.join()
     assert errors == []
+
+
+def test_asking_whether_a_port_listens_works_inside_a_cells_event_loop():
+    """A local study in a notebook asked sock_diag on the cell's thread: pyroute2 left 16
+    'coroutine ... was never awaited' warnings and answered None instead of True."""
+    import gc
+    import socket
+    import warnings
+
+    from nettune.targets.netns_access import port_bound
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+
+        async def cell() -> bool | None:
+            return port_bound(s.getsockname()[1], "tcp")
+
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            answer = asyncio.run(cell())
+            gc.collect()
+    assert answer is True
+    assert [str(w.message) for w in said if issubclass(w.category, RuntimeWarning)] == []

@@ -376,7 +376,7 @@ def test_schema_1_database_is_upgraded_and_its_study_resumed(tmp_path):
     place, and a study it left `running` is resumed into the same id."""
     from nettune import parse_study
     from nettune.store.writer import StoreWriter
-    from nettune.store import sqlite as st
+    from nettune.store import schema as st
 
     name = "h3-res-old"
     text = study(name, "local", 5236, "[sweep]\nn = [1, 2]\n")
