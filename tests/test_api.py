@@ -259,6 +259,8 @@ def test_run_study_reads_text_and_paths_and_refuses_bad_input_first(tmp_path):
         nettune.run_study(tmp_path / "missing.toml", db=tmp_path / "r.db")
     with pytest.raises(TypeError, match="study="):
         nettune.run_study(42, db=tmp_path / "r.db")
+    with pytest.raises(TypeError, match="db=.*path"):
+        nettune.run_study(tmp_path / "missing.toml", db=object())  # an open store, as before
     assert not (tmp_path / "r.db").exists()
 
 

@@ -130,6 +130,8 @@ def run_study(study: StudyInput, db: str | os.PathLike[str] = "nettune.db", *, p
     from ..run.study import loop_running
     from .progress import to_progress
 
+    if not isinstance(db, (str, os.PathLike)):  # nettune before 0.1's run_study(study, store)
+        raise TypeError(f"db={db!r}: give the results database's path (run_study opens and closes it)")
     spec, text, file = read_study(study)
     options = {"resume": resume, "restore_first": restore_first, "doctor": doctor}
     job = StudyRun(spec, text, file, Path(db), options)
