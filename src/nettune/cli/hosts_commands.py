@@ -31,6 +31,10 @@ def hosts(
         cells = [r.name, r.role, r.address, str(r.port or "-"), r.user, r.key, r.jump, r.known_hosts, "yes" if r.sudo else "no", r.source]
         t.add_row(*map(escape, cells), *((status,) if status else ()))
     console.print(t, crop=False)
+    if study.target.kind == "kubernetes":  # the version the run plans for, and what it means for the study's sysctls
+        from .k8s_output import print_k8s_hosts  # noqa: PLC0415
+
+        print_k8s_hosts(study, rows, connect)
     for r in rows:
         for n in r.notes:
             console.print(f"[yellow]warning[/]: {escape(r.name)}: not honoured: {escape(n)}", soft_wrap=True)

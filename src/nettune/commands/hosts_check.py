@@ -28,6 +28,7 @@ class HostCheck:
     reason: str = ""
     tools: dict[str, str | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    version: str = ""  # what it runs, once connected (a Kubernetes API server's version)
 
 
 def _key_source(h: Any) -> str:
@@ -40,9 +41,9 @@ def describe_hosts(study: Any) -> list[HostCheck]:
     """How each host of the study's target is reached (nothing is connected)."""
     t = study.target
     if t.kind == "kubernetes":  # pods exist only while a run lasts: say where they will be made
-        where = f"pod, context {t.context or '(current)'}"
-        return [HostCheck(h, "test", where, None, "-", "kubeconfig", "-", "-", False,
-                          f"made by the run from {t.image} (see run --dry-run)") for h in t.test_hosts]
+        from ..targets.kubernetes.k8s_hosts import host_rows  # noqa: PLC0415
+
+        return [HostCheck(*row) for row in host_rows(t)]
     if t.kind != "ssh":
         return [HostCheck(h, "test", "this machine" if t.kind == "local" else f"lab namespace nettune-{study.name}-{h}", None,
                           str(os.environ.get("USER") or "root"), "-", "-", "-", False, f"target kind {t.kind}") for h in t.test_hosts]
@@ -58,8 +59,14 @@ def check_hosts(study: Any) -> list[HostCheck]:
     """describe_hosts, then connect to each (through its jump hosts) and look for its tools."""
     rows = describe_hosts(study)
     t = study.target
-    if t.kind == "kubernetes":
-        return rows  # nothing to connect to before a run makes the pods; their tools come with the image
+    if t.kind == "kubernetes":  # the API server answers (context, version, nodes); the pods come with the run
+        from ..targets.kubernetes.k8s_hosts import ask_cluster  # noqa: PLC0415
+
+        answer = ask_cluster(t)
+        for r in rows:
+            r.ok, r.reason = answer.status(r.name)
+            r.version = answer.version
+        return rows
     if t.kind != "ssh":
         import shutil
 

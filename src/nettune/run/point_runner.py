@@ -80,6 +80,9 @@ class PointRunner:
             self.settings.update(self.target.state())  # read back what the knobs changed
             for note in self.knobs.take_messages():
                 self.progress.message(note)
+        # the target brings into force what depends on the knobs (Kubernetes: pods re-created
+        # after a node value they copy at creation changed) and says what it did
+        self.settings.update(self.target.settle(rp))
         if self.current is None and not self.facts_stored:
             facts = self.target.facts()
             for host, f in facts.items():  # the machine each host is (nettune ceiling's key)

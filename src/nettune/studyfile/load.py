@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from ..errors import SpecError
-from .models import Study, Template
+from .models import Study, TargetSpec, Template
 
 MAX_STUDY_BYTES = 1 << 20  # a study is a page of TOML; a bigger file is the wrong file
 
@@ -110,9 +110,13 @@ def spec_error(e: ValidationError, model: type[BaseModel], text: str, file: str)
     return SpecError(file, field, problem, find_line(text, loc))
 
 
+# the [target] kinds, from the models (pydantic names a target's fields under its kind tag)
+TARGET_KINDS = tuple(get_args(m.model_fields["kind"].annotation)[0] for m in get_args(get_args(TargetSpec)[0]))
+
+
 def _is_union_tag(x: Any) -> bool:
     # pydantic puts union member tags in loc ('lab', 'int', 'constrained-str'...)
-    return isinstance(x, str) and (x in {"lab", "local", "ssh", "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[", "literal[")))
+    return isinstance(x, str) and (x in {*TARGET_KINDS, "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[", "literal[")))
 
 
 def _most_specific(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,7 +159,8 @@ def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str
     if kind in ("too_short", "too_long"):
         return f"{len(inp)} items: {msg.lower().removeprefix('list ').removeprefix('value ')}"
     if kind == "union_tag_not_found":
-        return f"{err.get('ctx', {}).get('discriminator', 'kind')} is missing; add kind = \"lab\", \"local\" or \"ssh\""
+        kinds = [f'"{k}"' for k in TARGET_KINDS]
+        return f"{err.get('ctx', {}).get('discriminator', 'kind')} is missing; add kind = {', '.join(kinds[:-1])} or {kinds[-1]}"
     if kind == "union_tag_invalid":
         tag = err.get("ctx", {}).get("tag", inp)
         return f"unknown kind {tag!r}; use one of: {err.get('ctx', {}).get('expected_tags', 'lab, local')}"

@@ -244,6 +244,15 @@ class Study(Strict):
     probes: ProbesSpec | None = Field(default=None, description="Extra measurements: idle power after each point, an external power meter (see docs/workloads.md).")
 
     @model_validator(mode="after")
+    def _target_problem(self) -> "Study":
+        # what a target refuses given the workload and knobs (a Kubernetes pod cannot take node knobs)
+        if isinstance(self.target, KubernetesTargetSpec):
+            problem = self.target.study_problem(self.workload.bind, self.knobs)
+            if problem:
+                raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
     def _hosts_exist(self) -> "Study":
         # hosts that may carry traffic (an ssh target's role="hypervisor" hosts are only sampled)
         hosts = self.target.test_hosts
