@@ -49,6 +49,14 @@ def test_pod_state_from_the_client_model():
                                                                  message="0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.")])
     st = pod_state(unsched)
     assert (st.ready, st.reason, st.node) == (False, "Unschedulable", None) and "anti-affinity" in st.message
+    # an evicted pod: its own reason, not its container's (as the kubelet writes both)
+    evicted = pod(phase="Failed", reason="Evicted", message="The node was low on resource: memory.", node="n1", container_statuses=[
+        kc.V1ContainerStatus(name="tool", image="i", image_id="", ready=False, restart_count=0,
+                             state=kc.V1ContainerState(terminated=kc.V1ContainerStateTerminated(exit_code=137, reason="ContainerStatusUnknown")))])
+    st = pod_state(evicted)
+    assert (st.phase, st.reason, st.message) == ("Failed", "Evicted", "The node was low on resource: memory.")
+    rejected = pod(phase="Failed", reason="SysctlForbidden", message='Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted')
+    assert pod_state(rejected).reason == "SysctlForbidden"
 
 
 def test_k8s_clean_command(monkeypatch):

@@ -292,7 +292,7 @@ def pod_state(p: dict[str, Any]) -> PodState:
     sched = conds.get("PodScheduled") or {}
     if sched.get("status") == "False":
         reason, message = sched.get("reason") or "Unschedulable", sched.get("message") or ""
-    for cs in status.get("container_statuses") or []:
+    for cs in [] if status.get("reason") else status.get("container_statuses") or []:  # the pod's own reason (Evicted, SysctlForbidden) says more
         st = cs.get("state") or {}
         for key in ("waiting", "terminated"):
             if st.get(key) and st[key].get("reason"):

@@ -78,7 +78,8 @@ class KubeTarget(TargetBase):
         self._pod_cpu = {h: PodCgroupCpu(self.hosts[h]) for h in spec.pod_hosts}
         knob_sysctls = spec.knob_sysctls(study.knobs)
         # node values a new pod copies: compared before and after each point's knobs
-        self._copied = list(dict.fromkeys([*COPIED_NAMES, *(n for n in knob_sysctls if n not in ACTS)])) if spec.node_access else []
+        # (none with hostNetwork pods: they share the node's namespace and see every change at once)
+        self._copied = list(dict.fromkeys([*COPIED_NAMES, *(n for n in knob_sysctls if n not in ACTS)])) if spec.node_access and spec.network != "host" else []
         # read back in every test pod at every point: the catalog, the pods' own and the knobs' sysctls
         self._readback = list(dict.fromkeys([*ACTS, *(n for rp in points for n in rp.target.pod_sysctls), *knob_sysctls]))
         self._made: list[tuple[str, str]] = []  # (kind, name) created in the namespace, oldest first
