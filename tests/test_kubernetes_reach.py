@@ -202,3 +202,25 @@ def test_pod_and_node_mtu_are_host_facts(fake, tmp_path):
     assert out.failed == 0, runs[0]["error"]
     assert facts["client"]["cni_mtu"] == 1450 and facts["client"]["interface"] == "eth0" and facts["client"]["node_mtu"] == 9001
     assert facts["node:n1"]["mtu"] == 9001 and facts["node:n1"]["interface"] == "ens5"
+
+
+def test_what_the_target_says_reaches_the_run(fake, tmp_path):
+    """Target warnings used to go nowhere: said before the study (here: an image by tag) and,
+    what it found since (objects it could not delete), in the run's outcome."""
+    def down(pod, argv):
+        if "iperf3" in argv and "-c" in argv[argv.index("iperf3"):]:
+            fake.down = True
+
+    fake.on_exec = down
+    from nettune.run.study import NoProgress
+
+    said = []
+
+    class Said(NoProgress):
+        def message(self, text: str) -> None:
+            said.append(text)
+
+    with Store(tmp_path / "r.db") as store:
+        out = run_study(study('image = "nicolaka/netshoot:v0.13"'), store, doctor=False, progress=Said())
+    assert any("image nicolaka/netshoot:v0.13 is a tag, not a digest" in m for m in said), said
+    assert any("nettune k8s clean --context fake-ctx --run" in w for w in out.warnings), out.warnings

@@ -17,7 +17,7 @@ from typing import Any
 from ...errors import NettuneError
 from ...studyfile.k8s_sysctl_classes import UNSAFE_FLAG, classify, plan_minor
 from ...studyfile.kubernetes_target import NodePlacement
-from .k8s_api import NodeInfo
+from .k8s_api import KubeError, NodeInfo
 from .k8s_manifests import LEVELS, PSA, pod_security_level
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")  # a pod that does not tolerate these is never placed there
@@ -127,7 +127,10 @@ def plan_cluster(api: Any, spec: Any, specs: list[Any], own_namespace: bool) -> 
     level = pod_security_level(specs, version)
     plan = ClusterPlan(version, level, infos)
     if not own_namespace:
-        note = namespace_level(api.namespace_labels(spec.namespace), spec.namespace, level)
+        try:
+            note = namespace_level(api.namespace_labels(spec.namespace), spec.namespace, level)
+        except KubeError as e:  # no right to read it (namespaces get): the pods' creation will tell
+            note = f"cannot read namespace {spec.namespace}'s PodSecurity label ({e}); the pods need {level}"
         if note:
             plan.notes.append(note)
     plan.notes += sysctl_notes(specs, version, use)
