@@ -59,7 +59,7 @@ def manifests(
 
     if only is not None and only not in PARTS:
         raise NettuneError(f"--only {only!r}: use one of {', '.join(PARTS)}")
-    study, resolved = _kubernetes_study(file)
+    study, resolved = _kubernetes_study(file, "`nettune k8s manifests`")
     if only == "namespace" and study.target.namespace:
         raise NettuneError(f"{file}: [target] namespace = {study.target.namespace!r}: nettune makes no namespace; use --only objects")
     print(manifests_yaml(study, resolved, only, version), end="")
@@ -81,21 +81,20 @@ def sysctls(
 
     chosen = list(names or [])
     if study_file is not None:
-        study, resolved = _kubernetes_study(study_file)
+        study, resolved = _kubernetes_study(study_file, "`nettune k8s sysctls --study`")
         chosen += study_sysctls(study, resolved)
     print_sysctl_table(list(dict.fromkeys(chosen)) or catalog_names(), version, kernel,
                        f"sysctls on Kubernetes {version or '(no version given: safety per version in column 3)'}"
                        + (f", node kernel {kernel}" if kernel else ""), markdown)
 
 
-def _kubernetes_study(file: Path) -> tuple[Any, list[Any]]:
-    from ..errors import NettuneError  # noqa: PLC0415
+def _kubernetes_study(file: Path, what: str) -> tuple[Any, list[Any]]:
     from ..plan.points import expand_and_check  # noqa: PLC0415
     from ..plan.study_file import parse_study  # noqa: PLC0415
     from ..studyfile.load import read_study_text  # noqa: PLC0415
+    from ..targets import require_kind  # noqa: PLC0415
 
     text = read_study_text(file)
     study = parse_study(text, str(file))
-    if study.target.kind != "kubernetes":
-        raise NettuneError(f"{file}: [target] kind is {study.target.kind!r}, not \"kubernetes\"")
+    require_kind(study, "kubernetes", str(file), what)
     return study, expand_and_check(study, text, str(file))

@@ -9,7 +9,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from ..commands.dry_run_knobs import k8s_reach_lines
+from ..commands.k8s_dry_run import k8s_reach_lines
 from ..plan.points import expand_and_check
 from ..studyfile.k8s_sysctl_classes import ACTS, SAFE_SINCE, table_rows
 from ..targets.kubernetes.k8s_plan import kubectl_exec, manifests_yaml

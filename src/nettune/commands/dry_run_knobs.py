@@ -1,6 +1,5 @@
 """`nettune run --dry-run`: the commands each host of a point gets for its OS-neutral knobs
-(mtu, offload:FEATURE, cc, sockbuf:max|default), in that host's OS's form; on a Kubernetes
-study, which namespaces each knob's sysctls reach and when the test pods are re-made.
+(mtu, offload:FEATURE, cc, sockbuf:max|default), in that host's OS's form.
 
 Lab and local hosts are this machine (Linux); an ssh host's OS is known only once
 connected (`uname -s`), so both forms are shown, each marked with the OS it is for. The
@@ -8,76 +7,21 @@ device of an interface knob is the lab host's veth, an ssh host's `interface`, e
 """
 from __future__ import annotations
 
-from typing import Any
-
-from ..knobs.keys import knob_items, linux_sysctls, parse_key
+from ..knobs.keys import knob_items, parse_key
 from ..knobs.os_commands import NEUTRAL, OSES, knob_commands
-from ..plan.points import schedule
-from ..studyfile.k8s_sysctl_classes import COPIED, WHERE_TEXT, where
-from ..targets.kubernetes.k8s_manifests import pod_shape
-from ..targets.lab.labnet import study_layout
+from ..plan.points import ResolvedPoint
+from ..studyfile.models import Study
+from ..targets import target_kind
 
 
-def host_forms(study: Any, host: str) -> tuple[list[str], bool, str | None]:
-    """(OSes to show, whether the OS is known, default device) of a host of the study."""
-    spec = study.target
-    if spec.kind == "lab":
-        return ["linux"], True, study_layout(study).ns_if(host)
-    if spec.on_this_machine:
-        return ["linux"], True, None
-    if spec.kind == "kubernetes":  # every pod asks for a Linux node (kubernetes.io/os); a node's NIC is known once connected
-        return ["linux"], True, None
-    return list(OSES), False, spec.hosts[host].interface
+def host_forms(study: Study, host: str) -> tuple[list[str], bool, str | None]:
+    """(OSes to show, whether the OS is known, default device) of a host of the study, as
+    its target kind knows them from the study alone."""
+    known, device = target_kind(study).knob_os(study, host)
+    return ([known], True, device) if known is not None else (list(OSES), False, device)
 
 
-def k8s_reach_lines(study: Any, resolved: list[Any]) -> list[str]:
-    """Per knob, which namespaces its sysctls reach on a Kubernetes study, and per point,
-    at how many of its visits (in the run's order) the test pods are re-made after the
-    node knobs because a value they copy at creation changed (or their shape did)."""
-    spec, lines = study.target, []
-    knobs, hosts_map = knob_items(resolved[0].extra.get("knobs")) if resolved else ({}, {})
-    copied_keys: list[str] = []
-    for key in knobs:
-        hosts = ", ".join(hosts_map.get(key) or spec.hosts)
-        names = linux_sysctls(key)
-        if names is None:
-            lines.append(f"{key} on {hosts}: cannot tell which sysctls it writes; the pods' values are read back after it at every point")
-            copied_keys.append(key)
-        for name in names or []:
-            w = where(name)
-            if spec.network != "pod" and name.startswith("net."):
-                text = "the test pods use the node's network namespace (hostNetwork): they see it at once"
-            elif w == COPIED or w == "":
-                text = ("per pod network namespace, copied from the node when a pod is made" if w == COPIED else WHERE_TEXT[""]) + \
-                    ": reaches test pods made after it is set; nettune re-makes them after the node value changes"
-                copied_keys.append(key)
-            else:
-                text = WHERE_TEXT[w]
-            lines.append(f"{key} on {hosts}: {name}: {text}")
-    for name in dict.fromkeys(n for rp in resolved for n in rp.target.pod_sysctls):
-        lines.append(f"pod_sysctls {name}: set in each test pod's own namespace (securityContext.sysctls); a changed value re-makes the pods")
-    by_index = {rp.point.index: rp for rp in resolved}
-    visits = [s.point.index for s in schedule(study, [rp.point for rp in resolved])]
-    visits = [i for n, i in enumerate(visits) if n == 0 or visits[n - 1] != i]  # a point entered again only after another
-    remade: dict[int, int] = {}  # point -> visits that re-make the test pods
-    why = [0, 0, 0]  # the pod shape changed, a node value they copy changed, both
-    prev: Any = None
-    for n, i in enumerate(visits):
-        rp = by_index[i]
-        state = (pod_shape(rp.target), tuple(str(knob_items(rp.extra.get("knobs"))[0].get(k)) for k in copied_keys))
-        if n and state != prev:
-            remade[i] = remade.get(i, 0) + 1
-            why[(state[0] != prev[0]) + 2 * (state[1] != prev[1]) - 1] += 1
-        prev = state
-    if remade:
-        shuffled = " (order = \"shuffled\": the counts depend on the shuffle)" if study.repeat.order == "shuffled" else ""
-        lines.append(f"test pods re-made {sum(remade.values())} times over {len(visits)} point visits in the run's order{shuffled}: "
-                     f"{why[0]} for another pod shape (placement, network, via, pod_sysctls, image, resources), {why[1]} after node knobs "
-                     f"changed a value a pod copies, {why[2]} for both (made once, after the knobs); per point (visits that re-make / visits):")
-        lines.append(", ".join(f"#{i} {v}/{visits.count(i)}" for i, v in sorted(remade.items())))
-    return lines
-
-def knob_lines(study: Any, rp: Any) -> list[str]:
+def knob_lines(study: Study, rp: ResolvedPoint) -> list[str]:
     """One line per host and OS: 'knobs on freebsd-a (freebsd, if it is): ifconfig vmx0 mtu 9000; ...'."""
     knobs, hosts_map = knob_items(rp.extra.get("knobs"))
     neutral = {k: v for k, v in knobs.items() if parse_key(k).kind in NEUTRAL}

@@ -34,8 +34,9 @@ from ..studyfile.load import read_bytes
 from ..studyfile.models import Workload
 from ..store.sqlite import Store
 from .base import WORKLOAD_HINTS, Importer, importers
+from ..record.fields import FIELDS
 from .decode import text_of, unpack
-from .params import from_header, from_name
+from .params import from_header, from_name, parse_value
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 64 * 1024 * 1024  # a log bigger than this is not an iperf report
@@ -76,19 +77,6 @@ class ImportOutcome:
     @property
     def rejected(self) -> list[FileOutcome]:
         return [f for f in self.files if not f.ok]
-
-
-def parse_value(text: str) -> Any:
-    """'8' -> 8, '1.5' -> 1.5, 'true' -> True, anything else stays a string."""
-    t = text.strip()
-    if t.lower() in ("true", "false"):
-        return t.lower() == "true"
-    for conv in (int, float):
-        try:
-            return conv(t)
-        except ValueError:
-            pass
-    return t
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
@@ -242,7 +230,7 @@ def _once(read: Read, seen: dict[str, str]) -> Read:
     """A test already read (the same iperf3 cookie: a log written twice, or kept in two
     files) is refused, so no run is counted twice."""
     src, res, why, point = read
-    cookie = res.extra.get("iperf3_cookie") if res is not None else None
+    cookie = res.tool.iperf3_cookie if res is not None else None
     if not isinstance(cookie, str):
         return read
     if cookie in seen:
@@ -309,7 +297,7 @@ def store_files(store: Store, results: list[Read], study: str, description: str 
         out = out or ImportOutcome(sid, study)
         run_id = store.add_run(sid, point_id, run, False, res, {"imported_from": source})
         where = ", ".join(f"{k}={v}" for k, v in params.items()) or "the single point"
-        out.files.append(FileOutcome(source, True, f"run {run + 1} at {where}: {measured(res)}", run_id, list(res.warnings)))
+        out.files.append(FileOutcome(source, True, f"run {run} at {where}: {measured(res)}", run_id, list(res.warnings)))
     if out is None:
         raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg, _ in results))
     # rejected ones read before the first usable one
@@ -323,7 +311,8 @@ def measured(res: TestResult) -> str:
     """What an imported run measured, for the line that reports it."""
     if res.total_bps is not None:
         return f"{res.total_bps / 1e9:.2f} Gbit/s"
-    return ", ".join(f"{k}={v:g}" for k, v in res.extra.get("table_values", {}).items()) or "no throughput"
+    held = {f.name: v for f in FIELDS.values() if f.stored and f.type in (int, float) and (v := f.of_result(res)) is not None}
+    return ", ".join(f"{k}={v:g}" for k, v in held.items()) or "no throughput"
 
 
 def _study_and_point(store: Store, name: str, params: dict[str, Any], description: str) -> tuple[int, int, int]:

@@ -92,7 +92,7 @@ class Iperf3JsonImporter(ImporterBase):
         if skipped.strip():
             res.warnings.append(f"skipped {len(skipped.splitlines()) or 1} line(s) before the JSON: {_shown(skipped)}")
         if isinstance(start.get("cookie"), str) and res.ok:
-            res.extra["iperf3_cookie"] = start["cookie"]  # the test's own id: the same test in two files is one test
+            res.tool.iperf3_cookie = start["cookie"]  # the test's own id: the same test in two files is one test
         res.client = side(path, text, started)
         res.server = None
         return res
@@ -112,7 +112,7 @@ def _server_view(res: TestResult) -> None:
     for iv in res.intervals:
         iv.direction = "forward"
     res.warnings.append("imported the server's log: sender-side numbers (bytes sent, retransmits, cwnd) are unknown")
-    res.extra.pop("reverse", None)  # so nothing reads a second direction into it
+    res.reverse = None  # so nothing reads a second direction into it
     res.reverse_sender_bps = res.reverse_receiver_bps = res.reverse_retransmits = None
 
 

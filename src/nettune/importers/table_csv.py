@@ -24,6 +24,7 @@ from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..store.cpu_units import CPU_COLUMNS, check_unit
 from .base import Hints, ImporterBase
+from .params import parse_value
 from .table_metrics import COMMAND, table_metrics
 
 SUMMARY = ("n", "sd")  # --columns roles of a summary table: its N and its standard deviation
@@ -63,8 +64,6 @@ class TableCsvImporter(ImporterBase):
         return {n: v.strip() for n, v in zip(names, row) if n != "-"}, int(mark)
 
     def point(self, text: str) -> dict[str, Any]:
-        from .intake import parse_value
-
         try:
             cells, _ = self._row(text)
         except NettuneError:
@@ -77,8 +76,8 @@ class TableCsvImporter(ImporterBase):
         except NettuneError as e:
             raise NettuneError(f"{path}: {e}") from None
         measured = [(n, m) for n, m in self.columns if m is not None and m not in SUMMARY]
-        engine = "command" if any(table_metrics()[m].field in COMMAND for _, m in measured) else "table"
-        res = TestResult(engine=engine, protocol="" if engine == "command" else "tcp",
+        timed = any(table_metrics()[m].field in COMMAND for _, m in measured)  # a table of a timed command's measures
+        res = TestResult(engine="command" if timed else "table", protocol="" if timed else "tcp",
                          warnings=["imported from a results table: no per-stream or per-interval data"])
         values: dict[str, float] = {}
         for n, metric in self.columns:
@@ -93,14 +92,13 @@ class TableCsvImporter(ImporterBase):
                 table_metrics()[metric].put(res, value)
         if not any(m in values for _, m in measured):
             raise NettuneError(f"{path}: line {line}: no measurement in this row (its {', '.join(n for n, _ in measured)} cell is empty)")
-        res.extra["table_values"] = {m: v for m, v in values.items()}
         if "n" in values or "sd" in values:
-            res.extra["summary"] = {"n": values.get("n"), "sd": values.get("sd"), "of": measured[0][1]}
+            res.details["summary"] = {"n": values.get("n"), "sd": values.get("sd"), "of": measured[0][1]}
             res.warnings.append(f"a summary row (N={values.get('n', '?'):g}, sd={values.get('sd', float('nan')):g}) stored as one run holding "
                                 f"the mean: statistics here see one value per row; `nettune compare --a-table` uses N and sd")
         declared = {f: u for f, u in self.cpu_units.items() if cpu_value(res, f) is not None}
         if declared:
-            res.extra["cpu_units"] = declared  # stored with the run (store/cpu_units.py)
+            res.cpu_units = declared  # stored with the run (store/cpu_units.py)
         return res
 
 

@@ -54,6 +54,10 @@ def parse_key(key: str) -> KnobKey:
         raise ValueError(f"{key!r}: {kind} takes no ':{arg}' part")
     if not k.needs_device and device:
         raise ValueError(f"{key!r}: {kind} is not per interface; remove '@{device}'")
+    try:  # the kind's own checks of what the key names (a sysctl's one spelling, its denylist)
+        k.check_loc(Loc(key, kind, arg, device))
+    except KnobError as e:
+        raise ValueError(str(e)) from None
     return KnobKey(key, kind, arg, device)
 
 

@@ -89,7 +89,7 @@ class CgroupCpu(MachineCpu):
         if not a.throttling or set(a.throttling) != set(b.throttling):
             return
         delta = {k: b.throttling[k] - a.throttling[k] for k in THROTTLING if k in a.throttling}
-        res.extra.setdefault("cgroup_throttling", {})[key] = delta
+        res.details.setdefault("cgroup_throttling", {})[key] = delta  # stored in the extra JSON; no code reads it back
         if delta.get("nr_throttled", 0) > 0:
             res.warnings.append(f"{key} was CPU-throttled in {delta['nr_throttled']} of {delta.get('nr_periods', '?')} periods "
                                 f"({delta.get('throttled_usec', 0) / 1e6:.3f} s) during the test: its CPU limit may have capped it "

@@ -14,7 +14,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 import socket
-from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
+from typing import Any, ContextManager, Iterator, Mapping, Protocol, runtime_checkable
+from ..record.point_state import PointState
 
 
 @dataclass
@@ -141,6 +142,17 @@ class Scratch:
     spare_dev: str  # an interface nothing uses, to try settings on (a qdisc the kernel may lack)
 
 
+class HostSet(Protocol):
+    """The hosts of a target by name, and which of them run tests (what the plan-level
+    helpers read of a Target, or of a dry run's stand-ins for hosts on this machine)."""
+
+    @property
+    def hosts(self) -> Mapping[str, Host]: ...
+
+    @property
+    def test_hosts(self) -> list[str]: ...
+
+
 class Target(Protocol):
     kind: str
     hosts: dict[str, Host]
@@ -148,7 +160,7 @@ class Target(Protocol):
     extra_machines: dict[str, Host]  # sampled for CPU during every test ("hypervisor:NAME")
     warnings: list[str]  # said once before the study starts (a host key recorded...)
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
+    def prepare(self, resolved: Any) -> PointState:
         """Bring the target into the state a point needs (create, re-create, adjust).
 
         Returns the target's actual state for the point (e.g. mtu, queues per host),
@@ -156,14 +168,14 @@ class Target(Protocol):
         """
         ...
 
-    def state(self) -> dict[str, Any]:
-        """The actual state now (after knobs changed it); {} when nothing can change."""
+    def state(self) -> PointState:
+        """The actual state now (after knobs changed it); empty when nothing can change."""
         ...
 
-    def settle(self, resolved: Any) -> dict[str, Any]:
+    def settle(self, resolved: Any) -> PointState:
         """After the point's knobs are in force: bring into force what depends on them (a
         Kubernetes pod copies some sysctls from its node only when it is created, so its
-        pods are re-created after such a node value changed); the state that adds ({}: none)."""
+        pods are re-created after such a node value changed); the state that adds (empty: none)."""
         ...
 
     def facts(self) -> dict[str, dict[str, Any]]:
@@ -255,11 +267,11 @@ class TargetBase:
     def warnings(self) -> list[str]:
         return []
 
-    def state(self) -> dict[str, Any]:
-        return {}
+    def state(self) -> PointState:
+        return PointState()
 
-    def settle(self, resolved: Any) -> dict[str, Any]:
-        return {}  # nothing of the target depends on the knobs
+    def settle(self, resolved: Any) -> PointState:
+        return PointState()  # nothing of the target depends on the knobs
 
     def facts(self) -> dict[str, dict[str, Any]]:
         return {name: {} for name in self.hosts}
@@ -270,3 +282,4 @@ class TargetBase:
     @contextmanager
     def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Iterator[Scratch | None]:
         yield None
+

@@ -44,6 +44,7 @@ from ..boot_batch import reboot
 from ..boot_bls import GRUBENV, grubenv_vars
 from ..bootloader import Edit, Family, Value, boot_file, check_value, detect, family_commands_all, parse_value, token, value_in
 
+FAMILIES = ("grub", "grubby", "proxmox")  # bootloader.detect's families
 SECURITY = ("cmdline:mitigations=off turns off the CPU's speculative-execution mitigations (Spectre, Meltdown, ...): "
             "the host is open to those attacks while it runs so; only on hosts that run nothing untrusted")
 
@@ -70,6 +71,33 @@ class Cmdline(Kind):
         value = parse_value(raw)
         check_value(loc.arg or "", value)
         return value
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """A journaled reading {"family", "value", "booted", "files": {path: text}}: restore
+        writes each text back to its path, so the paths must be boot files a family edits
+        (bootloader.boot_file: never any other file) and the texts together must give the
+        journaled value, as the family reads them."""
+        if not isinstance(value, dict):
+            self.parse(loc, value)
+            return
+        key, files = loc.arg or "", value.get("files") or {}
+        fam = value.get("family")
+        if set(value) - {"family", "value", "booted", "files"} or fam not in FAMILIES or not isinstance(files, dict):
+            raise KnobError(f"{loc.key}: the journaled reading is not a boot configuration nettune reads")
+        for facet in (value.get("value"), value.get("booted")):
+            if facet is not None and facet is not True:
+                check_value(key, str(facet))
+        for path, text in files.items():
+            if not boot_file(str(path)) or ".." in str(path).split("/"):
+                raise KnobError(f"{loc.key}: the journaled reading names {path!r}, not a boot file of the {fam} family")
+            if not isinstance(text, str) or len(text) > 1 << 20 or "\0" in text:
+                raise KnobError(f"{loc.key}: the journaled text of {path} is not a boot file's text")
+        try:
+            held = Family(str(fam), [str(p) for p in files]).value({str(p): str(x) for p, x in files.items()}, key) if files else value.get("value")
+        except KnobError as e:
+            raise KnobError(f"{loc.key}: the journaled texts cannot be read as the {fam} family reads them ({e})") from None
+        if held != value.get("value"):
+            raise KnobError(f"{loc.key}: the journaled texts do not hold the journaled value")
 
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         try:

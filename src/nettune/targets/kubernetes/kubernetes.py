@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from ...errors import NettuneError
+from ...record.point_state import PointState
 from ...studyfile.k8s_sysctl_classes import ACTS, COPIED_NAMES
 from ...studyfile.kubernetes_target import NODE_PREFIX
 from ..base import TargetBase
@@ -185,7 +186,7 @@ class KubeTarget(TargetBase):
     def warnings(self) -> list[str]:
         return list(self.notes)
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
+    def prepare(self, resolved: Any) -> PointState:
         """Before the point's knobs: test pods of another shape, or one that died, go. Their
         successors are made now, unless node knobs may change a value they copy: then
         settle makes them, after the knobs (the first point's exist from the start, and
@@ -198,7 +199,7 @@ class KubeTarget(TargetBase):
                 self._make_pods(resolved, f"re-made: {died}" if died else "the pod shape changed")
         return self.state()
 
-    def settle(self, resolved: Any) -> dict[str, Any]:
+    def settle(self, resolved: Any) -> PointState:
         """After the point's knobs: make the point's test pods if prepare left them to now,
         re-make them if a node value they copied has changed, read their sysctls back."""
         if not self._pod_info:
@@ -229,7 +230,7 @@ class KubeTarget(TargetBase):
             if off:
                 self.notes.append(f"pod {host.pod}: {'; '.join(off)}: the value in the pod is not the node's it was made with")
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PointState:
         hosts = {n: {"pod": h.pod, "node": h.node, "ip": h.pod_ip, "address": h.address, **({"not_ready": h.not_ready} if h.not_ready else {}),
                      **({"sysctls": self._sysctls[n]} if n in self._sysctls else {})}
                  for n, h in self.hosts.items()}
@@ -240,7 +241,7 @@ class KubeTarget(TargetBase):
         if self.spec.pods == "server-client":
             s, c = self.hosts["server"].node, self.hosts["client"].node
             out["same_node"] = None if not (s and c) else s == c
-        return out
+        return PointState.model_validate(out)
 
     def facts(self) -> dict[str, dict[str, Any]]:
         def one(h: KubeHost) -> dict[str, Any]:
