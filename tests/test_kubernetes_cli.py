@@ -97,6 +97,10 @@ def test_dry_run_of_a_kubernetes_study_with_neutral_knobs(tmp_path, knobs):
     assert "knobs on node:a (linux):" in p.stdout
     if key == "cc":
         assert "net.ipv4.tcp_congestion_control: per pod network namespace, copied from the node" in p.stdout
+    else:
+        said = [x for x in p.stdout.splitlines() if x.startswith(f"{key.strip(chr(34))} on node:a, node:b: ")]
+        want = "net.core.rmem_max: " if key == '"sockbuf:max"' else "writes no sysctl: acts on the node's devices"
+        assert any(want in x for x in said), p.stdout
 
 
 def test_sysctl_table_command():

@@ -48,13 +48,13 @@ def print_k8s_plan(study: Any, text: str, file: str, plan: Any) -> None:
     console.print("\n[bold]exec command lines[/] (nettune runs them through the API's exec stream; the same as):", highlight=False)
     for p in plan.planned:
         env = "".join(f"{k}=... " for k in p.client_env)  # secrets go over the stream's stdin, never on a command line
-        console.print(escape(f"#{p.index} server: {kubectl_exec(study, p.server_host, p.server_argv)}"), highlight=False, soft_wrap=True)
-        console.print(escape(f"#{p.index} client: {env}{kubectl_exec(study, p.client_host, p.client_argv)}"), highlight=False, soft_wrap=True)
+        console.print(escape(f"#{p.index} server: {kubectl_exec(study, p.server_host, p.server_argv)}"), highlight=False, soft_wrap=True, emoji=False)
+        console.print(escape(f"#{p.index} client: {env}{kubectl_exec(study, p.client_host, p.client_argv)}"), highlight=False, soft_wrap=True, emoji=False)
     reach = k8s_reach_lines(study, resolved)
     if reach:
         console.print("\n[bold]where the knobs and pod sysctls act[/] (the pods' values are read back and stored at every point):", highlight=False)
         for line in reach:
-            console.print(escape(line), highlight=False, soft_wrap=True)
+            console.print(escape(line), highlight=False, soft_wrap=True, emoji=False)  # "node:b: " is no emoji
     names = study_sysctls(study, resolved)
     if names:
         console.print("\nserver version: unknown until connected (`nettune hosts` reads it; a run refuses or warns by it)", highlight=False)

@@ -25,6 +25,10 @@ def k8s_reach_lines(study: Any, resolved: list[Any]) -> list[str]:
         if names is None:
             lines.append(f"{key} on {hosts}: cannot tell which sysctls it writes; the pods' values are read back after it at every point")
             copied_keys.append(key)
+        elif not names:  # an interface, queue or CPU knob: the node's own devices
+            lines.append(f"{key} on {hosts}: writes no sysctl: acts on the node's devices, which the test pods "
+                         + ("share (hostNetwork): they see it at once" if spec.network != "pod" else
+                            "reach through the CNI (the pods' own interfaces and MTU are the CNI's and do not change)"))
         for name in names or []:
             w = where(name)
             if spec.network != "pod" and name.startswith("net."):
@@ -53,7 +57,8 @@ def k8s_reach_lines(study: Any, resolved: list[Any]) -> list[str]:
         prev = state
     if remade:
         shuffled = " (order = \"shuffled\": the counts depend on the shuffle)" if study.repeat.order == "shuffled" else ""
-        lines.append(f"test pods re-made {sum(remade.values())} times over {len(visits)} point visits in the run's order{shuffled}: "
+        times = sum(remade.values())
+        lines.append(f"test pods re-made {times} time{'s' if times != 1 else ''} over {len(visits)} point visits in the run's order{shuffled}: "
                      f"{why[0]} for another pod shape (placement, network, via, pod_sysctls, image, resources), {why[1]} after node knobs "
                      f"changed a value a pod copies, {why[2]} for both (made once, after the knobs); per point (visits that re-make / visits):")
         lines.append(", ".join(f"#{i} {v}/{visits.count(i)}" for i, v in sorted(remade.items())))
