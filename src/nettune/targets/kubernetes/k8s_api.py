@@ -53,6 +53,7 @@ class NodeInfo:
     kubelet: str = ""
     taints: list[tuple[str, str, str]] = field(default_factory=list)  # (key, value, effect)
     ready: bool = True
+    not_ready: str = ""  # why not, from its Ready condition ("KubeletNotReady: container runtime network not ready ...")
 
 
 class ExecStream(Protocol):
@@ -304,10 +305,12 @@ def node_info(n: dict[str, Any]) -> NodeInfo:
     """A node's kernel, kubelet, taints and readiness (from a V1Node as a dict)."""
     status, spec = n.get("status") or {}, n.get("spec") or {}
     info = status.get("node_info") or {}
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready = cond.get("status") == "True"
+    why = "" if ready else ": ".join(str(x) for x in (cond.get("reason") or "no Ready condition", cond.get("message")) if x)
     taints = [(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or "")) for t in spec.get("taints") or []]
     return NodeInfo(str((n.get("metadata") or {}).get("name")), str(info.get("kernel_version") or ""),
-                    str(info.get("kubelet_version") or ""), taints, ready)
+                    str(info.get("kubelet_version") or ""), taints, ready, why)
 
 
 def _short(e: Any) -> str:

@@ -21,6 +21,10 @@ from .k8s_api import KubeError, NodeInfo
 from .k8s_manifests import LEVELS, PSA, pod_security_level
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")  # a pod that does not tolerate these is never placed there
+# taints the node lifecycle controller sets for a node's condition (not-ready, unreachable,
+# cordoned, disk/memory/PID pressure, network-unavailable): tolerating one would place the
+# pods on a node that cannot run them, so the advice is the node's condition, never a toleration
+CONDITION_TAINTS = "node.kubernetes.io/"
 
 
 @dataclass
@@ -70,7 +74,13 @@ def check_nodes(spec: Any, nodes: dict[str, NodeInfo], context: str) -> None:
         raise NettuneError(f"[target] names node(s) {', '.join(missing)}, not in cluster context {context!r} "
                            f"(nodes: {', '.join(sorted(nodes)) or 'none'}); fix nodes/placement (kubectl get nodes)")
     for n in named:
+        if not nodes[n].ready:
+            raise NettuneError(f"node {n} is not Ready ({nodes[n].not_ready}); fix it (kubectl describe node {n}) or use other nodes")
         hard = [t for t in nodes[n].taints if t[2] in HARD_EFFECTS and not tolerated(spec, t)]
+        cond = [t for t in hard if t[0].startswith(CONDITION_TAINTS)]
+        if cond:
+            raise NettuneError(f"node {n} has taint(s) {', '.join(map(_taint_text, cond))}, which Kubernetes sets for a node condition "
+                               f"(not ready, cordoned, under pressure): fix it (kubectl describe node {n}) or use other nodes")
         if hard:
             raise NettuneError(f"node {n} has taint(s) {', '.join(map(_taint_text, hard))} that the pods do not tolerate; add "
                                f"[target] tolerations = [{', '.join(map(_toleration_toml, hard))}] (or use other nodes)")
@@ -120,10 +130,10 @@ def plan_cluster(api: Any, spec: Any, specs: list[Any], own_namespace: bool) -> 
     version = api.server_version()
     infos = {n.name: n for n in api.node_info()}
     check_nodes(spec, infos, api.context)
-    use = [infos[n] for n in named_nodes(spec)] or [i for i in infos.values() if all(t[2] not in HARD_EFFECTS or tolerated(spec, t) for t in i.taints)]
+    use = [infos[n] for n in named_nodes(spec)] or [i for i in infos.values() if i.ready and all(t[2] not in HARD_EFFECTS or tolerated(spec, t) for t in i.taints)]
     if not use:
-        raise NettuneError(f"no node of context {api.context!r} takes the pods: every node has a taint they do not tolerate; "
-                           "set [target] tolerations (kubectl describe nodes | grep Taints)")
+        raise NettuneError(f"no node of context {api.context!r} takes the pods: every node is not Ready or has a taint they do not "
+                           "tolerate; fix the nodes or set [target] tolerations (kubectl get nodes; kubectl describe nodes | grep Taints)")
     level = pod_security_level(specs, version)
     plan = ClusterPlan(version, level, infos)
     if not own_namespace:

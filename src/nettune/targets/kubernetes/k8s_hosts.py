@@ -32,6 +32,7 @@ class ClusterAnswer:
     version: str = ""
     error: str = ""  # why the cluster cannot be used (the context, the API server, a node)
     missing: list[str] = field(default_factory=list)  # nodes the study names that the cluster lacks
+    not_ready: dict[str, str] = field(default_factory=dict)  # nodes the study names that are not Ready, and why
 
     def status(self, host: str) -> tuple[bool, str]:
         if self.error:
@@ -39,8 +40,12 @@ class ClusterAnswer:
         node = host.removeprefix(NODE_PREFIX)
         if host.startswith(NODE_PREFIX) and node in self.missing:
             return False, f"node {node} is not in the cluster"
+        if host.startswith(NODE_PREFIX) and node in self.not_ready:
+            return False, f"node {node} is not Ready ({self.not_ready[node]})"
         if host == CLUSTER and self.missing:
             return False, f"node(s) {', '.join(self.missing)} named in [target] are not in the cluster (kubectl get nodes)"
+        if host == CLUSTER and self.not_ready:
+            return False, f"node(s) {', '.join(self.not_ready)} named in [target] are not Ready (kubectl describe node)"
         return True, ""
 
 
@@ -50,7 +55,9 @@ def ask_cluster(spec: Any) -> ClusterAnswer:
     try:
         api = kubernetes.API_FACTORY(spec)
         version = api.server_version()
-        have = {n.name for n in api.node_info()}
+        have = {n.name: n for n in api.node_info()}
     except NettuneError as e:  # a KubeError: no such context, a bad kubeconfig, an API server that does not answer
         return ClusterAnswer(error=str(e))
-    return ClusterAnswer(version, missing=[n for n in named_nodes(spec) if n not in have])
+    named = named_nodes(spec)
+    return ClusterAnswer(version, missing=[n for n in named if n not in have],
+                         not_ready={n: have[n].not_ready for n in named if n in have and not have[n].ready})
