@@ -239,6 +239,12 @@ class Kind:
         names the real sysctls of each OS (knobs/kinds/sockbuf.py)."""
         return [(loc, value)]
 
+    def linux_sysctls(self, loc: Loc) -> list[str] | None:
+        """The Linux sysctls (dotted names) this knob writes, for targets whose hosts see
+        sysctls in several places (a Kubernetes node and its pods' namespaces): [] none,
+        None when it cannot be told (a command knob may write anything). Default: none."""
+        return []
+
     def slot_key(self, loc: Loc) -> str:
         """What tells two settings of this kind apart beyond kind, ARG and device."""
         return ""

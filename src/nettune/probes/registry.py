@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..targets.base import Host, Proc
 from .base import Probe
+from .cgroup_cpu import CgroupCpu
 from .freebsd_cpu import CpTimeCpu
 from .linux_cpu import ProcStatCpu
 from .machine_cpu import MachineCpu
@@ -20,6 +21,8 @@ MACHINE_CPU: dict[str, type[MachineCpu]] = {"linux": ProcStatCpu, "freebsd": CpT
 
 
 def machine_cpu(host: Host, key: str | None = None) -> MachineCpu:
+    if host.cpu_counters == "cgroup":  # a container (a Kubernetes pod): its cgroup, throttling included
+        return CgroupCpu(host, key)
     return MACHINE_CPU.get(host.os, ProcStatCpu)(host, key)
 
 

@@ -73,6 +73,9 @@ class PointRunner:
             self.settings = self.settings.with_knobs(applied).merged(ctx.target.state())  # read back what the knobs changed
             for note in ctx.knobs.take_messages():
                 ctx.progress.message(note)
+        # the target brings into force what depends on the knobs (Kubernetes: pods re-created
+        # after a node value they copy at creation changed) and says what it did
+        self.settings = self.settings.merged(ctx.target.settle(rp))
         if self.current is None and not self.facts_stored:
             facts = ctx.target.facts()
             for host, f in facts.items():  # the machine each host is (nettune ceiling's key)

@@ -113,6 +113,9 @@ def run_study(
     # before connecting anywhere: refuses over changes a killed run left on this study's hosts
     notes = _journal_gate(study, restore_first or resume)  # --resume restores first by itself
     target = make_target(study)  # raises NotRoot etc. before anything is created
+    said = list(target.warnings)  # the target's own (a cluster's pod sysctls it will refuse...), before the study
+    for note in said:
+        progress.message(note)
     claimed = False
     try:
         if prior is not None:
@@ -183,6 +186,7 @@ def run_study(
                 outcome.warnings += access.close()  # the hosts' credential files, while they are reachable
             finally:
                 target.close()
+                outcome.warnings += [w for w in target.warnings if w not in said]  # what it found since (could not delete...)
                 if status == "interrupted":  # a Ctrl-C between a spawn and its bookkeeping must not leave a tool running
                     for pid in started_by({owner_token()}):
                         kill_pid(pid)

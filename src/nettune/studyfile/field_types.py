@@ -81,6 +81,11 @@ class ThisMachine:
         ceilings predict the path)? The lab's cross veths and a bridge instead."""
         return False
 
+    def study_problem(self, bind: bool, knobs: Any) -> str | None:
+        """What can never work in a study on this target (None: nothing; only a cluster's
+        pods refuse some knobs and binds)."""
+        return None
+
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         """Why a boot-time knob on these hosts (all, when empty) cannot be set: hosts that
         are this machine are never rebooted."""

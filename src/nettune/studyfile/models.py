@@ -54,7 +54,8 @@ class LocalTargetSpec(Strict, ThisMachine):
 # kind, hosts, test_hosts, on_this_machine (its hosts run this machine's binaries and
 # keep their files here), queues (per host interface, None when the target sets none),
 # over_loopback (its tests cross this machine's loopback: ceilings predict them) and
-# reboot_refusal (why a boot-time knob on its hosts cannot be set). What needs more than
+# reboot_refusal (why a boot-time knob on its hosts cannot be set) and study_problem (what
+# can never work given the workload's bind and the knobs). What needs more than
 # the spec (a lab's layout, connecting) each target kind answers: targets/target_kind.py.
 TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec], Field(discriminator="kind")]
 # the `[target] kind` values, as the union's members declare them (error messages list them)
@@ -145,6 +146,14 @@ class Study(Strict):
         if problem:
             raise ValueError(problem)
         return wl
+
+    @model_validator(mode="after")
+    def _target_problem(self) -> "Study":
+        # what a target refuses given the workload and knobs (a Kubernetes pod cannot take node knobs)
+        problem = self.target.study_problem(self.workload.bind, self.knobs)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @model_validator(mode="after")
     def _hosts_exist(self) -> "Study":

@@ -211,6 +211,10 @@ class SshTargetSpec(_Strict):
     def over_loopback(self) -> bool:
         return False
 
+    def study_problem(self, bind: bool, knobs: Any) -> str | None:
+        """What can never work in a study on this target: nothing (a host's knobs are its own)."""
+        return None
+
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         """Why a boot-time knob on these hosts (all, when empty) cannot be set: one of them
         does not allow a reboot."""
