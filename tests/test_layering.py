@@ -37,6 +37,8 @@ PIPELINE = ["errors", "record", "studyfile", "plan", "targets", "knobs", "engine
 # (file, later package it imports) -> why it may
 LATE_IMPORTS = {
     ("studyfile/knobs_section.py", "knobs"): "an unknown knob kind is refused while the file is read, and only the knob registry knows the kinds",
+    ("plan/study_file.py", "knobs"): "every point's knob values are checked when the file is loaded (the dry run refuses what the run "
+                                     "refuses), and only the knob kinds know their values",
 }
 
 

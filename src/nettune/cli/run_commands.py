@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..engines.result import TestResult
 from ..errors import NettuneError
@@ -25,19 +25,26 @@ if TYPE_CHECKING:  # the summary and the dry run are loaded only by the command 
 
 
 class RichProgress:
-    """Progress bar with ETA; one line per finished test so the log stays readable."""
+    """Progress bar with ETA; one line per finished test so the log stays readable. The
+    ETA is the run's own (run/plan_time.py: tests as measured so far, reboots, VM restarts
+    and idle-power windows still ahead), not a rate of tests per second, which a reboot
+    between two tests would make meaningless."""
 
     def __init__(self) -> None:
         self.bar = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True,
+            TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console, transient=True,
         )
         self.task: Any = None
 
     def start(self, study: Study, total_tests: int, expected_seconds: float) -> None:
         console.print(f"[bold]{study.name}[/]: {total_tests} tests, about {human_seconds(expected_seconds)}")
         self.bar.start()
-        self.task = self.bar.add_task(study.name, total=total_tests)
+        self.task = self.bar.add_task(study.name, total=total_tests, eta=human_seconds(expected_seconds))
+
+    def eta(self, tests_left: int, seconds_left: float) -> None:
+        done = self.bar.tasks[0].completed if self.bar.tasks else 0
+        self.bar.update(self.task, total=done + tests_left, eta=human_seconds(seconds_left))
 
     def test_start(self, slot: Slot, index: int) -> None:
         self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run}"))
