@@ -134,6 +134,9 @@ def test_quick_study_end_to_end_over_ssh(lab, tmp_path):
         assert r["receiver_bps"] > 1e6
         assert r["cpu_client"] > 0 and r["cpu_server"] > 0 and r["cpu_host"] > 0
         assert r["cpu_extra"]["hypervisor:pve"] > 0  # study A's third CPU column
+        # the server's machine, not only its iperf3 process (in a VM most work is softirq)
+        assert r["cpu_server_host"] > 0 and r["cpu_server_host_softirq"] is not None
+        assert r["cpu_units"]["cpu_server_host"] == "pct_machine"
     assert facts["server"]["iperf3_version"] and facts["pve"]["role"] == "hypervisor"
     assert facts["client"]["sudo"] is True and facts["server"]["address"].startswith("198.19.201.")
     # the servers required the study's credentials, sent over SSH (the client via sudo)
