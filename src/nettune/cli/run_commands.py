@@ -100,6 +100,7 @@ def run(
     file: Path = typer.Argument(..., help="Study file (TOML)."),
     db: Path = DB_OPT,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (points and commands); change nothing."),
+    preflight: bool = typer.Option(False, "--preflight", help="Connect and read what the run checks first (tool versions, every knob against its host: qm config, vCPUs, tuned profiles, /proc/cmdline...), then say what the run would refuse, change, restart or reboot; change nothing."),
     restore_first: bool = typer.Option(False, "--restore-first", help="First put back settings an interrupted run left changed on the hosts this study uses (as `nettune restore`)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the latest interrupted study of this file (same text): restore settings first, run only the missing tests."),
     max_points: int = typer.Option(MAX_POINTS, "--max-points", min=1, help="Refuse a sweep of more points than this (counted before anything is expanded)."),
@@ -118,6 +119,13 @@ def run(
     print_items(resolution_notes(study), bullet="")
     if dry_run and resume:
         raise NettuneError("--dry-run and --resume: give one (--dry-run alone prints the whole plan; `nettune results` shows what a study holds)")
+    if preflight and (dry_run or resume):
+        raise NettuneError("--preflight reads the hosts, --dry-run only the file, --resume runs: give one")
+    if preflight:
+        from ..commands.preflight import preflight_report
+
+        print_items(preflight_report(study, text, str(file)), bullet="")
+        return
     if dry_run:
         from .dry_run_output import print_plan
 
