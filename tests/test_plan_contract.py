@@ -256,3 +256,48 @@ def test_reboots_vm_restarts_and_idle_windows_are_counted():
     assert len(t.reboots) == 3 and all(s == study.target.hosts["epyc"].reboot_timeout for s in t.reboots)
     assert t.idle == [120.0] * 24  # one idle-power window per configuration
     assert t.expected == pytest.approx(t.tests + sum(t.reboots) + 24 * 120)
+
+
+# -- the preflight ties each VM to its study host -----------------------------------------
+
+def test_preflight_ties_the_vmid_to_the_study_host_by_the_nics_mac():
+    """vmid = 101 on vm1: the preflight reads net0's MAC from `qm config 101` on the
+    hypervisor and the MAC of vm1's interface; another machine's MAC is refused (the run
+    would restart a VM that is not the study's), a missing one is "cannot tell"."""
+    from hypervisor_fakes import FakePve, _Fake
+
+    from nettune.commands.preflight import vm_ties
+    from nettune.errors import NettuneError
+    from nettune.knobs.items import SpecLocator
+    from nettune.plan.study_file import parse_study
+
+    class Guest(_Fake):
+        def __init__(self, name: str, mac: str | None):
+            super().__init__()
+            self.name, self.interface, self.netns, self.on_this_machine = name, "ens18", None, False
+            if mac is not None:
+                self.files["/sys/class/net/ens18/address"] = mac + "\n"
+
+        def read_text(self, path: str) -> str:
+            if path not in self.files:
+                raise FileNotFoundError(path)
+            return self.files[path]
+
+    pve = FakePve()
+    pve.name, pve.interface, pve.netns, pve.on_this_machine = "pve", None, None, False
+    text = _text("pve_queues:101/net0", 4, "pve_queues")
+    study = parse_study(text, "c.toml")
+    resolved = expand_and_check(study, text, "c.toml")
+
+    class Target:
+        def __init__(self, mac: str | None):
+            self.hosts = {"pve": pve, "vm1": Guest("vm1", mac), "vm2": Guest("vm2", None)}
+
+    said = vm_ties(study, Target("bc:24:11:3a:5f:01"), resolved, SpecLocator("c.toml", text))
+    assert said == ["pve_queues:101/net0: VM 101 on pve is vm1 (its NIC's MAC BC:24:11:3A:5F:01 is vm1's ens18)"]
+    with pytest.raises(NettuneError, match=r"VM 101's NIC has MAC BC:24:11:3A:5F:01 on pve, but vm1's ens18 has 52:54:00:00:00:02: "
+                                           r"vmid = 101 in \[target.hosts.vm1\] names another VM"):
+        vm_ties(study, Target("52:54:00:00:00:02"), resolved, SpecLocator("c.toml", text))
+    (line,) = vm_ties(study, Target(None), resolved, SpecLocator("c.toml", text))
+    assert line.startswith("pve_queues:101/net0: cannot tell that VM 101 is vm1")
+    assert not any(c[:2] == ["qm", "set"] or c[:2] == ["qm", "reboot"] for c in pve.calls)  # read only

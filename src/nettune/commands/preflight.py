@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import NettuneError
 from ..knobs.base import KnobError
 from ..knobs.items import SpecLocator, point_items
 from ..knobs.offline import check_offline
@@ -46,6 +47,7 @@ def preflight_report(study: Study, text: str, file: str) -> list[str]:
         if study.knobs is not None:
             out += precheck(study, target, resolved, text, file, gate=False)
             out += in_force(target, resolved, SpecLocator(file, text))
+            out += vm_ties(study, target, resolved, SpecLocator(file, text))
         order = run_order(study, resolved)
         out += [s.text for s in steps(study, resolved, order)]
         out.append("preflight: nothing was changed on any host")
@@ -83,4 +85,43 @@ def in_force(target: Target, resolved: list[ResolvedPoint], where: SpecLocator) 
             out.append(f"{it.loc.key} on {it.host}: {it.kind.show(now)} already in force (nothing to change)")
         else:
             out.append(f"{it.loc.key} on {it.host}: {it.kind.show(now)} now; the run would set {shown}, and put {it.kind.show(now)} back at the end")
+    return out
+
+
+def vm_ties(study: Study, target: Target, resolved: list[ResolvedPoint], where: SpecLocator) -> list[str]:
+    """Each VM a hypervisor knob acts on is the study host that names it (vmid / domain):
+    the NIC's MAC in the hypervisor's config is the MAC of that host's interface. A
+    mismatch is refused (the knob would restart some other machine); what cannot be read
+    is said as "cannot tell"."""
+    out: list[str] = []
+    done: set[tuple[str, str]] = set()
+    for rp in resolved:
+        for it in point_items(rp, target.hosts, {}, where):
+            kind = it.kind
+            if not kind.vm_field or (it.host, it.loc.key) in done:
+                continue
+            done.add((it.host, it.loc.key))
+            vm = kind.vm_name(it.loc)
+            name = study.target.vm_host(kind.vm_field, vm)
+            guest = target.hosts.get(name or "")
+            if name is None or guest is None:
+                continue  # refused when the file was loaded (knobs/offline.py)
+            try:
+                theirs = kind.vm_mac(it.place.ex, it.loc)
+            except KnobError as e:
+                raise NettuneError(str(e)) from None
+            iface = guest.interface
+            if theirs is None or not iface:
+                out.append(f"{it.loc.key}: cannot tell that VM {vm} is {name} ("
+                           + ("its hypervisor's config gives no MAC" if theirs is None else f"give {name} its interface = \"...\"") + ")")
+                continue
+            try:
+                ours = guest.read_text(f"/sys/class/net/{iface}/address").strip().upper()
+            except OSError as e:
+                out.append(f"{it.loc.key}: cannot tell that VM {vm} is {name} (reading {iface}'s MAC there: {e})")
+                continue
+            if ours != theirs.upper():
+                raise NettuneError(f"{it.loc.key}: VM {vm}'s NIC has MAC {theirs.upper()} on {it.host}, but {name}'s {iface} has {ours}: "
+                                   f"{kind.vm_field} = {vm} in [target.hosts.{name}] names another VM; correct it before the run restarts one")
+            out.append(f"{it.loc.key}: VM {vm} on {it.host} is {name} (its NIC's MAC {ours} is {name}'s {iface})")
     return out
