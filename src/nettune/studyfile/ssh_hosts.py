@@ -103,7 +103,7 @@ class SshHostSpec(SshReachSpec):
     allow_reboot: bool = Field(default=False, description="nettune may reboot this host (boot-time knobs such as cmdline:mitigations); never allowed for this machine.")
     allow_vm_restart: bool = Field(default=False, description="This host is a VM that nettune may restart (pve_queues, libvirt_queues on its hypervisor); give its vmid or domain too.")
     allow_link_reset: bool = Field(default=False, description="nettune may change settings that bounce this host's link (mtu, channels, ring, offloads such as lro): its interface goes down and up.")
-    vmid: int | None = Field(default=None, ge=100, le=999999999, description="Proxmox VE VMID of this host when it is a VM (pve_queues:VMID acts on it; `nettune run --preflight` reads its qm config: the NIC, its vCPUs).")
+    vmid: int | None = Field(default=None, ge=100, le=999999999, description="Proxmox VE VMID of this host when it is a VM (pve_queues:VMID acts on it; `nettune run --preflight` reads its qm config: the NIC, its MAC against this host's interface, its vCPUs).")
     domain: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$", description="libvirt domain name of this host when it is a VM (libvirt_queues:DOMAIN, libvirt_vcpupin:DOMAIN act on it).")
     reboot_timeout: float = Field(default=600.0, gt=0, le=7200, description="Seconds to wait for the host to answer over SSH again after a reboot.")
     override_boot_dropins: bool = Field(default=False, description="Boot-time knobs may edit a setting another package made (a /etc/default/grub.d drop-in, grubenv's tuned_params); journaled and put back like the rest.")
