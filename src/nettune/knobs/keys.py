@@ -87,7 +87,7 @@ def summary(section: dict[str, Any] | None) -> str:
     parts = []
     for key, value in knobs.items():
         v = value.get("value") if isinstance(value, dict) else value
-        parts.append(f"{key}={v}" + (f" ({','.join(hosts[key])})" if key in hosts else ""))
+        parts.append(f"{key}{KINDS[parse_key(key).kind].written(v)}" + (f" ({','.join(hosts[key])})" if key in hosts else ""))
     return ", ".join(parts)
 
 

@@ -231,3 +231,17 @@ class KubernetesTargetSpec(_Strict):
 
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         return "needs a reboot, and nettune never reboots a kubernetes target's nodes; use an ssh target host with allow_reboot = true"
+
+    @property
+    def hypervisors(self) -> list[str]:
+        return []
+
+    def vm_host(self, field: str, name: str) -> str | None:
+        return None
+
+    def disruption_seconds(self, what: str, host: str) -> float:
+        return 0.0
+
+    def disruption_refusal(self, what: str, opt_in: str, hosts: tuple[str, ...]) -> str | None:
+        """A node is never rebooted; a pod's interface is its own (created for the study)."""
+        return self.reboot_refusal(hosts) if what == "reboot" else None

@@ -34,6 +34,15 @@ def workload_kind(engine: str) -> WorkloadKind:
     return next((k for k in WORKLOAD_KINDS.values() if engine in k.engines), WORKLOAD_KINDS[DEFAULT_KIND])
 
 
+def hypervisor_hint(named: list[str], hypervisors: list[str]) -> str:
+    """Why a host named for traffic is refused when it is a hypervisor (said with the refusal)."""
+    hv = next((h for h in named if h in hypervisors), None)
+    if hv is None:
+        return ""
+    return (f'; {hv!r} has role = "hypervisor", so it is only sampled for CPU during every test and never runs traffic '
+            f'(run the test between its VMs, or drop role = "hypervisor" from {hv})')
+
+
 class LocalTargetSpec(Strict, ThisMachine):
     """Loopback on this machine: no namespaces, no root needed."""
 
@@ -158,9 +167,10 @@ class Study(Strict):
     @model_validator(mode="after")
     def _hosts_exist(self) -> "Study":
         # hosts that may carry traffic (an ssh target's role="hypervisor" hosts are only sampled)
-        problem = workload_kind(str(self.workload.engine)).check_written(self.workload, self.target.test_hosts)
+        kind = workload_kind(str(self.workload.engine))
+        problem = kind.check_written(self.workload, self.target.test_hosts)
         if problem:
-            raise ValueError(problem)
+            raise ValueError(problem + hypervisor_hint([h.name for h in kind.host_fields(self.workload)], self.target.hypervisors))
         return self
 
 
