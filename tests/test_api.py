@@ -291,6 +291,7 @@ def test_progress_from_another_thread_is_replayed_in_the_callers():
         relay.test_start(slot, 0)
         relay.message("a note")
         relay.test_end(slot, res, 1.0)
+        relay.eta(0, 0.0)
         relay.finish()
 
     t = threading.Thread(target=worker)
@@ -299,9 +300,9 @@ def test_progress_from_another_thread_is_replayed_in_the_callers():
     while relay.pump(into, 0.1):
         pass
     t.join()
-    assert [u.event for u, _ in seen] == ["start", "test_start", "message", "test_end"]
+    assert [u.event for u, _ in seen] == ["start", "test_start", "message", "test_end", "eta"]
     assert all(th is threading.main_thread() for _, th in seen)
-    end = seen[-1][0]
+    end = seen[-2][0]
     assert (end.done, end.total, end.point, end.ok) == (1, 1, {"streams": 2}, True)
     assert end.value == "9.41 Gbit/s" and end.text == "streams=2 run 0: 9.41 Gbit/s"
 

@@ -26,7 +26,8 @@ from ..studyfile.models import Study
 class ProgressUpdate:
     """One event of a running study, as a progress callback receives it.
 
-    `event` is "start" (before the first test), "test_start", "test_end" or "message";
+    `event` is "start" (before the first test), "test_start", "test_end", "message" or
+    "eta" (after each slot: `seconds` left, re-estimated from the tests so far);
     `done` tests have ended out of `total` planned (adaptive repeats: the most it may
     run); `point` and `run` say which test (None for "start" and "message"); a "test_end"
     has `ok` and `value` (the kind's primary value as text, "9.41 Gbit/s", or the error);
@@ -49,7 +50,7 @@ class ProgressUpdate:
     warmup: bool = False
     ok: bool | None = None
     value: str = ""
-    seconds: float | None = None  # "start": the first estimate of the study's length; "test_end": the test's
+    seconds: float | None = None  # "start": the first estimate of the study's length; "test_end": the test's; "eta": left
 
 
 def result_text(result: TestResult) -> str:
@@ -89,6 +90,10 @@ class Counting:
     def message(self, text: str) -> None:
         self.emit(ProgressUpdate("message", self.name, self.done, self.total, text))
 
+    def eta(self, tests_left: int, seconds_left: float) -> None:
+        self.emit(ProgressUpdate("eta", self.name, self.done, self.total,
+                                 f"{tests_left} tests left, about {seconds_left:.0f} s", seconds=seconds_left))
+
 
 def in_jupyter() -> bool:
     """Whether this runs in a Jupyter kernel (rich's own detection)."""
@@ -105,13 +110,13 @@ class NotebookBar:
         from IPython.display import display
 
         self.started = time.monotonic()
-        self.last = ""
+        self.last, self.left = "", ""
         self.display = display
         self.handle: Any = None  # shown at the first event
 
     def _bundle(self, u: ProgressUpdate) -> dict[str, str]:
         total = max(u.total, u.done, 1)
-        last = f" · last: {self.last}" if self.last else ""
+        last = (f" · last: {self.last}" if self.last else "") + self.left
         plain = f"{u.study}: {u.done}/{u.total} tests{last}"
         page = (f'<div><b>{html.escape(u.study)}</b> <progress value="{u.done}" max="{total}" style="width:40%"></progress> '
                 f"{u.done}/{u.total} tests <span style=\"color:gray\">{html.escape(last)}</span></div>")
@@ -123,6 +128,8 @@ class NotebookBar:
             return
         if u.event == "test_end":
             self.last = u.text
+        if u.event == "eta":
+            self.left = f" · about {u.seconds:.0f} s left" if u.seconds is not None else ""
         if self.handle is None:
             self.handle = self.display(self._bundle(u), raw=True, display_id=True)
         else:
@@ -210,6 +217,9 @@ class Relay:
 
     def message(self, text: str) -> None:
         self.calls.put(lambda p: p.message(text))
+
+    def eta(self, tests_left: int, seconds_left: float) -> None:
+        self.calls.put(lambda p: p.eta(tests_left, seconds_left))
 
     def finish(self) -> None:
         self.calls.put(self.DONE)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the analysis is loaded only when a caller analyses (nettune
 class Progress(Protocol):
     """What a running study tells its watcher, in the thread that watches it.
 
-    `nettune.run_study(..., progress=obj)` calls these four methods (the CLI's progress bar
+    `nettune.run_study(..., progress=obj)` calls these five methods (the CLI's progress bar
     is one); a plain callable or `progress=True` is adapted to it (nettune/api/progress.py).
     Every method must return quickly: the study waits for it. Example::
 
@@ -38,6 +38,8 @@ class Progress(Protocol):
                 print(slot.point.label(), slot.run, "ok" if result.ok else result.error)
             def message(self, text):
                 print(text)
+            def eta(self, tests_left, seconds_left):
+                pass
 
         nettune.run_study("examples/quick.toml", progress=Log())
     """
@@ -55,6 +57,10 @@ class Progress(Protocol):
     def message(self, text: str) -> None:
         """A note for the user (a setting that did not read back, a host audit's summary, ...)."""
 
+    def eta(self, tests_left: int, seconds_left: float) -> None:
+        """After each slot: what is left, re-estimated from the tests so far (run/plan_time.py)."""
+        ...
+
 
 class NoProgress:
     """Says nothing (run_study's default)."""
@@ -63,6 +69,7 @@ class NoProgress:
     def test_start(self, slot: Slot, index: int) -> None: ...
     def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None: ...
     def message(self, text: str) -> None: ...
+    def eta(self, tests_left: int, seconds_left: float) -> None: ...
 
 
 class Recording:
@@ -83,6 +90,9 @@ class Recording:
     def message(self, text: str) -> None:
         self.said.append(text)
         self.inner.message(text)
+
+    def eta(self, tests_left: int, seconds_left: float) -> None:
+        self.inner.eta(tests_left, seconds_left)
 
 
 @dataclass

@@ -33,9 +33,11 @@ from ..errors import NettuneError
 from . import columns
 from . import idle_table as idle
 from . import instrument_tables as instrument
-from .cpu_units import CPU_COLUMNS, units_for
+from .cpu_units import units_for
 
 SCHEMA_VERSION = 4  # 4: command workload and energy columns, idle_power (store/idle_table.py); CPU units (cpu_units_json)
+
+CPU_COLS_OF_SCHEMA_3 = ["cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq"]  # what a schema-3 database has to upgrade
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -157,7 +159,7 @@ def _upgrade_from_3(db: sqlite3.Connection) -> None:
         have = {r["name"] for r in db.execute("PRAGMA table_info(runs)")}
         if "cpu_units_json" not in have:
             db.execute("ALTER TABLE runs ADD COLUMN cpu_units_json TEXT NOT NULL DEFAULT '{}'")
-        rows = db.execute(f"SELECT id, cpu_extra_json, {', '.join(CPU_COLUMNS)} FROM runs WHERE cpu_units_json='{{}}'").fetchall()
+        rows = db.execute(f"SELECT id, cpu_extra_json, {', '.join(CPU_COLS_OF_SCHEMA_3)} FROM runs WHERE cpu_units_json='{{}}'").fetchall()
         fill = [(json.dumps(units_for(dict(r), json.loads(r["cpu_extra_json"] or "{}"), None)), r["id"]) for r in rows]
         db.executemany("UPDATE runs SET cpu_units_json=? WHERE id=?", [f for f in fill if f[0] != "{}"])
         db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
