@@ -74,7 +74,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     if not have:
         raise NettuneError(f"{data.name}: no successful counted run to analyse ({sum(p.failed for p in data.points)} failed)")
     pick = max if m.higher_is_better else min
-    bp, br = pick(have, key=lambda t: t[1].mean)
+    bp, br = pick(have, key=lambda t: t[1].mean or 0.0)  # rows with n > 0 have a mean
     out = Analysis(data.name, data.study["id"], m.name, m.label, m.higher_is_better, threshold, params, data.axes,
                    rows, Best(br.point, br.mean, br.ci_low, br.ci_high, br.n))
     out.interval, out.interval_why, out.share, out.policy = intervals.NAMES[method], why, share, STATEMENT
