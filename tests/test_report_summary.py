@@ -49,6 +49,18 @@ def test_verdicts_grouped_each_once(db):
     assert not any("recommended" in f for f in a.sections["throughput"])
 
 
+def test_a_tool_bound_best_point_is_said_once_instead_of_what_mattered(tmp_path):
+    with Store(tmp_path / "old.db") as s:  # iperf3 3.12, several streams on one thread at 99.5% of a core
+        build(s, "old", [({"parallel": p}, g) for p, g in ((1, 20.0), (2, 26.0), (4, 27.0))], version="3.12",
+              cpu=lambda p, g: (99.5, 70.0, 10.0))
+        a = analyze(load(s, "old"))
+    limit = [line for line in a.summary if "bottleneck" in line]
+    assert len(limit) == 1 and a.summary[1] == limit[0] and limit[0] in a.headline  # the instrument's own words, once
+    assert a.summary[-1].startswith("next: measure the path, not the tool")
+    assert not any(line.startswith("mattered:") for line in a.summary)
+    assert set(a.sections["instrument"]) == set(a.instrument)
+
+
 def test_single_runs_say_so(tmp_path):
     with Store(tmp_path / "one.db") as s:
         build(s, "D1", [({"parallel": p}, g) for p, g in zip(DP, DG)], runs=1)
