@@ -130,11 +130,13 @@ def summary_md(analysis: Analysis) -> list[str]:
     return ["## Summary", ""] + [f"- {md_text(line)}" for line in analysis.summary] + [""]
 
 
-def verdicts_md(analysis: Analysis) -> list[str]:
-    """Every verdict, grouped under throughput, cost, noise and instrument."""
+def verdicts_md(analysis: Analysis, checked: bool = False) -> list[str]:
+    """Every verdict, grouped under throughput, cost, noise and instrument; `checked`: the
+    study has --cross-check tables, whose verdicts stand under them (once), not here."""
     lines = ["", "## Verdicts", ""]
     for section, found in analysis.sections.items():
-        lines += [f"### {SECTION_TITLES[section]}", ""] + [f"- {md_text(f)}" for f in found] + [""]
+        shown = [f for f in found if not (checked and f.startswith("cross-check at "))]
+        lines += [f"### {SECTION_TITLES[section]}", ""] + [f"- {md_text(f)}" for f in shown] + [""] if shown else []
     return lines
 
 
@@ -159,7 +161,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power
-    lines += verdicts_md(analysis)
+    lines += verdicts_md(analysis, bool(s.get("cross_checks")))
     lines += _audit_md(data.facts)
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:
