@@ -12,6 +12,7 @@ from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 from nettune.analysis.digest import SECTIONS
 from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from study_builders import DG, DP, build, study_a
 from test_report import chromium, make, needs_chromium
@@ -20,7 +21,7 @@ from test_report import chromium, make, needs_chromium
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "r.db"
-    with Store(path) as s:
+    with StoreWriter(path) as s:
         study_a(s)  # 14 points, 3 runs each, every CPU side: the widest results table
         build(s, "D", [({"parallel": p}, g) for p, g in zip(DP, DG)], engine="iperf2", version="2.1.8")
     return path
@@ -50,9 +51,10 @@ def test_verdicts_grouped_each_once(db):
 
 
 def test_a_tool_bound_best_point_is_said_once_instead_of_what_mattered(tmp_path):
-    with Store(tmp_path / "old.db") as s:  # iperf3 3.12, several streams on one thread at 99.5% of a core
+    with StoreWriter(tmp_path / "old.db") as s:  # iperf3 3.12, several streams on one thread at 99.5% of a core
         build(s, "old", [({"parallel": p}, g) for p, g in ((1, 20.0), (2, 26.0), (4, 27.0))], version="3.12",
               cpu=lambda p, g: (99.5, 70.0, 10.0))
+    with Store(tmp_path / "old.db") as s:
         a = analyze(load(s, "old"))
     limit = [line for line in a.summary if "bottleneck" in line]
     assert len(limit) == 1 and a.summary[1] == limit[0] and limit[0] in a.headline  # the instrument's own words, once
@@ -62,8 +64,9 @@ def test_a_tool_bound_best_point_is_said_once_instead_of_what_mattered(tmp_path)
 
 
 def test_single_runs_say_so(tmp_path):
-    with Store(tmp_path / "one.db") as s:
+    with StoreWriter(tmp_path / "one.db") as s:
         build(s, "D1", [({"parallel": p}, g) for p, g in zip(DP, DG)], runs=1)
+    with Store(tmp_path / "one.db") as s:
         a = analyze(load(s, "D1"))
     assert a.summary[0].endswith("(N=1, single run)")
     assert any(line.startswith("how sure: single runs (N=1 per point)") for line in a.summary)
