@@ -22,6 +22,7 @@ from ..errors import SpecError
 from ..studyfile.load import find_line
 from ..studyfile.models import Study
 from ..studyfile.ssh_hosts import SshTargetSpec
+from ..studyfile.vmlab_target import VmlabTargetSpec
 from .points import Slot
 
 BOOT_KINDS = ("cmdline",)
@@ -82,7 +83,7 @@ def check_boot_hosts(study: Study, resolved: list[Any], text: str = "", file: st
     for rp in resolved:
         for key, _v, hosts in boot_values(rp):
             where = ["knobs", key]
-            if not isinstance(study.target, SshTargetSpec):
+            if not isinstance(study.target, (SshTargetSpec, VmlabTargetSpec)):  # hosts with allow_reboot
                 raise SpecError(file, ".".join(where), f"needs a reboot, and a {study.target.kind} target's hosts are this machine, "
                                 "the one nettune runs on, which is never rebooted; use an ssh target host with allow_reboot = true",
                                 find_line(text, where))

@@ -120,6 +120,14 @@ def _boot_security(data: StudyData) -> list[str]:
     return []
 
 
+def _emulated(data: StudyData) -> list[str]:
+    """A line above the results when the hosts ran on emulated CPUs (the VM lab under TCG)."""
+    from ..analysis.emulation import note  # noqa: PLC0415
+
+    line = note(data.facts)
+    return [f"**{line}.**", ""] if line else []
+
+
 def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
@@ -131,7 +139,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += [f"Study #{s['id']}, {s['status']}, started {started}; target {s.get('target_kind') or '?'}; "
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
               f"with 95% intervals: {analysis.interval}" + (f", because {analysis.interval_why}" if analysis.interval_why else "") + ".",
-              ""] + _boot_security(data) + ["## Results", ""]
+              ""] + _boot_security(data) + _emulated(data) + ["## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power

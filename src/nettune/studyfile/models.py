@@ -100,7 +100,8 @@ from .lab_target import LabTargetSpec  # noqa: E402 - in its own file; it uses S
 # Every target spec declares what the layers that see only the study file ask of it:
 # kind, hosts, test_hosts, on_this_machine (its hosts run this machine's binaries and
 # keep their files here) and queues (per host interface, None when the target sets none).
-TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec], Field(discriminator="kind")]
+from .vmlab_target import VmlabTargetSpec  # noqa: E402 - the VM lab's spec lives in its own file
+TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec, VmlabTargetSpec], Field(discriminator="kind")]
 
 
 Pairs = Union[

@@ -32,7 +32,13 @@ def _kubernetes(study: Any) -> Target:
     return KubeTarget(study)
 
 
-TARGETS: dict[str, Callable[[Any], Target]] = {"lab": _lab, "local": _local, "ssh": _ssh, "kubernetes": _kubernetes}
+def _vmlab(study: Any) -> Target:
+    from .vmlab.vm_target import VmlabTarget
+
+    return VmlabTarget(study)
+
+
+TARGETS: dict[str, Callable[[Any], Target]] = {"lab": _lab, "local": _local, "ssh": _ssh, "kubernetes": _kubernetes, "vmlab": _vmlab}
 
 
 def make_target(study: Any) -> Target:

@@ -34,6 +34,10 @@ def footprint(study: Any) -> Footprint:
 
         layout = study_layout(study)
         return Footprint(machine=True, namespaces={layout.ns(h) for h in layout.hosts}, subnets=[layout.subnet])
+    if spec.kind == "vmlab":  # guests and the hypervisor's sshd, all at addresses of the lab's /24
+        from .vmlab.vmlab import layout_of  # noqa: PLC0415
+
+        return Footprint(subnets=[layout_of(study).subnet])
     if spec.kind == "kubernetes":  # node knobs, journaled by node name (kubernetes_host.reach)
         return Footprint(remotes={(n.lower(), 0) for n in spec.nodes})
     return Footprint(remotes={(h.address.lower(), h.port) for h in spec.hosts.values()})
@@ -49,6 +53,10 @@ def server_address(study: Any, host: str) -> str:
         return study_layout(study).address(host)
     if spec.kind == "ssh":
         return str(spec.hosts[host].address)
+    if spec.kind == "vmlab":
+        from .vmlab.vmlab import layout_of  # noqa: PLC0415
+
+        return layout_of(study).address(host)
     if spec.kind == "kubernetes":  # known once the pod (or its Service) exists
         return f"<{'ClusterIP of' if spec.via == 'service' else 'IP of pod'} {host}>"
     from .local import LocalHost  # noqa: PLC0415

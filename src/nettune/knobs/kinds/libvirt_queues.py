@@ -11,8 +11,9 @@ apply: libvirt refuses to change driver attributes of a live NIC ("cannot modify
        the queues attribute of that interface's <driver> in place (libvirt_xml.py: the
        rest of the document stays byte for byte; an interface without <driver> gets
        <driver queues='N'/>, libvirt's own form, which forces no backend), `virsh define`
-       it (through a mktemp file), then if the guest runs: `virsh shutdown`, wait for
-       "shut off", `virsh start`, wait for "running". A guest that does not shut down
+       it (through a mktemp file), then if the guest runs: `virsh shutdown` (sent again
+       every 15 s: a guest still booting drops the ACPI request), wait for "shut off",
+       `virsh start`, wait for "running". A guest that does not shut down
        in time is left alone (never destroyed) and the knob fails with that reason. The
        guest's ssh connection then reconnects (the ssh target retries for
        reconnect_timeout seconds).
@@ -37,6 +38,7 @@ from ..base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok, whole
 DOMAIN = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 MAC = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
 RESTART_TIMEOUT = 300.0
+SHUTDOWN_RESEND = 15.0  # seconds between `virsh shutdown` requests while waiting for "shut off"
 IFACE = ("domain", "devices", "interface")
 # <driver> attributes libvirt writes after queues (virDomainNetDriverAttributesFormat)
 AFTER_QUEUES = ("rx_queue_size", "tx_queue_size", "iommu", "ats", "packed", "page_per_vq", "rss", "rss_hash_report")
@@ -151,11 +153,19 @@ def domstate(ex: Host, dom: str, key: str) -> str:
     return out.splitlines()[0].strip() if out else "unknown"
 
 
-def wait_state(ex: Host, dom: str, key: str, want: str, timeout: float, poll: float) -> None:
+def wait_state(ex: Host, dom: str, key: str, want: str, timeout: float, poll: float, resend: list[str] | None = None) -> None:
+    """Poll until the domain is in state `want`. resend: a request the guest may have
+    missed, sent again every SHUTDOWN_RESEND seconds (`virsh shutdown` is an ACPI button
+    press: a guest still booting, before its ACPI daemon runs, drops it; seen on the VM
+    lab when a restore restarted a guest seconds after a point had)."""
     end = time.monotonic() + timeout
+    again = time.monotonic() + SHUTDOWN_RESEND
     while time.monotonic() < end:
         if domstate(ex, dom, key) == want:
             return
+        if resend and time.monotonic() >= again:
+            ex.run(resend, timeout=30)  # a refusal (the guest went off meanwhile) shows in the next domstate
+            again = time.monotonic() + SHUTDOWN_RESEND
         time.sleep(poll)
     raise KnobError(f"{key}: domain {dom} is not '{want}' after {timeout:.0f}s; check it (virsh domstate {dom})")
 
@@ -237,7 +247,7 @@ class LibvirtQueues(Kind):
         if domstate(ex, dom, loc.key) != "running":
             return
         run_ok(ex, ["virsh", "shutdown", dom], f"{loc.key}: virsh shutdown")
-        wait_state(ex, dom, loc.key, "shut off", timeout, poll)
+        wait_state(ex, dom, loc.key, "shut off", timeout, poll, resend=["virsh", "shutdown", dom])
         run_ok(ex, ["virsh", "start", dom], f"{loc.key}: virsh start")
         wait_state(ex, dom, loc.key, "running", timeout, poll)
 
