@@ -1,4 +1,4 @@
-"""Link shaping on VM lab guests, made by each guest's own kernel (netem, tbf) with `tc`
+"""Link shaping on VM lab guests (and reading their NICs' queue counts), made by each guest's own kernel (netem, tbf) with `tc`
 over SSH: this machine's kernel may lack netem, a Debian guest kernel has it.
 
 Only a guest's egress (eth0's root qdisc) is shaped: each direction of a path between two
@@ -55,3 +55,13 @@ def shown(host: Any) -> str:
     """`tc qdisc show dev eth0` in the guest, as stored with each run (read, not parsed)."""
     r = host.run(["tc", "qdisc", "show", "dev", GUEST_IF], timeout=30)
     return " | ".join(ln.strip() for ln in r.stdout.splitlines() if ln.strip())
+
+
+def channels(host: Any) -> dict[str, int | None]:
+    """The guest's own view of its NIC's queues: `ethtool -l eth0`'s Combined lines (the
+    first under "Pre-set maximums", what the hypervisor gave; the second under "Current
+    hardware settings", what the guest's driver uses). None: not reported."""
+    r = host.run(["ethtool", "-l", GUEST_IF], timeout=30)
+    combined = [ln.split(":", 1)[1].strip() for ln in r.stdout.splitlines() if ln.strip().lower().startswith("combined:")]
+    nums = [int(v) if v.isdigit() else None for v in combined]
+    return {"combined_max": nums[0] if nums else None, "combined": nums[1] if len(nums) > 1 else None}

@@ -69,8 +69,13 @@ class VmlabTarget(SshTarget):
         return self.state()
 
     def state(self) -> dict[str, Any]:
+        """The hosts, the accelerator, each guest's NIC queues as the guest itself reports
+        them (`ethtool -l eth0` in the guest: what libvirt's <driver queues> gave it), and
+        the link shaping in force. Read after every point's knobs, so a guest restarted by
+        a knob is waited for here (the ssh target reconnects) and seen with its new NIC."""
         out = super().prepare(None)
         out["vmlab"] = {"accelerator": self.accel.get("name"), "emulated": self.emulated}
+        out["guest_nic"] = {g: vm_shaping.channels(self.hosts[g]) for g in self.spec.guests}
         if any(self._shapes.values()):
             out["shaping"] = {g: vm_shaping.shown(self.hosts[g]) for g, s in self._shapes.items() if s}
         return out
