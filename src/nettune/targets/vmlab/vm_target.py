@@ -106,3 +106,4 @@ class VmlabTarget(SshTarget):
                         log.warning("%s: could not remove its link shaping: %s", g, e)
         finally:
             super().close()
+            vmlab.release(self.study_name)  # the lab stays up, free for the next run (or `lab down`)

@@ -151,6 +151,14 @@ def up(study: Any, echo: Echo = print) -> tuple[dict[str, Any], bool]:
     return rec, True
 
 
+def release(study: str) -> None:
+    """A run that used the lab is over: nobody owns it until the next run or `lab up`."""
+    rec = read_record(study)
+    if rec is not None and rec.get("owner") == owner_token():
+        rec["owner"] = ""
+        _write_record(rec)
+
+
 def _bridge_up(layout: LabLayout) -> None:
     name = bridge_of(layout)
     with IPRoute() as ipr:
