@@ -332,6 +332,40 @@ run = ["true"]
     assert "nothing" in (again.stdout + again.stderr).lower()
 
 
+def test_kill_9_mid_restart_then_restore_brings_the_domain_back(lab):
+    """kill -9 while libvirt_queues restarts a guest (shut off, not started yet): `nettune
+    restore` over SSH to the hypervisor puts the definition back and starts the guest."""
+    xml0 = lab.virsh("dumpxml", "--inactive", "client")
+    f = _write(lab.tmp, "q.toml", """
+[workload]
+server = "server"
+client = "client"
+duration = 1
+[knobs]
+"libvirt_queues:client" = 2
+[knobs.hosts]
+"libvirt_queues:client" = ["hv"]
+""")
+    env = dict(os.environ, NETTUNE_STATE_DIR=str(lab.state), COLUMNS="200")
+    run = subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(lab.tmp / "q.db"), "--doctor", "off"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        while run.poll() is None and lab.hv.virsh("domstate", "client", check=False).stdout.strip() != "shut off":
+            time.sleep(0.1)
+        caught = run.poll() is None
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+        said = run.communicate()[0].decode(errors="replace")
+    assert caught, f"the run ended before the guest was shut down: {said[-2000:]}"
+    assert "queues='2'" in lab.virsh("dumpxml", "--inactive", "client")  # the new definition, and nettune gone
+    restored = nettune("restore", timeout=600, env={"NETTUNE_STATE_DIR": str(lab.state)})
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert lab.virsh("domstate", "client").strip() == "running" and lab.virsh("dumpxml", "--inactive", "client") == xml0
+    lab.wait_ssh("client")
+    assert re.search(r"Combined:\s+1\s*$", lab.ssh("client", "ethtool -l eth0"), re.M)
+
+
 def test_delay_on_the_guests_links_gives_the_configured_rtt(lab):
     from nettune.plan.points import expand_and_check
     from nettune.plan.study_file import load_study
