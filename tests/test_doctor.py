@@ -61,7 +61,7 @@ def test_fix_is_journaled_kept_out_of_the_way_and_restored(tmp_path):
         assert ("server", "warn", "somaxconn 128 for up to 128 streams connecting at once") in seen, seen
         assert RMEM.read_text().strip() == "4194304" and WMEM.read_text().strip() == "4194304" and SOMAXCONN.read_text().strip() == "4096" and out["fixed"]
         kept = [s for s in Journal().open_sessions() if s.kept]
-        assert len(kept) == 1 and {str(c["original"]) for c in kept[0].changes} >= {"128", "212992"}
+        assert len(kept) == 1 and {str(c.original) for c in kept[0].changes} >= {"128", "212992"}
         # a study on this machine measures with the fix in force: a note, never a refusal
         notes = journal_gate(True, study=None)
         assert any("doctor --fix" in n for n in notes)

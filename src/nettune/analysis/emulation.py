@@ -42,7 +42,7 @@ def withhold(out: Any, facts: dict[str, dict[str, Any]]) -> Any:
                 "CPUs (a KVM host, or real machines) for them")
     for p in out.parameters:
         p.curves, p.comparisons, p.effect, p.cost_curves = [], [], None, []
-    out.efficiency, out.repeats = [], []
+    out.efficiency, out.repeats, out.effect_tests = [], [], 0
     if out.groups is not None:
         out.groups = None
     out.headline = [line, withheld]

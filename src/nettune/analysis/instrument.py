@@ -4,7 +4,7 @@ Three verdicts:
 - tool-bound: iperf3 before 3.16 runs every stream of a process on one thread; a process
   at >= 90% of one core measured itself, unless it already had every core the client may
   use (then no configuration of any tool gets more of that machine). With fan-out
-  (`processes`), each process's CPU is judged on its own (`extra["per_process"]`), never
+  (`processes`), each process's CPU is judged on its own (the run's `fanout` part), never
   their sum;
 - near the ceiling: a point within 10% of the loopback ceiling `nettune ceiling` measured
   on its client's machine for the same configuration (engine, processes) at the nearest
@@ -31,16 +31,14 @@ def _version(text: str | None) -> tuple[int, int] | None:
 
 
 def processes(r: RunRecord) -> int:
-    n = r.extra.get("processes")
-    return int(n) if isinstance(n, int) and n > 0 else 1
+    return r.processes
 
 
 def process_cpu(r: RunRecord) -> list[tuple[float | None, float | None]]:
     """(client, server) CPU % of one core of each process of the run."""
-    rows = r.extra.get("per_process")
-    if isinstance(rows, list) and rows:
-        return [(p.get("cpu_client") or (p.get("tool_cpu") or {}).get("host_total"),
-                 p.get("cpu_server") or (p.get("tool_cpu") or {}).get("remote_total")) for p in rows if isinstance(p, dict)]
+    rows = r.fanout.per_process if r.fanout is not None else []
+    if rows:
+        return [(p.cpu_client or p.tool_cpu.get("host_total"), p.cpu_server or p.tool_cpu.get("remote_total")) for p in rows]
     return [(r.cpu_client or r.tool_cpu.get("host_total"), r.cpu_server or r.tool_cpu.get("remote_total"))]
 
 
@@ -101,11 +99,11 @@ def choice_findings(data: StudyData, params: list[str]) -> list[str]:
     by: dict[tuple[str, str], list[str]] = {}
     for p in data.points:
         for r in p.runs:
-            c = r.extra.get("engine_choice")
-            if isinstance(c, dict):
-                by.setdefault((str(c.get("label")), str(c.get("reason"))), [])
-                if p.label(params) not in by[(str(c.get("label")), str(c.get("reason")))]:
-                    by[(str(c.get("label")), str(c.get("reason")))].append(p.label(params))
+            c = r.engine_choice
+            if c is not None:
+                seen = by.setdefault((c.label, c.reason), [])
+                if p.label(params) not in seen:
+                    seen.append(p.label(params))
                 break
     out = []
     for (label, reason), pts in by.items():
@@ -115,9 +113,8 @@ def choice_findings(data: StudyData, params: list[str]) -> list[str]:
 
 
 def _client_host(data: StudyData, r: RunRecord) -> str | None:
-    host = r.extra.get("client")
-    if isinstance(host, str):
-        return host
+    if r.client is not None:  # a study over host pairs: this test's client
+        return r.client
     wl = data.spec().get("workload") or {}
     return wl.get("client") if isinstance(wl.get("client"), str) else None
 
@@ -133,7 +130,7 @@ def ceiling_of(data: StudyData, r: RunRecord) -> tuple[str, int, float, str] | N
     by_p = {int(k): float(v) for k, v in (table.get(config) or {}).items()}
     if not by_p:
         return None
-    streams = len(r.forward_streams) or int(r.extra.get("num_streams") or 1)
+    streams = r.n_streams or 1
     at = min(by_p, key=lambda p: (abs(p - streams), -p))
     return config, at, by_p[at], str(facts.get("machine") or host)
 

@@ -54,7 +54,10 @@ def doctor(
         raise NettuneError("--capture records hosts as they are: it cannot be combined with --fix (capture first, then fix)")
     study = None
     if len(names) == 1 and names[0].endswith(".toml"):
-        study = load_study(Path(names[0]))
+        from ..studyfile.local_commands import allow_local_commands
+
+        with allow_local_commands():  # the audit connects: ssh_config Match exec runs as ssh would run it
+            study = load_study(Path(names[0]))
         names = []
     if interface and (names or study is not None):
         raise NettuneError("--interface applies to this machine or a sosreport; a study or inventory names each host's interface")

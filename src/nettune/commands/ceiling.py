@@ -95,6 +95,7 @@ def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[
     inventory / ssh_config. One per machine: hosts sharing a machine share its ceiling.
     Each comes with its answers so far (its machine name), for plan()."""
     from ..plan.study_file import load_study
+    from ..studyfile.local_commands import allow_local_commands
     from ..targets import make_target
     from ..targets.local import LocalHost
     from ..targets.loopback import LoopbackView
@@ -107,7 +108,8 @@ def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[
     with ExitStack() as stack:
         found: list[Any] = [LocalHost("loopback")] if local else []
         for path in studies:
-            study = load_study(Path(path))
+            with allow_local_commands():  # measuring connects: ssh_config Match exec runs as ssh would run it
+                study = load_study(Path(path))
             if study.target.on_this_machine:  # a lab or loopback study: this machine (counted once below)
                 found.append(LocalHost("loopback"))
                 continue

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import NettuneError
 from ..plan.points import expand_and_check
 from ..plan.study_file import load_study
+from ..targets import require_kind
 
 
 @dataclass
@@ -39,9 +39,7 @@ def vm_lab_up(file: Path, echo: Callable[[str], None] = print) -> VmLabUp:
     from ..targets.vmlab import vmlab  # noqa: PLC0415 - pyroute2 and root
 
     study = load_study(file)
-    if study.target.kind != "vmlab":
-        raise NettuneError(f"{file}: target.kind is {study.target.kind!r}; `lab up --vms` needs kind = \"vmlab\" "
-                           "(guests under [target.hosts.NAME] with vcpus, memory, queues; see docs/targets.md)")
+    require_kind(study, "vmlab", str(file), "`lab up --vms` (guests under [target.hosts.NAME] with vcpus, memory, queues; docs/targets.md)")
     expand_and_check(study, file.read_text(), str(file))  # a file whose points do not resolve brings nothing up
     rec, made = vmlab.up(study, echo)
     inv = vmlab.ssh_hosts(rec, study.target)

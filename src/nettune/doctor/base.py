@@ -49,6 +49,9 @@ class Finding:
         return RANK[self.severity]
 
 
+NO_INTERFACE = "no test interface"  # a check of the test NIC on a host where none was named or found
+
+
 def missing(what: str, *gone: Got | Ran | Files | str) -> tuple[str, str]:
     """(evidence, how to get it) for the inputs a check lacked."""
     ev, how = [], []
@@ -69,6 +72,11 @@ def missing(what: str, *gone: Got | Ran | Files | str) -> tuple[str, str]:
 def cannot(check: str, host: str, what: str, *gone: Got | Ran | Files | str, why: str = "", how: str = "") -> Finding:
     """A "cannot tell" finding: `what` could not be judged, for want of `gone`."""
     ev, got_how = missing(what, *gone)
+    if not (how or got_how):  # "cannot tell" always says how to get what was missing
+        no_nic = any(g == NO_INTERFACE for g in gone)
+        got_how = ("name the test NIC: --interface IF (or `interface` on the host in the study)" if no_nic else
+                   "run nettune doctor as root on the host itself, outside any network namespace, or read a capture "
+                   "(nettune doctor --capture) made there")
     return Finding(check, host, "cannot_tell", f"cannot tell {what}", ev, why, how or got_how)
 
 

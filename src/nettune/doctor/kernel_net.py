@@ -11,7 +11,7 @@ path.mtu between the study's hosts. Without both, the BDP is not known and docto
 """
 from __future__ import annotations
 
-from .base import Check, Finding, HostView, cannot, q
+from .base import NO_INTERFACE, Check, Finding, HostView, cannot, q
 from .counters import SOFTNET
 from .link import link_rate
 from .parsers import softnet
@@ -120,7 +120,7 @@ class CongestionQdisc(Check):
         ev = f"{g.where}: {g.text}; " + (f"{tc.where}: root qdisc {root}" if root else f"qdisc of {dev}: not known")
         if g.text == "bbr":
             if root is None:
-                return [cannot(self.id, h.name, f"whether BBR has the fq qdisc on {dev}", *([tc] if tc is not None else ["no test interface"]))]
+                return [cannot(self.id, h.name, f"whether BBR has the fq qdisc on {dev}", *([tc] if tc is not None else [NO_INTERFACE]))]
             if root not in ("fq", "mq"):
                 return [Finding(self.id, h.name, "warn", f"congestion control bbr with qdisc {root} on {dev}", ev,
                                 "BBR paces its sending; fq does that pacing efficiently (without it the kernel paces per socket, at a CPU cost)",

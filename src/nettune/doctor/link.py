@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .base import HostView
+from .base import NO_INTERFACE, HostView
 from .parsers import Link, Settings, ethtool_info, ethtool_settings, ip_links, num
 from .sources import Got, Ran
 
@@ -113,7 +113,7 @@ def link_rate(h: HostView) -> tuple[float | None, str]:
     """The test NIC's physical rate (bit/s) and how it is known; None when it has none
     (virtual, paravirtual) or it cannot be told."""
     if not h.interface:
-        return None, "no test interface"
+        return None, NO_INTERFACE
     f = link_facts(h, h.interface)
     if f.wire_speed:
         return f.wire_speed * 1e6, f"{h.interface} link {f.wire_speed / 1000:g} Gbit/s"

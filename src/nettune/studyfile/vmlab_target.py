@@ -149,3 +149,19 @@ class VmlabTargetSpec(BaseModel):
     def queues(self) -> int | None:
         """Queues per host interface the target sets: per guest (hosts.NAME.queues), so none for all."""
         return None
+
+    @property
+    def over_loopback(self) -> bool:
+        return False  # guests talk over the lab bridge, through their own kernels
+
+    def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
+        """Why a boot-time knob on these hosts (all, when empty) cannot be set: the
+        hypervisor is this machine, and a guest may have allow_reboot = false."""
+        for name in hosts or tuple(self.hosts):
+            spec = self.hosts.get(name)
+            if spec is not None and not spec.allow_reboot:
+                if spec.role == "hypervisor":
+                    return (f"needs a reboot of {name}, the VM lab's hypervisor: this machine, which nettune never reboots; "
+                            "name the guests in [knobs.hosts]")
+                return f"needs a reboot of {name}, which does not allow one: add allow_reboot = true to [target.hosts.{name}]"
+        return None

@@ -20,7 +20,7 @@ from . import lab_nodes, lab_shaping
 from .lab_layout import BENCH_NET, LabLayout, default_subnet, short_id, study_layout  # noqa: F401 - re-exported
 from .lab_cleanup import (LAB_DIR, LINK_RE, NETNS_DIR, clear_dead_lab, down_all, down_one, leftovers, live_labs,  # noqa: F401 - re-exported
                           pids_in_namespace, remove_lab, remove_namespace, removal_plan, require_root)
-from ..procs import owner_token
+from ..procs import owner_token, private_dirs
 
 
 
@@ -210,7 +210,7 @@ class LabNet:
         remove_lab(self.layout)
 
     def _save_state(self) -> None:
-        LAB_DIR.mkdir(parents=True, exist_ok=True)
+        private_dirs(LAB_DIR)  # 0700, ours, not a link (targets/procs.py)
         lay = self.layout
         (LAB_DIR / f"{lay.study}.json").write_text(
             json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "nodes": lay.nodes, "created": time.time(), "owner": owner_token()})

@@ -97,3 +97,9 @@ def probe() -> Accel:
         if MARK in (log.read_text(errors="replace") if log.exists() else ""):
             return Accel("kvm", "KVM booted the probe guest")
     return Accel("tcg", f"KVM could not boot a stock kernel here ({said}){pvm}: TCG, an emulated CPU")
+
+
+def guest_image(echo: Callable[[str], None] = print) -> gi.GuestImage:
+    """The guest image (guest_image.build), built on the accelerator this machine runs
+    guests with (the probe boots the cached kernel first)."""
+    return gi.build(accelerator(echo).name, echo)

@@ -192,9 +192,9 @@ def cached() -> GuestImage | None:
     return None
 
 
-def build(echo: Echo = print, accel: str | None = None) -> GuestImage:
-    """The guest image: from the cache, or built and booted once now (under a lock, so two
-    runs never build it twice)."""
+def build(accel: str, echo: Echo = print) -> GuestImage:
+    """The guest image: from the cache, or built and first booted now on `accel` (kvm or
+    tcg: accel.py's probe), under a lock, so two runs never build it twice."""
     CACHE.mkdir(parents=True, exist_ok=True)
     with (CACHE / "build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -202,9 +202,6 @@ def build(echo: Echo = print, accel: str | None = None) -> GuestImage:
         if have is not None:
             return have
         kdir, release, package = kernel(echo)
-        from .accel import accelerator  # noqa: PLC0415 - the probe boots the cached kernel
-
-        accel = accel or accelerator(echo).name
         final = image_dir(release)
         final.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=final.name + ".build-", dir=final.parent))

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from ...errors import NettuneError, ToolMissing
-from ..procs import _zombie, kill_pid, port_listening, start_time
+from ..procs import zombie, kill_pid, port_listening, start_time
 
 # state dir name -> where libvirtd looks for it
 BINDS = {"run": "/run/libvirt", "lib": "/var/lib/libvirt", "log": "/var/log/libvirt", "cache": "/var/cache/libvirt", "etc": "/etc/libvirt"}
@@ -236,7 +236,7 @@ def _alive(path: Path) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     st = start_time(pid)
-    if st is None or (len(parts) > 1 and parts[1] != st) or _zombie(pid):
+    if st is None or (len(parts) > 1 and parts[1] != st) or zombie(pid):
         return None
     return pid
 

@@ -117,10 +117,9 @@ def up(study: Any, echo: Echo = print) -> tuple[dict[str, Any], bool]:
             return rec, False
         echo(f"VM lab {study.name}: " + ("its shape changed" if rec.get("shape") != shape else "not whole any more") + "; re-creating it")
         down(study.name, force=True)
-    from .accel import accelerator  # noqa: PLC0415
-    from .guest_image import build  # noqa: PLC0415
+    from .accel import accelerator, guest_image  # noqa: PLC0415
 
-    image = build(echo)
+    image = guest_image(echo)
     acc = accelerator(echo)
     d = lab_dir(study.name)
     d.mkdir(parents=True, exist_ok=True)
@@ -180,42 +179,42 @@ def _unreachable(ipr: IPRoute, subnet: str, op: str) -> None:
 
 
 def _keys(d: Path, layout: LabLayout, guests: list[str], hv_port: int) -> dict[str, Any]:
-    from ..ssh.sshlab import _keygen, _pub  # noqa: PLC0415
+    from ..ssh.sshlab import keygen, public_key  # noqa: PLC0415
 
     ssh = d / "ssh"
     ssh.mkdir(exist_ok=True)
     ssh.chmod(0o700)
     user = ssh / "id_ed25519"
-    _keygen(user, f"nettune-vmlab-{layout.study}")
+    keygen(user, f"nettune-vmlab-{layout.study}")
     hosts = {}
     lines = []
     for h in [*guests, HV_KEY]:
         (ssh / h).mkdir(exist_ok=True)
         key = ssh / h / "ssh_host_ed25519_key"
-        _keygen(key, f"nettune-vmlab-{layout.study}-{h}")
+        keygen(key, f"nettune-vmlab-{layout.study}-{h}")
         hosts[h] = key
         where = layout.address(h) if h != HV_KEY else f"[{layout.bridge_address}]:{hv_port}" if hv_port != 22 else layout.bridge_address
-        lines.append(f"{where} {_pub(key)}")
+        lines.append(f"{where} {public_key(key)}")
     known = ssh / "known_hosts"
     known.write_text("\n".join(lines) + "\n")
     net = str(layout.subnet.network_address).rsplit(".", 1)[0]
-    authorized = f'from="{net}.*" {_pub(user)}\n'  # only from the lab's own /24
+    authorized = f'from="{net}.*" {public_key(user)}\n'  # only from the lab's own /24
     return {"user": user, "hosts": hosts, "known_hosts": known, "authorized": authorized}
 
 
 def _hypervisor_sshd(hv: Hypervisor, layout: LabLayout, keys: dict[str, Any], port: int) -> None:
-    from ..ssh.sshlab import PRIVSEP_DIR, _sshd_version, sshd_config, sshd_path  # noqa: PLC0415
+    from ..ssh.sshlab import PRIVSEP_DIR, sshd_version, sshd_config, sshd_path  # noqa: PLC0415
 
     hv.sshd_dir.mkdir(parents=True, exist_ok=True)
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     auth = hv.sshd_dir / "authorized_keys"
     auth.write_text(keys["authorized"])
-    text = sshd_config(layout.bridge_address, port, keys["hosts"][HV_KEY], auth, hv.sshd_dir / "sshd.pid", _sshd_version(sshd_path()))
+    text = sshd_config(layout.bridge_address, port, keys["hosts"][HV_KEY], auth, hv.sshd_dir / "sshd.pid", sshd_version(sshd_path()))
     (hv.sshd_dir / "sshd_config").write_text(text)
 
 
 def _define(hv: Hypervisor, d: Path, g: domains.GuestSpec, domain_type: str, image: Path, layout: LabLayout, keys: dict[str, Any]) -> None:
-    from ..ssh.sshlab import _sshd_version, sshd_config, sshd_path  # noqa: PLC0415
+    from ..ssh.sshlab import sshd_version, sshd_config, sshd_path  # noqa: PLC0415
 
     disk, seed, console = d / f"{g.name}.qcow2", d / f"{g.name}.seed.tar", d / f"console-{g.name}.log"
     disk.unlink(missing_ok=True)
@@ -223,7 +222,7 @@ def _define(hv: Hypervisor, d: Path, g: domains.GuestSpec, domain_type: str, ima
     domains.overlay(image, disk)
     host_key = keys["hosts"][g.name]
     sshd = sshd_config(g.address, 22, Path("/etc/ssh/ssh_host_ed25519_key"), Path("/root/.ssh/authorized_keys"), Path("/run/sshd.pid"),
-                       _sshd_version(sshd_path()))
+                       sshd_version(sshd_path()))
     domains.seed(seed, {
         "etc/hostname": (g.name + "\n", 0o644),
         gf.SEED_CONF: (gf.seed_conf(g.name, g.address, layout.subnet.prefixlen), 0o644),
