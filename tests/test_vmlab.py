@@ -8,8 +8,13 @@ and the reboot followed by `nettune restore`, and netem delay on the guests' lin
 Checks go around nettune: `virsh` on the lab's libvirtd, the QEMU vCPU threads' affinity
 from /proc, and OpenSSH's own client into the guests.
 
-Run one module at a time, under the lab lock (scripts/test.sh runs the whole suite
-serially). Skipped, with the reason, where the VM lab cannot run (not root, or QEMU,
+The default run: lab up, study A on one guest (one restart and its restore), vcpupin,
+delay, lab status. The reboots of study C and the kill -9 cases run with
+NETTUNE_VM_TESTS=all (they take minutes under TCG). Run one module at a time, under the
+lab lock (scripts/test.sh runs the whole suite serially). In a private PID namespace
+(`unshare --pid --fork`), PID 1 must reap orphans, or libvirtd waits for its QEMU
+capability probe to die and never answers: run pytest under a shell (`bash -c 'pytest
+...; exit $?'`), not as PID 1 itself. Skipped, with the reason, where the VM lab cannot run (not root, or QEMU,
 libvirt or GRUB's packages missing: `nettune setup --vms` installs them).
 """
 import os
@@ -57,6 +62,11 @@ def _cannot() -> str | None:
 
 CANNOT = _cannot()
 pytestmark = pytest.mark.skipif(CANNOT is not None, reason=CANNOT or "")
+# The default run keeps the VM part short (one lab booted for the module, one guest restart
+# pair); the guest reboots and the kill -9 cases take minutes under TCG and run only with
+# NETTUNE_VM_TESTS=all (docs/development.md).
+ALL = os.environ.get("NETTUNE_VM_TESTS") == "all"
+long_vm = pytest.mark.skipif(not ALL, reason="guest reboots and kill -9 under TCG take minutes: NETTUNE_VM_TESTS=all runs this (docs/development.md)")
 
 
 def _write(tmp: Path, name: str, body: str) -> Path:
@@ -131,7 +141,8 @@ def lab(tmp_path_factory):
         yield Lab(state, tmp)
     finally:
         down = nettune("lab", "down", NAME, "--force", timeout=300, env={"NETTUNE_STATE_DIR": str(state)})
-        assert down.returncode == 0, down.stdout + down.stderr
+        if up.returncode == 0:  # a failed `lab up` removed what it made: `lab down` then finds no lab
+            assert down.returncode == 0, down.stdout + down.stderr
         assert nothing_left() == {}, nothing_left()
 
 
@@ -177,38 +188,42 @@ def _run(lab: Lab, f: Path, progress=None):
 
 
 def test_study_a_in_miniature_queues_per_point_and_definitions_back(lab):
-    """libvirt_queues {1, 2, 4} x streams on both guests: every run stores the queue count the
-    guests' own ethtool reports, and libvirt's inactive definitions end as they began."""
+    """libvirt_queues x streams: every run stores the queue count the guests' own ethtool
+    reports, and libvirt's inactive definitions end as they began. Each queue change
+    restarts the guest (about 20 s under TCG on an idle machine, several times that on a
+    loaded one), so the default run changes one guest once (queues {1, 2}: two restarts,
+    the apply and the restore); NETTUNE_VM_TESTS=all runs the issue's whole miniature,
+    {1, 2, 4} on both guests (six restarts)."""
+    guests, queues = (("server", "client"), [1, 2, 4]) if ALL else (("client",), [1, 2])
     before = {d: lab.virsh("dumpxml", "--inactive", d) for d in ("server", "client")}
-    f = _write(lab.tmp, "a.toml", """
+    knobs = "".join(f'"libvirt_queues:{g}" = "{{queues}}"\n' for g in guests)
+    hosts = "".join(f'"libvirt_queues:{g}" = ["hv"]\n' for g in guests)
+    f = _write(lab.tmp, "a.toml", f"""
 [workload]
 server = "server"
 client = "client"
 duration = 1
-parallel = "{streams}"
+parallel = "{{streams}}"
 [sweep]
-queues = [1, 2, 4]
+queues = {queues}
 mult = [1, 2]
-streams = "{queues} * {mult}"
+streams = "{{queues}} * {{mult}}"
 [knobs]
-"libvirt_queues:server" = "{queues}"
-"libvirt_queues:client" = "{queues}"
-[knobs.hosts]
-"libvirt_queues:server" = ["hv"]
-"libvirt_queues:client" = ["hv"]
-""")
+{knobs}[knobs.hosts]
+{hosts}""")
     out, runs, facts = _run(lab, f)
     assert out.status == "done" and out.failed == 0 and not out.warnings, (out, [r.error for r in runs])
-    assert sorted((r["point"]["queues"], r["point"]["streams"]) for r in runs) == [(1, 1), (1, 2), (2, 2), (2, 4), (4, 4), (4, 8)]
+    assert sorted((r["point"]["queues"], r["point"]["streams"]) for r in runs) == sorted((q, q * m) for q in queues for m in (1, 2))
     for r in runs:
         q = r["point"]["queues"]
         for g in ("server", "client"):  # what the guest's kernel got from QEMU, per point
-            assert r.settings["guest_nic"][g] == {"combined_max": q, "combined": q}, (r["point"], r.settings["guest_nic"])
+            want = q if g in guests else 1
+            assert r.settings["guest_nic"][g] == {"combined_max": want, "combined": want}, (r["point"], r.settings["guest_nic"])
         assert r.receiver_bps and r.receiver_bps > 0
         assert r.cpu_extra.get("hypervisor:hv") is not None  # study A's hypervisor CPU column
         assert r.settings["vmlab"]["emulated"] == (lab.rec["accel"]["name"] == "tcg")
     assert {d: lab.virsh("dumpxml", "--inactive", d) for d in ("server", "client")} == before  # libvirt's own dump
-    for g in ("server", "client"):
+    for g in guests:
         assert re.search(r"Combined:\s+1\s*$", lab.ssh(g, "ethtool -l eth0"), re.M)  # running with one queue again
     assert facts["server"]["emulated"] == (lab.rec["accel"]["name"] == "tcg") and facts["server"]["vm"]["vcpus"] == 4
 
@@ -254,6 +269,7 @@ def _grub_files(lab: Lab) -> tuple[str, str]:
     return lab.ssh("server", "cat /etc/default/grub"), lab.ssh("server", "cat /boot/grub/grub.cfg")
 
 
+@long_vm
 def test_cmdline_mitigations_off_reboots_into_it_and_one_reboot_restores(lab):
     from nettune.run.study import NoProgress
 
@@ -288,6 +304,7 @@ run = ["cat", "/proc/cmdline"]
     assert lab.boots("server") == boots0 + 2 and lab.ssh("server", "cat /proc/sys/kernel/random/boot_id") != boot_id0  # one to apply, one to restore
 
 
+@long_vm
 def test_kill_9_between_edit_and_reboot_then_restore(lab):
     grub0, cfg0 = _grub_files(lab)
     cmdline0 = lab.ssh("server", "cat /proc/cmdline")
@@ -295,7 +312,7 @@ def test_kill_9_between_edit_and_reboot_then_restore(lab):
 [workload]
 engine = "command"
 host = "server"
-run = ["true"]
+run = ["cat", "/proc/cmdline"]
 [knobs]
 "cmdline:mitigations" = "off"
 [knobs.hosts]
@@ -332,6 +349,7 @@ run = ["true"]
     assert "nothing" in (again.stdout + again.stderr).lower()
 
 
+@long_vm
 def test_kill_9_mid_restart_then_restore_brings_the_domain_back(lab):
     """kill -9 while libvirt_queues restarts a guest (shut off, not started yet): `nettune
     restore` over SSH to the hypervisor puts the definition back and starts the guest."""

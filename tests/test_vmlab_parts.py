@@ -81,6 +81,33 @@ def test_boot_knobs_need_a_guest_that_allows_reboots():
     s = _study("[target.hosts.server]\nallow_reboot = false\n[target.hosts.client]\n", knob)
     with pytest.raises(SpecError, match="allow_reboot = true"):
         check_boot_hosts(s, expand_and_check(s))
+    s = _study("", knob.replace('["server"]', '["hypervisor"]'))  # the hypervisor is this machine
+    with pytest.raises(SpecError, match="never reboots"):
+        check_boot_hosts(s, expand_and_check(s))
+    s = _study("", '[knobs]\n"cmdline:mitigations" = "off"\n')  # no hosts named: every host, the hypervisor too
+    with pytest.raises(SpecError, match="name the guests"):
+        check_boot_hosts(s, expand_and_check(s))
+
+
+def test_the_vmlab_kind_answers_from_the_study_alone():
+    """targets/vmlab/vmlab_kind.py: the journal's gate, the dry run's addresses and knob
+    devices, and `nettune hosts` without a lab (nothing connected, nothing created)."""
+    import ipaddress
+
+    from nettune.targets import TARGETS, footprint, server_address, target_kind
+
+    s = parse_study(BASE.format(hosts='subnet = "198.18.40.0/24"\n[target.hosts.server]\n[target.hosts.client]\n'), "vm.toml")
+    kind = target_kind(s)
+    assert kind is TARGETS["vmlab"] and kind.name == "vmlab"
+    fp = footprint(s)
+    assert fp.subnets == [ipaddress.ip_network("198.18.40.0/24")] and not fp.machine and not fp.namespaces
+    assert server_address(s, "server") == "198.18.40.10" and server_address(s, "client") == "198.18.40.11"
+    assert kind.knob_os(s, "server") == ("linux", "eth0") and kind.knob_os(s, "hypervisor") == ("linux", None)
+    rows = {r.name: r for r in kind.describe_hosts(s)}
+    assert (rows["server"].address, rows["server"].port, rows["server"].user) == ("198.18.40.10", 22, "root")
+    assert rows["hypervisor"].role == "hypervisor" and rows["hypervisor"].address == "198.18.40.1"
+    kind.check_hosts(s, list(rows.values()))  # no lab of this study is up here
+    assert all(not r.ok and "not up" in r.reason for r in rows.values())
 
 
 def _guest(queues: int = 1) -> domains.GuestSpec:
@@ -201,3 +228,18 @@ def test_results_and_the_report_say_emulated_above_the_numbers(tmp_path):
     assert "emulated CPU: throughput shows behaviour" in (tmp_path / "rep" / "report.html").read_text()
     plain = nettune("results", "A", "--db", str(_db(tmp_path, False)), check=True).stdout
     assert "emulated" not in plain
+
+
+def test_a_journaled_libvirt_queues_reading_keeps_the_domain_state_and_nothing_else():
+    """The reading carries the domain's state (a restore starts a guest a killed apply left
+    shut off); the journal is untrusted: only virsh's state words pass its check."""
+    from nettune.knobs.base import KnobError, Loc
+    from nettune.knobs.registry import get
+
+    kind, loc = get("libvirt_queues"), Loc("libvirt_queues:vm1", "libvirt_queues", "vm1")
+    kind.check_reading(loc, {"queues": 1, "driver": "<driver queues='1'/>", "state": "running"})
+    kind.check_reading(loc, {"queues": 1, "driver": None, "state": "shut off"})
+    kind.check_reading(loc, {"queues": 1, "driver": None})  # a journal written before the state was read
+    for bad in ("rm -rf /", "running; virsh destroy vm1", 7):
+        with pytest.raises(KnobError, match="domain state"):
+            kind.check_reading(loc, {"queues": 1, "driver": None, "state": bad})

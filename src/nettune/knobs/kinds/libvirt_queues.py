@@ -43,6 +43,8 @@ DOMAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")  # never read as an 
 DRIVER_TAG = re.compile(r"""<driver(\s+[A-Za-z_][\w:.-]*\s*=\s*("[^"<>]*"|'[^'<>]*'))*\s*/?>""")
 MAC = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
 RESTART_TIMEOUT = 300.0
+# what `virsh domstate` prints (virshDomainStateToString)
+DOMAIN_STATES = ("no state", "running", "idle", "paused", "in shutdown", "shut off", "crashed", "pmsuspended", "unknown")
 SHUTDOWN_RESEND = 15.0  # seconds between `virsh shutdown` requests while waiting for "shut off"
 IFACE = ("domain", "devices", "interface")
 # <driver> attributes libvirt writes after queues (virDomainNetDriverAttributesFormat)
@@ -205,15 +207,18 @@ class LibvirtQueues(Kind):
         self._sel(loc)  # DOMAIN[/MAC|/INDEX]: its own form (a '/' in it is not a path)
 
     def check_reading(self, loc: Loc, value: Any) -> None:
-        """{"queues", "driver": the <driver> start tag restore writes back}: a tag with
-        attributes only, so a journal cannot slip other XML into the guest's definition."""
+        """{"queues", "driver": the <driver> start tag restore writes back, "state": one of
+        virsh's domain states}: a tag with attributes only, so a journal cannot slip other
+        XML into the guest's definition."""
         check_plain(loc, value)
         if not isinstance(value, dict):
             self.parse(loc, value)
             return
         tag = value.get("driver")
-        if set(value) - {"queues", "driver"} or (tag is not None and not DRIVER_TAG.fullmatch(str(tag))):
+        if set(value) - {"queues", "driver", "state"} or (tag is not None and not DRIVER_TAG.fullmatch(str(tag))):
             raise KnobError(f"{loc.key}: the journaled reading is not a <driver> start tag nettune reads")
+        if value.get("state") not in (None, *DOMAIN_STATES):
+            raise KnobError(f"{loc.key}: the journaled domain state {str(value.get('state'))[:40]!r} is not one virsh reports")
         whole(loc, value.get("queues"), 1, 256)
 
     def _xml(self, ex: Host, loc: Loc, inactive: bool = False) -> str:

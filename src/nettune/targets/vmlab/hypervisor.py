@@ -48,7 +48,7 @@ auth_unix_rw = "none"
 log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
 """
 LIBVIRT_CONF = 'uri_default = "qemu:///system"\n'  # what `virsh` over the hypervisor's ssh connects to
-START_TIMEOUT = 30.0
+START_TIMEOUT = 120.0  # libvirtd probes QEMU at its first start: slow on a loaded machine
 LAUNCH = r"""set -e
 d="$1"; sshd="$2"
 mount --make-rprivate /
@@ -80,6 +80,8 @@ class Hypervisor:
             r = subprocess.run(["virsh", "-q", "-c", self.uri, *args], capture_output=True, text=True, timeout=timeout)
         except FileNotFoundError:
             raise ToolMissing("virsh is not installed: apt-get install libvirt-clients (or: nettune setup --vms)") from None
+        except subprocess.TimeoutExpired:  # a libvirtd still probing QEMU's capabilities (slow on a loaded machine)
+            r = subprocess.CompletedProcess(["virsh", *args], 124, "", f"no answer from the lab's libvirtd within {timeout:.0f}s")
         if check and r.returncode != 0:
             raise NettuneError(f"virsh {' '.join(args)}: {(r.stderr or r.stdout).strip()}")
         return r

@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ...record.point_state import PointState
 from ...studyfile.ssh_hosts import SshTargetSpec
 from ..ssh.ssh import SshTarget
 from . import vm_shaping, vmlab
@@ -55,7 +56,7 @@ class VmlabTarget(SshTarget):
             out.append(f"emulated CPU: throughput shows behaviour, not performance (the guests run on QEMU's TCG: {self.accel.get('why')})")
         return out
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
+    def prepare(self, resolved: Any) -> PointState:
         link = resolved.target.link
         for g in self.spec.guests:
             shape = link.for_host(g) if link is not None else None
@@ -68,17 +69,17 @@ class VmlabTarget(SshTarget):
                 self._shapes[g] = dumped
         return self.state()
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PointState:
         """The hosts, the accelerator, each guest's NIC queues as the guest itself reports
         them (`ethtool -l eth0` in the guest: what libvirt's <driver queues> gave it), and
         the link shaping in force. Read after every point's knobs, so a guest restarted by
         a knob is waited for here (the ssh target reconnects) and seen with its new NIC."""
-        out = super().prepare(None)
+        out = super().prepare(None).to_json()
         out["vmlab"] = {"accelerator": self.accel.get("name"), "emulated": self.emulated}
         out["guest_nic"] = {g: vm_shaping.channels(self.hosts[g]) for g in self.spec.guests}
         if any(self._shapes.values()):
             out["shaping"] = {g: vm_shaping.shown(self.hosts[g]) for g, s in self._shapes.items() if s}
-        return out
+        return PointState.model_validate(out)
 
     def facts(self) -> dict[str, dict[str, Any]]:
         facts = super().facts()
