@@ -165,3 +165,33 @@ class VmlabTargetSpec(BaseModel):
                             "name the guests in [knobs.hosts]")
                 return f"needs a reboot of {name}, which does not allow one: add allow_reboot = true to [target.hosts.{name}]"
         return None
+
+    def study_problem(self, bind: bool, knobs: Any) -> str | None:
+        """What can never work in a study on this target: nothing (the guests' knobs are their own)."""
+        return None
+
+    def disruption_refusal(self, what: str, opt_in: str, hosts: tuple[str, ...]) -> str | None:
+        """Why a change that causes `what` (a reboot, a VM restart, a link reset) on these
+        hosts (all, when empty) cannot be made. The guests are the lab's own VMs: nettune
+        may restart them and bounce their links (a reboot only with allow_reboot, the
+        default); the hypervisor is this machine, never rebooted, restarted or bounced."""
+        if what == "reboot":
+            return self.reboot_refusal(hosts)
+        for name in hosts or tuple(self.hosts):
+            spec = self.hosts.get(name)
+            if spec is not None and spec.role == "hypervisor":
+                return f"needs a {what} of {name}, the VM lab's hypervisor: this machine, which nettune never disrupts; name the guests"
+        return None
+
+    def disruption_seconds(self, what: str, host: str) -> float:
+        """The most the run waits for a guest's reboot (its reboot_timeout) or a restarted
+        guest (reconnect_timeout): what the ETA counts for it."""
+        if what == "reboot":
+            spec = self.hosts.get(host)
+            return float(spec.reboot_timeout) if spec is not None else max((h.reboot_timeout for h in self.hosts.values()), default=300.0)
+        return float(self.reconnect_timeout)
+
+    def vm_host(self, field: str, name: str) -> str | None:
+        """The study host that is the VM `name`: a guest's libvirt domain is named after it
+        (no Proxmox vmid here)."""
+        return name if field == "domain" and name in self.guests else None
