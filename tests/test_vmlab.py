@@ -176,11 +176,13 @@ def nothing_left() -> dict:
 
 
 def _run(lab: Lab, f: Path, progress=None):
-    from nettune import Store, load_study, run_study
+    from nettune import load_study
+    from nettune.run.study import run_study
+    from nettune.store.writer import StoreWriter
 
     os.environ["NETTUNE_STATE_DIR"] = str(lab.state)
     try:
-        with Store(lab.tmp / f"{f.stem}.db") as store:
+        with StoreWriter(lab.tmp / f"{f.stem}.db") as store:
             out = run_study(load_study(f), store, f.read_text(), str(f), progress=progress, doctor=False)
             return out, store.runs(out.study_id), store.facts(out.study_id)
     finally:

@@ -13,7 +13,7 @@ import pytest
 
 from nettune.errors import SpecError
 from nettune.plan.study_file import parse_study
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.studyfile.lab_link import LinkShape
 from nettune.targets.vmlab import domains, guest_files, guest_image, vm_shaping
 
@@ -197,7 +197,7 @@ def test_guest_channels_read_from_ethtool():
 
 def _db(tmp_path, emulated: bool) -> Path:
     db = tmp_path / ("e.db" if emulated else "r.db")
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         sid = study_a(s)
         if emulated:  # what the vmlab target stores under TCG
             s.add_facts(sid, {"server": {"emulated": True, "accelerator": "tcg"}, "hypervisor": {"emulated": False, "accelerator": "tcg"}})
