@@ -24,6 +24,7 @@ from .groups import analyze_groups
 from .stability import stability
 from .instrument import best_near_ceiling, instrument, tool_bound
 from .links import analyze_pairs
+from .emulation import withhold
 from .energy_verdicts import energy_findings
 from .metric import resolve
 from .stats import summarize
@@ -153,6 +154,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
         out.headline += [i.text for i in out.groups.interactions if i.depends]
     if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
         out.headline.append(out.pairs.spread[0].text)
+    out = withhold(out, data.facts)  # an emulated CPU (VM lab under TCG): no performance verdicts
     out.summary = summary(out)  # the five lines a report and a run open with
     return out
 

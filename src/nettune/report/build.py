@@ -140,6 +140,14 @@ def verdicts_md(analysis: Analysis, checked: bool = False) -> list[str]:
     return lines
 
 
+def _emulated(data: StudyData) -> list[str]:
+    """A line above the results when the hosts ran on emulated CPUs (the VM lab under TCG)."""
+    from ..analysis.emulation import note  # noqa: PLC0415
+
+    line = note(data.facts)
+    return [f"**{line}.**", ""] if line else []
+
+
 def md_text(text: Any) -> str:
     """Text from the database as Markdown prose: HTML in it is shown, never rendered."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;")  # '>' alone opens no tag
@@ -157,7 +165,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += [f"Study #{s['id']}, {s['status']}, started {started}; target {s.get('target_kind') or '?'}; "
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
               f"with 95% intervals: {analysis.interval}" + (f", because {analysis.interval_why}" if analysis.interval_why else "") + ".",
-              ""] + _boot_security(data) + summary_md(analysis) + ["## Results", ""]
+              ""] + _boot_security(data) + _emulated(data) + summary_md(analysis) + ["## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power

@@ -10,6 +10,7 @@ import html
 import json
 from typing import Any
 
+from ..analysis import emulation
 from ..analysis.data import StudyData, jsonable
 from ..analysis.digest import SECTION_TITLES
 from ..analysis.verdicts import Analysis
@@ -97,6 +98,9 @@ def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list
     out.append(f'<p class="meta">Study #{_e(s["id"])}, {_e(s["status"])}, started {_e(started)}, target '
                f'{_e(s.get("target_kind") or "?")}. Means of counted runs with 95% intervals: {_e(analysis.interval)}. '
                'Click a column header to sort. <a id="download" download="nettune-analysis.json" href="#">Analysis as JSON</a></p>')
+    emulated = emulation.note(data.facts)
+    if emulated:  # the VM lab under TCG: numbers show behaviour only
+        out.append(f'<p class="meta"><strong>{_e(emulated)}.</strong></p>')
     out.append('<h2>Summary</h2><div id="digest"><ul>' + "".join(f"<li>{_e(line)}</li>" for line in analysis.summary) + "</ul></div>")
     out.append('<h2>Results</h2><div class="scroll"><table id="summary"><thead><tr>')  # wide tables scroll in their own box
     out += [f'<th class="{"l" if i < nparams else ""}">{_e(h)}</th>' for i, h in enumerate(head)]
