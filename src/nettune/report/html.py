@@ -79,7 +79,8 @@ def _script_json(obj: Any) -> str:
 
 
 def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list[list[tuple[str, Any]]],
-                charts: list[Chart], point_label: str | None, pairs: tuple[list[str], list[list[str]]] = ([], [])) -> str:
+                charts: list[Chart], point_label: str | None, pairs: tuple[list[str], list[list[str]]] = ([], []),
+                search: list[str] | None = None) -> str:
     s = data.study
     nparams = len(data.params)
     started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
@@ -104,6 +105,8 @@ def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list
         out += ["<tr>" + "".join(f'<td class="l">{_e(c)}</td>' for c in row) + "</tr>" for row in pairs[1]]
         out.append("</tbody></table>")
     out.append('<h2>Verdicts</h2><ul id="findings">' + "".join(f"<li>{_e(f)}</li>" for f in analysis.findings) + "</ul>")
+    if search:  # [search]: its answer (docs/search.md)
+        out.append('<h2>Search</h2><ul id="search">' + "".join(f"<li>{_e(x)}</li>" for x in search) + "</ul>")
     if charts:
         out.append("<h2>Charts</h2>")
         if point_label:

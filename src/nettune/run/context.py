@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from ..engines.choice import Choice
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint, Slot
+from ..search.answer import Answer
 from ..store.sqlite import Store
 from ..studyfile.models import Study
 from ..targets.base import Target
@@ -39,6 +40,7 @@ class Outcome:
     failed: int = 0
     warnings: list[str] = field(default_factory=list)
     cross_checks: list[dict[str, Any]] = field(default_factory=list)  # --cross-check: side-by-side rows and verdicts
+    search: Answer | None = None  # [search]: its answer (search/answer.py)
 
 
 class KnobLayer(Protocol):

@@ -23,6 +23,7 @@ from .credentials import StudyAccess
 from .point_runner import PointRunner
 from .engine_choice import HostAnswers, choose_engines
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
+from .search_trials import drive_search, search_size
 from .workloads import workload_run
 from .workloads.base import OVERHEAD_GUESS as OVERHEAD_GUESS
 from ..studyfile.models import Study
@@ -107,6 +108,8 @@ def run_study(
     by_index = {r.point.index: r for r in resolved}
     check_boot_hosts(study, resolved, spec_text or "", spec_file or "<study>")  # reboots: only hosts that allow them
     slots = boot_ordered(schedule(study, [r.point for r in resolved]), resolved)  # boot-time values change once per group
+    # a search's plan (its budget can hold it) is checked before anything is created
+    sized = search_size(study, resolved, spec_text or "", spec_file or "<study>") if study.search is not None else None
     prior = find_interrupted(store, study, spec_text, spec_file or "<study>") if resume else None
     dead = dead_owners(store, study.name)  # before a claim makes the resumed study ours
 
@@ -143,28 +146,34 @@ def run_study(
         study_id, stored = store.begin_study(study, spec_text, spec_file, owner=owner_token()), Stored()
     else:
         study_id, stored = prior["id"], Stored.load(store, prior["id"])
-    point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
+    # a search adds the points it measures as it measures them (run/search_trials.py)
+    point_ids = {} if study.search is not None else {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
     outcome = Outcome(study_id, "running")
     status = "failed"
     knobs = _knob_session(study, target, study_id)
     per_slot = {r.point.index: tests_per_slot(r, list(target.test_hosts)) for r in resolved}
     runner = PointRunner(RunContext(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot,
                                     access=access, choices=choices, answers=answers, doctor=doctor))
-    left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
+    left = [] if study.search is not None else [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     total = sum(n for _, n in left)
     extra = 0
-    if study.repeat.adaptive:  # the most it can take; most studies stop earlier
+    if study.repeat.adaptive and study.search is None:  # the most it can take; most studies stop earlier
         extra = sum(per_slot[i] * max(0, study.repeat.max_counted - max(study.repeat.min_counted, len(runner.values[i]))) for i in per_slot)
     if prior is not None:
         done = stored.count()
         more = f" (up to {total + extra} with adaptive repeats)" if extra else ""
-        progress.message(f"resuming study #{study_id}: {done} of {done + total} tests done, {total} to run{more}")
-    progress.start(study, total + extra, expected_seconds(study, resolved, target, left=left))
+        progress.message(f"resuming study #{study_id}: {done} tests done" + ("" if study.search is not None else f" of {done + total}, {total} to run{more}"))
+    if sized is not None:
+        progress.start(study, *sized)
+    else:
+        progress.start(study, total + extra, expected_seconds(study, resolved, target, left=left))
     try:
         with sigterm_as_interrupt():
+            if study.search is not None:  # the search decides what runs (run/search_trials.py)
+                outcome.search = drive_search(runner, spec_text or "", spec_file or "<study>")
             for slot, _ in left:
                 runner.run(slot)
-            if study.repeat.adaptive:
+            if study.repeat.adaptive and study.search is None:
                 _adaptive_rounds(study, runner)
             if cross_check is not False:
                 from .cross_check import cross_check as run_cross_check  # noqa: PLC0415
