@@ -10,7 +10,6 @@ slots back into the search's ledger and continues without repeating one."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint, Slot

@@ -69,3 +69,27 @@ class SimMeasurer:
         frac = (cfg.duration / self.full_duration) if cfg.duration is not None and self.full_duration else 1.0
         return Observation(cfg, seq, metrics, self.objective.value(metrics), frac + switches * self.reboot_cost,
                            frac * (self.full_duration or 10) + 1.0, switches)
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    return repr(v)
+
+
+def sim_study_text(sweep: dict[str, Any], search: dict[str, Any], name: str = "sim", duration: int = 10,
+                   params: dict[str, dict[str, Any]] | None = None) -> str:
+    """A study file for a simulated search: a local target whose sweep lists are the
+    surface's parameters (nothing is run: the SimMeasurer measures)."""
+    lines = [f'name = "{name}"', "[target]", 'kind = "local"', "[workload]", f"duration = {duration}", "[sweep]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in sweep.items()]
+    lines += ["[search]"] + [f"{k} = {toml_value(v)}" for k, v in search.items()]
+    for p, spec in (params or {}).items():
+        lines += [f"[search.params.{p}]"] + [f"{k} = {toml_value(v)}" for k, v in spec.items()]
+    return "\n".join(lines) + "\n"

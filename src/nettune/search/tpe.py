@@ -14,6 +14,7 @@ Constraints: a configuration whose mean breaks one is told a value worse than an
 from __future__ import annotations
 
 import random
+import warnings
 from typing import Any
 
 from .base import Ask, StrategyBase
@@ -35,8 +36,10 @@ def optuna_study(space: Space, ledger: Ledger, configs: list[Config], higher: bo
         lo, hi = min(good), max(good)
         penalty = (lo - (hi - lo) - abs(lo) * 0.1) if higher else (hi + (hi - lo) + abs(hi) * 0.1)
     startup = max(3, min(10, len(space.grid) // 8))
-    sampler = optuna.samplers.TPESampler(seed=seed * 100_003 + len(configs), n_startup_trials=startup, multivariate=True,
-                                         group=any(p.when for p in space.params), warn_independent_sampling=False)
+    with warnings.catch_warnings():  # multivariate and group are optuna's "experimental" options; they are what conditions need
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.TPESampler(seed=seed * 100_003 + len(configs), n_startup_trials=startup, multivariate=True,
+                                             group=any(p.when for p in space.params))
     study = optuna.create_study(direction="maximize" if higher else "minimize", sampler=sampler)
     for c in configs:
         params, dists = trial_params(space, c)
