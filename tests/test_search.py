@@ -192,3 +192,30 @@ def test_objective_by_field_name_and_a_budget_too_small():
     with pytest.raises(SpecError) as e:
         plan_search(study, text, "s.toml")
     assert e.value.field == "search.budget" and "give at least" in str(e.value)
+
+
+def test_a_failed_test_in_the_end_phase_is_measured_again():
+    # the tool crashes on the defaults' first run of the end phase: the verdict still gets
+    # `confirm` values of the defaults at the end, not "no verdict"
+    class FailsOnce(SimMeasurer):
+        calls = 0
+
+        def measure(self, cfg, seq):
+            o = super().measure(cfg, seq)
+            if cfg == self.base:
+                FailsOnce.calls += 1
+                if FailsOnce.calls == 4:  # confirm = 3 at the start, then the end phase's first
+                    return type(o)(o.config, o.seq, {}, None, o.cost, o.seconds, o.switches)
+            return o
+    text = sim_study_text({"p": P_VALUES}, {"method": "peak", "budget": 60, "seed": 1})
+    plan = plan_search(parse_study(text), text)
+    led = Ledger(plan.objective)
+    m = FailsOnce(p_curve, plan.objective, cv=0.02, seed=1)
+    m.base = plan.space.baseline
+    loop = plan.loop(m, led)
+    loop.run()
+    a = plan.answer(led, loop.stopped)
+    base = plan.space.baseline
+    assert led.runs(base) == 7 and len(led.values(base)) == 6  # the failed run, then one more
+    assert a.complete and a.verdict is not None and a.verdict.n_a == 3 and a.verdict.verdict == "faster"
+    assert "p=" in a.verdict_text and "95% CI" in a.verdict_text

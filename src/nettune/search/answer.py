@@ -24,7 +24,7 @@ from ..analysis.serial import JsonRecord
 from ..errors import NettuneError
 from .base import Setting, Strategy
 from .ledger import YES, Ledger
-from .loop import Budget, end_configs, end_start, winner_before
+from .loop import MAX_FAILED, Budget, end_configs, end_start, winner_before
 from .space import Config
 
 MIN_IMPORTANCE_TRIALS = 6
@@ -116,7 +116,8 @@ def _compare(setting: Setting, a: list[float], b: list[float], labels: tuple[str
 def _said(c: Comparison | None, who: str, why: str) -> str:
     if c is None:
         return f"cannot tell: {why}"
-    return c.text.replace("b is ", f"{who} is ", 1).replace("b looks ", f"{who} looks ", 1)
+    text = c.text.replace("b is ", f"{who} is ", 1).replace("b looks ", f"{who} looks ", 1)
+    return text if "p=" in text else f"{text}, Welch p={c.p_value:.2g}"  # the interval and its p-value, always both
 
 
 def build_answer(setting: Setting, strategy: Strategy, ledger: Ledger, budget: Budget, stopped: str = "") -> Answer:
@@ -125,7 +126,8 @@ def build_answer(setting: Setting, strategy: Strategy, ledger: Ledger, budget: B
     before = start if start is not None else ledger.next_seq
     winner = winner_before(strategy, ledger, before, confirm)
     roles = dict((c, r) for r, c in end_configs(setting, winner))
-    complete = start is not None and all(sum(1 for o in ledger.by.get(c, []) if o.seq >= start) >= confirm for c in roles)
+    complete = start is not None and all(len(ledger.values(c, since=start)) >= confirm  # or its failures retried as often as the loop does
+                                           or sum(1 for o in ledger.by.get(c, []) if o.seq >= start) >= confirm + MAX_FAILED for c in roles)
     notes: list[str] = []
     base_all = ledger.values(space.baseline)
     base_start, base_end = base_all[:confirm], ledger.values(space.baseline, since=start) if start is not None else []

@@ -184,14 +184,19 @@ class SearchLoop:
         start = end_start(self.ledger, self.baseline, self.s.confirm)
         winner = winner_before(self.strategy, self.ledger, start if start is not None else self.ledger.next_seq, self.s.confirm)
         configs = [c for _, c in end_configs(self.s, winner)]
-        for rnd in range(self.s.confirm):
-            todo = [c for c in configs if self._end_runs(c, start) <= rnd]
+        # a failed test is measured again (at most MAX_FAILED more rounds), so one crash of the
+        # tool does not leave the verdict without its `confirm` values on each side
+        for rnd in range(self.s.confirm + MAX_FAILED):
+            todo = [c for c in configs if self._end_values(c, start) < self.s.confirm and self._end_runs(c, start) <= rnd]
             rest = [a.config for a in self._ordered([Ask(c, 0) for c in todo if c != self.baseline])]
             # each round begins with the defaults (their first run here marks the end phase)
             for cfg in ([self.baseline] if self.baseline in todo else []) + rest:
                 self._measure(cfg)
                 if start is None:
                     start = end_start(self.ledger, self.baseline, self.s.confirm)
+
+    def _end_values(self, cfg: Config, start: int | None) -> int:
+        return 0 if start is None else len(self.ledger.values(cfg, since=start))
 
     def _end_runs(self, cfg: Config, start: int | None) -> int:
         if start is None:
