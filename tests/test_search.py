@@ -219,3 +219,24 @@ def test_a_failed_test_in_the_end_phase_is_measured_again():
     assert led.runs(base) == 7 and len(led.values(base)) == 6  # the failed run, then one more
     assert a.complete and a.verdict is not None and a.verdict.n_a == 3 and a.verdict.verdict == "faster"
     assert "p=" in a.verdict_text and "95% CI" in a.verdict_text
+
+
+def test_reboots_are_counted_in_the_budget_and_batched():
+    # `boot` stands for a boot-time knob: changing it costs a reboot (4 tests here)
+    def surface(v):
+        return {"total": 1e9 * (5 + v["boot"] * 2 - abs(v["p"] - 4))}
+    text = sim_study_text({"boot": [0, 1], "p": [1, 2, 3, 4, 5, 6, 7, 8]}, {"method": "halving", "budget": 80, "seed": 4})
+    plan = plan_search(parse_study(text), text)
+    led = Ledger(plan.objective)
+    m = SimMeasurer(surface, plan.objective, cv=0.02, seed=4, switch=("boot",), reboot_cost=4.0, full_duration=plan.space.full_duration)
+    loop = plan.loop(m, led)
+    loop.run()
+    start = end_start(led, plan.space.baseline, plan.setting.confirm)
+    search_phase = [o for o in led.obs if start is None or o.seq < start]
+    switched = sum(o.switches for o in search_phase)
+    rungs = len(plan.strategy.rungs())
+    assert 1 <= switched <= 2 * rungs  # each rung's batch grouped by boot value: at most one reboot into it and one out
+    assert led.switches() == sum(o.switches for o in led.obs)
+    assert led.spent() == pytest.approx(sum(o.cost for o in led.obs)) and any(o.cost >= 4.0 for o in led.obs)  # reboots paid for
+    a = plan.answer(led, loop.stopped)
+    assert any("reboot(s)" in n for n in a.notes) and a.winner.params["boot"] == 1
