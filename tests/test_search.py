@@ -194,9 +194,10 @@ def test_objective_by_field_name_and_a_budget_too_small():
     assert e.value.field == "search.budget" and "give at least" in str(e.value)
 
 
-def test_a_failed_test_in_the_end_phase_is_measured_again():
-    # the tool crashes on the defaults' first run of the end phase: the verdict still gets
-    # `confirm` values of the defaults at the end, not "no verdict"
+@pytest.mark.parametrize("fail_at, runs_of_defaults", [(4, 7), (1, 7), (2, 7)])
+def test_a_failed_test_of_the_defaults_is_measured_again(fail_at, runs_of_defaults):
+    # the tool crashes on one run of the defaults (at the start, or the end phase's first):
+    # the verdict still gets `confirm` values of the defaults on each side, not "no verdict"
     class FailsOnce(SimMeasurer):
         calls = 0
 
@@ -204,7 +205,7 @@ def test_a_failed_test_in_the_end_phase_is_measured_again():
             o = super().measure(cfg, seq)
             if cfg == self.base:
                 FailsOnce.calls += 1
-                if FailsOnce.calls == 4:  # confirm = 3 at the start, then the end phase's first
+                if FailsOnce.calls == fail_at:  # 4: confirm = 3 at the start, then the end phase's first
                     return type(o)(o.config, o.seq, {}, None, o.cost, o.seconds, o.switches)
             return o
     text = sim_study_text({"p": P_VALUES}, {"method": "peak", "budget": 60, "seed": 1})
@@ -212,11 +213,13 @@ def test_a_failed_test_in_the_end_phase_is_measured_again():
     led = Ledger(plan.objective)
     m = FailsOnce(p_curve, plan.objective, cv=0.02, seed=1)
     m.base = plan.space.baseline
+    FailsOnce.calls = 0
     loop = plan.loop(m, led)
     loop.run()
     a = plan.answer(led, loop.stopped)
     base = plan.space.baseline
-    assert led.runs(base) == 7 and len(led.values(base)) == 6  # the failed run, then one more
+    assert led.runs(base) == runs_of_defaults and len(led.values(base)) == 6  # the failed run, then one more
+    assert [o.value is None for o in led.by[base]][fail_at - 1]
     assert a.complete and a.verdict is not None and a.verdict.n_a == 3 and a.verdict.verdict == "faster"
     assert "p=" in a.verdict_text and "95% CI" in a.verdict_text
 
@@ -240,3 +243,22 @@ def test_reboots_are_counted_in_the_budget_and_batched():
     assert led.spent() == pytest.approx(sum(o.cost for o in led.obs)) and any(o.cost >= 4.0 for o in led.obs)  # reboots paid for
     a = plan.answer(led, loop.stopped)
     assert any("reboot(s)" in n for n in a.notes) and a.winner.params["boot"] == 1
+
+
+def test_a_leader_shown_better_wins_though_failures_left_it_unconfirmed():
+    # the budget ran out while p=8's third run failed: two runs far above the confirmed
+    # defaults are no lucky single run, so it (not the defaults) goes to the end phase
+    from nettune.search.loop import winner_before
+    from nettune.search.objective import Observation
+
+    text = sim_study_text({"p": [1, 2, 4, 8]}, {"method": "peak", "budget": 40})
+    plan = plan_search(parse_study(text), text)
+    led = Ledger(plan.objective)
+    base, best, lucky = plan.space.config({"p": 1}), plan.space.config({"p": 8}), plan.space.config({"p": 4})
+    for cfg, v in [(base, 1.00e9), (base, 1.01e9), (base, 0.99e9), (best, 8.0e9), (best, 8.1e9), (best, None), (lucky, 20e9)]:
+        led.add(Observation(cfg, led.next_seq, {"total": v}, v, 1.0, 1.0, 0))
+    assert winner_before(plan.strategy, led, None, 3) == best  # one lucky run (p=4) still does not win
+    led2 = Ledger(plan.objective)
+    for cfg, v in [(base, 1.00e9), (base, 1.01e9), (base, 0.99e9), (best, 1.0e9), (best, 1.3e9)]:
+        led2.add(Observation(cfg, led2.next_seq, {"total": v}, v, 1.0, 1.0, 0))
+    assert winner_before(plan.strategy, led2, None, 3) == base  # not shown better: the confirmed one

@@ -5,7 +5,7 @@ analyze and report read the answer back; kill -9 mid-search then `--resume` cont
 without repeating a finished trial; the command engine's search minimises time.
 
 Short on purpose (CI time): UDP at fixed bitrates makes the lab's surface known (the
-receiver gets what is sent), 1 s tests, small budgets, confirm = 2."""
+receiver gets what is sent), 1 s tests, small budgets."""
 from __future__ import annotations
 
 import json
@@ -34,7 +34,7 @@ def lab_study(name: str, port: int, subnet: str, sweep: str, search: str, knobs:
             f"[sweep]\n{sweep}\n" + (f"[knobs]\n{knobs}\n" if knobs else "") + f"[search]\n{search}\n")
 
 
-def tests_of(db: Path, name: str) -> list[tuple]:
+def stored_tests(db: Path, name: str) -> list[tuple]:
     """(point index, run, warm-up, point params) of every stored test of the study."""
     if not db.exists():
         return []
@@ -67,7 +67,7 @@ def test_tpe_search_on_the_lab_verdict_persist_and_restore(tmp_path):
     name = "nt-search-tpe"
     f = tmp_path / "s.toml"
     f.write_text(lab_study(name, 5291, "198.19.221.0/24", 'rate = ["20M", "40M", "80M"]\nw = [16384, 131072]',
-                           'method = "tpe"\nobjective = "receiver"\nbudget = 16\nseed = 3\nconfirm = 2',
+                           'method = "tpe"\nobjective = "receiver"\nbudget = 22\nseed = 3',
                            '"sysctl:net.ipv4.tcp_notsent_lowat" = "{w}"'))
     db = tmp_path / "r.db"
     p = nettune("run", str(f), "--db", str(db), check=True)
@@ -87,7 +87,7 @@ def test_tpe_search_on_the_lab_verdict_persist_and_restore(tmp_path):
     assert changed and all(str(r["settings"]["knobs"]["server"]["sysctl:net.ipv4.tcp_notsent_lowat"]) == str(r["point"]["w"])
                            for r in changed)  # every trial ran with its own knob value, journaled
     spent = len([r for r in runs if not r.get("warmup")])
-    assert spent <= 16
+    assert spent <= 22 + 2 * 4  # the budget, and failed tests of the defaults and the end phase run again (at most 2 each)
     # analyze and the report read the answer back from the stored runs
     an = answer_of(nettune("analyze", name, "--db", str(db), check=True).stdout)
     assert an["winner"] == a["winner"] and an["verdict"] == a["verdict"]
@@ -108,9 +108,9 @@ def test_tpe_search_on_the_lab_verdict_persist_and_restore(tmp_path):
 
 
 def _kill_after(p: subprocess.Popen, db: Path, name: str, more: int) -> bool:
-    goal = len(tests_of(db, name)) + more
+    goal = len(stored_tests(db, name)) + more
     while p.poll() is None:
-        if len(tests_of(db, name)) >= goal:
+        if len(stored_tests(db, name)) >= goal:
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
             return True
@@ -124,7 +124,7 @@ def test_peak_search_killed_and_resumed_without_repeating_a_trial(tmp_path):
     name = "nt-search-peak"
     f = tmp_path / "s.toml"
     f.write_text(lab_study(name, 5292, "198.19.222.0/24", "rate = [10, 20, 40, 60, 80, 120]",
-                           'method = "peak"\nobjective = "receiver"\nbudget = 16\nseed = 1\nconfirm = 2', unit="M"))
+                           'method = "peak"\nobjective = "receiver"\nbudget = 22\nseed = 1', unit="M"))
     db = tmp_path / "r.db"
     logs = []
 
@@ -138,10 +138,10 @@ def test_peak_search_killed_and_resumed_without_repeating_a_trial(tmp_path):
     p = start()
     for more in (3, 3):  # killed twice mid-search, each time right after a test was stored
         assert _kill_after(p, db, name, more), "the search ended before the kill"
-        seen.append(set(tests_of(db, name)))
+        seen.append(set(stored_tests(db, name)))
         p = start("--resume")
     assert p.wait(timeout=240) == 0, "\n".join(Path(x).read_text() for x in logs)
-    final = tests_of(db, name)
+    final = stored_tests(db, name)
     keys = [t[:3] for t in final]
     assert len(keys) == len(set(keys))  # no (point, run) stored twice
     assert seen[0] <= seen[1] <= set(final)  # nothing stored before a kill was lost
@@ -164,11 +164,11 @@ def test_command_engine_search_minimises_time(tmp_path):
     name = "nt-search-cmd"
     f = tmp_path / "c.toml"
     f.write_text(f'name = "{name}"\n[target]\nkind = "local"\nhosts = ["local"]\n[workload]\nengine = "command"\n'
-                 'run = ["sleep", "{t}"]\n[sweep]\nt = [0.3, 0.2, 0.15, 0.02, 0.25, 0.1]\n'
+                 'run = ["sleep", "{t}"]\n[sweep]\nt = [0.6, 0.4, 0.3, 0.02, 0.5, 0.2]\n'
                  '[search]\nmethod = "tpe"\nbudget = 20\nseed = 2\nconfirm = 3\n')
     db = tmp_path / "r.db"
     p = nettune("run", str(f), "--db", str(db), check=True)
     a = answer_of(p.stdout)
     assert a["search"].startswith("tpe, lower wall"), p.stdout
-    assert a["winner"].startswith("t=0.02") or a["winner"].startswith("t=0.1:"), p.stdout
+    assert a["winner"].startswith("t=0.02") or a["winner"].startswith("t=0.2:"), p.stdout
     assert a["verdict"].startswith("the winner is") and "faster" in a["verdict"] and "95% CI" in a["verdict"], p.stdout

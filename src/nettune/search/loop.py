@@ -2,7 +2,7 @@
 the run layer's slots on a real target (run/search_trials.py), or a simulated surface
 (search/simulate.py, for the bench and for tests without root).
 
-    1. the defaults (the baseline), `confirm` runs;
+    1. the defaults (the baseline), `confirm` values (a failed test run again, at most MAX_FAILED times);
     2. the method's proposals, each measured; after each, the noise rule: the leader
        needs `confirm` runs before it leads, and every configuration whose interval
        overlaps the leader's gets `confirm` runs too, so a lucky single run never wins;
@@ -53,16 +53,31 @@ class Budget:
 
 
 def end_start(ledger: Ledger, baseline: Config, confirm: int) -> int | None:
-    """Seq of the end phase's first run (the defaults' run beyond `confirm`), None before it."""
-    runs = ledger.by.get(baseline, [])
-    return runs[confirm].seq if len(runs) > confirm else None
+    """Seq of the end phase's first run, None before it: the defaults' first run after the
+    start phase, which ends at their `confirm`-th value or, failures tried again, at their
+    (confirm + MAX_FAILED)-th run."""
+    good = 0
+    for i, o in enumerate(ledger.by.get(baseline, [])):
+        if good >= confirm or i >= confirm + MAX_FAILED:
+            return o.seq
+        good += o.value is not None
+    return None
 
 
 def winner_before(strategy: Strategy, ledger: Ledger, before: int | None, confirm: int) -> Config | None:
     """The configuration the end phase confirms: the best shown to satisfy the constraints
     among those with `confirm` runs, else among all measured."""
     cands = strategy.candidates(ledger)
-    return (ledger.leader(cands, min_n=confirm, allow=(YES,), before=before) or ledger.leader(cands, allow=(YES,), before=before)
+    confirmed = ledger.leader(cands, min_n=confirm, allow=(YES,), before=before)
+    # a configuration with fewer runs (failed tests, or the budget ran out before the noise
+    # rule reached it) whose interval lies wholly beyond the confirmed leader's is no lucky
+    # run: it is the better answer, and the end phase measures it afresh for its verdict
+    top = ledger.leader(cands, min_n=2, allow=(YES,), before=before)
+    if confirmed is not None and top is not None and top != confirmed:
+        c, t = ledger.estimate(confirmed, before=before), ledger.estimate(top, before=before)
+        if c.mean is not None and t.mean is not None and (t.lo > c.hi if ledger.objective.higher_is_better else t.hi < c.lo):
+            return top
+    return (confirmed or ledger.leader(cands, allow=(YES,), before=before)
             or ledger.leader(cands, allow=(YES, UNSURE), before=before))
 
 
@@ -109,7 +124,8 @@ class SearchLoop:
         return sum(full) / len(full) if full else 1.0
 
     def run(self) -> None:
-        while self.ledger.runs(self.baseline) < self.s.confirm and end_start(self.ledger, self.baseline, self.s.confirm) is None:
+        while (len(self.ledger.values(self.baseline)) < self.s.confirm and self.ledger.runs(self.baseline) < self.s.confirm + MAX_FAILED
+               and end_start(self.ledger, self.baseline, self.s.confirm) is None):  # a failed run of the defaults is run again
             self._measure(self.baseline)
         if end_start(self.ledger, self.baseline, self.s.confirm) is None:
             self.search()
