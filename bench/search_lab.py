@@ -26,7 +26,7 @@ from nettune.search.objective import Observation, Reading, of_record
 from nettune.search.session import plan_search
 from nettune.search.simulate import sim_study_text
 
-SWEEP: dict[str, list[Any]] = {"queues": [1, 2], "p": [1, 2, 4, 8], "mtu": [1500, 9000], "w": ["128K", "4M"]}
+SWEEP: dict[str, list[Any]] = {"queues": [1, 2], "p": [1, 2, 4, 8], "mtu": [1500, 9000], "w": ["32K", "192K"]}
 RUNS = 3
 FRACTION = 0.25
 
@@ -57,10 +57,12 @@ class Replay:
 
     def measure(self, cfg: Any, seq: int) -> Observation:
         self.now = cfg
-        r = self.rng.choice(self.runs[key(dict(cfg.values), self.names)])
-        metrics = Reading.of(self.plan.objective, [r], of_record).metrics()
+        stored = self.runs[key(dict(cfg.values), self.names)]
         full = self.plan.space.full_duration
         frac = (cfg.duration / full) if cfg.duration is not None and full else 1.0
+        if not stored:  # every grid run of this point failed: so does the replayed test
+            return Observation(cfg, seq, {}, None, frac, frac * (full or 1), 0)
+        metrics = Reading.of(self.plan.objective, [self.rng.choice(stored)], of_record).metrics()
         return Observation(cfg, seq, metrics, self.plan.objective.value(metrics), frac, frac * (full or 1), 0)
 
 
@@ -70,10 +72,17 @@ def run_grid(duration: int) -> tuple[dict[str, list[Any]], float]:
         t0 = time.monotonic()
         with Store(Path(d) / "grid.db") as store:
             out = run_study(parse_study(grid_text(duration)), store)
+            if out.status != "done":
+                raise SystemExit(f"the lab grid did not finish: {out.status}")
             recs = [r for r in store.runs(out.study_id) if not r.warmup and r.ok]
     runs: dict[str, list[Any]] = {}
     for r in recs:
         runs.setdefault(key(r.point, names), []).append(r)
+    want = 1
+    for v in SWEEP.values():
+        want *= len(v)
+    if len(runs) < 0.9 * want:  # a grid with holes would make any search look good
+        raise SystemExit(f"the lab grid measured only {len(runs)} of its {want} points (failed tests or a refused study: run it with `nettune run` to see why)")
     return runs, time.monotonic() - t0
 
 
@@ -89,6 +98,8 @@ def lab(duration: int, seeds: int) -> dict[str, list[dict]]:
 
     def near(cfg: Any, names_: list[str], fixed: dict[str, Any]) -> bool:
         k = key({**fixed, **dict(cfg.values)}, names)
+        if k not in values:
+            return False
         a, b = values[k], values[best_k]
         return k == best_k or statistics.mean(a) >= statistics.mean(b) or stats.ttest_ind(a, b, equal_var=False).pvalue >= 0.05
 
@@ -105,7 +116,7 @@ def lab(duration: int, seeds: int) -> dict[str, list[dict]]:
             text = sim_study_text(sweep, {"method": method, "seed": seed, "budget": budget, "objective": "total"}, duration=duration)
             plan = plan_search(parse_study(text), text)
             # the search's configurations (over `sweep`) -> the grid's runs of the same point
-            m = Replay(plan, {key(dict(c.values), list(sweep)): runs[key({**fixed, **dict(c.values)}, names)] for c in plan.space.grid},
+            m = Replay(plan, {key(dict(c.values), list(sweep)): runs.get(key({**fixed, **dict(c.values)}, names), []) for c in plan.space.grid},
                        list(sweep), seed)
             led = Ledger(plan.objective)
             plan.loop(m, led).run()
