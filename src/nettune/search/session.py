@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import NettuneError, SpecError
-from ..plan.boot_order import is_boot_key
+from ..plan.run_order import COSTLY_KINDS, kind_of
 from ..studyfile.load import find_line
 from ..studyfile.models import Study
 from ..studyfile.search_section import SearchSpec
@@ -18,7 +18,7 @@ from .ledger import Ledger
 from .loop import Budget, Measurer, SearchLoop, default_units, reserve_units
 from .objective import Objective, Observation, Reading, objective_of, of_record
 from .registry import strategy
-from .space import RESTART_KINDS, Config, Space, build_space
+from .space import Config, Space, build_space
 
 
 @dataclass
@@ -63,7 +63,7 @@ class SearchPlan:
 def switching(study: Study) -> bool:
     """Does the study change knobs whose change is a reboot or a domain restart?"""
     keys = list(study.knobs.knobs()) if study.knobs is not None else []
-    return any(is_boot_key(k) or k.split(":", 1)[0].split("@", 1)[0] in RESTART_KINDS for k in keys)
+    return any(kind_of(k) in COSTLY_KINDS for k in keys)
 
 
 def plan_search(study: Study, text: str = "", file: str = "<study>", test_seconds: float | None = None) -> SearchPlan:

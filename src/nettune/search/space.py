@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from ..errors import SpecError
-from ..plan.boot_order import boot_values
+from ..plan.run_order import signature
 from ..plan.points import Point, ResolvedPoint, expand, point_params, resolve
 from ..studyfile import expr
 from ..studyfile.load import find_line
@@ -26,10 +26,8 @@ from ..studyfile.search_section import DEFAULT, SearchSpec
 
 AS_FOUND = "as_found"  # the stored parameter naming the constant knobs a point leaves as found
 DURATION = "duration"  # the stored parameter of a halving study: each point's test seconds
-# knob kinds whose change restarts a guest (a domain restart costs like a reboot)
-RESTART_KINDS = ("libvirt_queues", "proxmox_queues")
 # what a reboot or restart depends on: the boot-time knobs (key, value, hosts), the restarting ones (key, value)
-SwitchKey = tuple[tuple[tuple[str, str, tuple[str, ...]], ...], tuple[tuple[str, str], ...]]
+SwitchKey = tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...]  # plan/run_order.signature: costly knob values per level
 
 
 @dataclass(frozen=True)
@@ -161,11 +159,9 @@ class Space:
         return rp
 
     def switch_key(self, rp: ResolvedPoint) -> SwitchKey:
-        """What changing costs a reboot or a domain restart: the boot-time knobs and those
-        of kinds that restart a guest."""
-        knobs = dict(rp.extra.get("knobs") or {})
-        restart = tuple(sorted((k, json.dumps(v, default=str)) for k, v in knobs.items() if k.split(":", 1)[0].split("@", 1)[0] in RESTART_KINDS))
-        return (boot_values(rp), restart)
+        """What changing costs a reboot or a VM restart: the values of the costly knobs, as
+        the run's order groups them (plan/run_order.py)."""
+        return signature(rp)
 
     def factors(self, winner: Config) -> list[tuple[str, str, Config]]:
         """The winner's ablation, (parameter or knob, what changes, config): each parameter
