@@ -19,7 +19,9 @@ from typing import Any
 
 from scipy import stats
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.run.study import run_study
+from nettune.store.writer import StoreWriter
 from nettune.search.ledger import Ledger
 from nettune.search.loop import end_start, winner_before
 from nettune.search.objective import Observation, Reading, of_record
@@ -70,7 +72,7 @@ def run_grid(duration: int) -> tuple[dict[str, list[Any]], float]:
     names = list(SWEEP)
     with tempfile.TemporaryDirectory() as d:
         t0 = time.monotonic()
-        with Store(Path(d) / "grid.db") as store:
+        with StoreWriter(Path(d) / "grid.db") as store:
             out = run_study(parse_study(grid_text(duration)), store)
             if out.status != "done":
                 raise SystemExit(f"the lab grid did not finish: {out.status}")
