@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.ssh import sshlab
 from nettune.targets.lab.labnet import LabLayout, LabNet, pids_in_namespace
 from nettune.targets.procs import start_time
 

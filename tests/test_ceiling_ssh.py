@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from nettune.store import Store
-from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.ssh import sshlab
 from nettune.targets.lab.labnet import pids_in_namespace
 from nettune.store.instrument_tables import ceiling_rows
 

@@ -24,7 +24,7 @@ from nettune.knobs.base import KnobError, Loc
 from nettune.knobs.journal import Journal
 from nettune.knobs.registry import KINDS
 from nettune import parse_study
-from nettune.targets.lab.lab import labnet
+from nettune.targets.lab import labnet
 from nettune.targets.lab.lab import LabTarget
 
 from conftest import hostwide, needs_iperf3, needs_root, nettune

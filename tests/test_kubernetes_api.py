@@ -7,7 +7,7 @@ from kubernetes import client as kc
 from typer.testing import CliRunner
 
 from nettune.cli.main import app
-from nettune.targets.kubernetes.kubernetes import kubernetes as k8s
+from nettune.targets.kubernetes import kubernetes as k8s
 from nettune.targets.kubernetes.k8s_api import KubeApi, KubeError, pod_state
 
 from k8s_fake import FakeKube

@@ -2,7 +2,7 @@
 import pytest
 
 from nettune import Store, parse_study, run_study
-from nettune.targets.kubernetes.kubernetes import kubernetes as k8s
+from nettune.targets.kubernetes import kubernetes as k8s
 from nettune.targets import make_target
 from nettune.targets.kubernetes.k8s_clean import clean_cluster
 

@@ -8,7 +8,7 @@ import pytest
 
 from nettune import Store, parse_study, run_study
 from nettune.errors import NettuneError
-from nettune.targets.kubernetes.kubernetes import kubernetes as k8s
+from nettune.targets.kubernetes import kubernetes as k8s
 
 from conftest import needs_iperf2, needs_iperf3
 from k8s_fake import FakeKube

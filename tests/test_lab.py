@@ -10,7 +10,7 @@ from pyroute2 import netns
 from nettune.errors import NettuneError, SpecError
 from nettune.plan import expand, resolve
 from nettune import parse_study
-from nettune.targets.lab.lab import labnet
+from nettune.targets.lab import labnet
 from nettune.targets.lab.lab import LabTarget
 from nettune.targets.lab.labnet import LabLayout
 

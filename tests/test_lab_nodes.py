@@ -9,7 +9,7 @@ from pyroute2 import netns
 from nettune import parse_study
 from nettune.errors import SpecError
 from nettune.plan import expand, resolve
-from nettune.targets.lab.lab import lab_nodes, labnet
+from nettune.targets.lab import lab_nodes, labnet
 from nettune.targets.lab.lab import LabTarget
 
 from conftest import EXAMPLES, lab_leftovers, needs_iperf3, needs_root, nettune, write_study

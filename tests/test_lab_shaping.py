@@ -6,7 +6,7 @@ from pyroute2 import NetNS
 from nettune import parse_study
 from nettune.errors import NettuneError, SpecError
 from nettune.plan import expand, resolve
-from nettune.targets.lab.lab import lab_shaping
+from nettune.targets.lab import lab_shaping
 from nettune.targets.lab.lab import LabTarget
 
 from conftest import lab_leftovers, needs_iperf3, needs_root

@@ -31,7 +31,7 @@ import pytest
 from nettune import load_study, run_study
 from nettune.knobs.journal import Journal
 from nettune.store import Store
-from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.ssh import sshlab
 from nettune.targets.procs import kill_pid
 
 from conftest import needs_iperf3, needs_root, nettune

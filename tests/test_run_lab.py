@@ -118,7 +118,7 @@ rev = [false, true]
 def test_port_in_use_is_recorded_and_study_goes_on(tmp_path):
     """A port already taken fails that test with the reason; the other point still runs."""
     from nettune import Store, load_study, run_study
-    from nettune.targets.lab.lab import lab as labmod
+    from nettune.targets.lab import lab as labmod
 
     f = tmp_path / "p.toml"
     f.write_text(
@@ -163,7 +163,7 @@ port = [5301, 5302]
 def test_hung_server_is_bounded_and_recorded(tmp_path):
     """A server that stops answering mid-test (SIGSTOP) costs a bounded wait, not the study."""
     from nettune import Store, load_study, run_study
-    from nettune.targets.lab.lab import lab as labmod
+    from nettune.targets.lab import lab as labmod
 
     f = tmp_path / "h.toml"
     f.write_text(

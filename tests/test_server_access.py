@@ -25,7 +25,7 @@ import pytest
 from conftest import needs_iperf2, needs_iperf3, needs_root
 from nettune import Store, load_study, run_study
 from nettune.engines.access import SECRET
-from nettune.targets.lab.lab import lab as labmod
+from nettune.targets.lab import lab as labmod
 from nettune.targets.lab.labnet import LabLayout
 
 pytestmark = [needs_root, needs_iperf3]

@@ -16,7 +16,7 @@ from nettune.errors import NettuneError
 from nettune.run.study import run_study
 from nettune.studyfile.ssh_hosts import SshHostSpec
 from nettune.store import Store
-from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.ssh import sshlab
 from nettune.targets.lab.labnet import LabLayout, LabNet, pids_in_namespace
 from nettune.targets.ssh.ssh import SshError, SshHost, SshTarget
 from nettune.targets.ssh.sshproc import EventLoopThread

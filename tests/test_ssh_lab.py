@@ -19,7 +19,7 @@ from nettune.run.slots import round_totals, run_slot, workload_hosts
 from nettune.run.study import run_study
 from nettune import load_study, parse_study
 from nettune.store import Store
-from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.ssh import sshlab
 from nettune.targets.lab.labnet import LabLayout, LabNet, pids_in_namespace
 from nettune.targets.procs import PROC_DIR, start_time
 from nettune.targets.ssh.ssh import SshError, SshTarget

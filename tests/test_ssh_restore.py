@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 from nettune.knobs.journal import Journal
-from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.ssh import sshlab
 
 from conftest import needs_iperf3, needs_root, nettune
 from sshlab_util import kill_9_once_changed, lab_fixture, netns_read, private_state, restart_plain_sshd  # noqa: F401 - private_state: autouse fixture

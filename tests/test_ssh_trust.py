@@ -22,7 +22,7 @@ from nettune.report.table import columns
 from nettune.run.study import run_study
 from nettune import load_study, parse_study
 from nettune.store import Store
-from nettune.targets.ssh.ssh import sshlab
+from nettune.targets.ssh import sshlab
 from nettune.targets.ssh.ssh import SshTarget
 
 from conftest import needs_iperf3, needs_root, nettune
