@@ -25,13 +25,14 @@ from ..knobs.base import Loc
 from ..knobs.keys import summary as knob_summary
 from ..plan.points import ResolvedPoint, expand_and_check
 from ..studyfile.models import Study, Workload
-from ..targets.footprint import server_address
+from ..targets.footprint import planned_port, server_address
 from .dry_run_knobs import knob_lines
 from ..run.engine_choice import planned_choices
 from .eta import MAX_HOURS, describe, plan_seconds
 from ..run.slots import pair_rounds
 
-DEFAULT_PORT = 5201  # what the dry run shows for a port the run picks itself
+DEFAULT_PORT = 5201  # built into the command, then shown as FREE_PORT where the run picks one itself
+FREE_PORT = "<port>"  # the run asks the server host for a free port when the test starts
 
 
 @dataclass
@@ -149,14 +150,21 @@ def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVers
     address = server_address(study, server)
     access, note = planned_access(engine, wl, address)
     notes += [note] if note else []
-    port = wl.port or DEFAULT_PORT
+    port = wl.port or planned_port(study)
     target = ", ".join(f"{k}={v}" for k, v in rp.target.model_dump().items() if k in ("mtu", "queues"))
     return PlannedTest(
         index=rp.point.index, label=rp.point.label(), target=target, server_host=server, client_host=client,
-        server_argv=engine.server_argv(wl, port, tool.version, access),
-        client_argv=engine.client_argv(wl, address, port, tool.version, access),
+        server_argv=_port_shown(engine.server_argv(wl, port or DEFAULT_PORT, tool.version, access), port),
+        client_argv=_port_shown(engine.client_argv(wl, address, port or DEFAULT_PORT, tool.version, access), port),
         client_env=engine.client_env(access), notes=notes,
     )
+
+
+def _port_shown(argv: list[str], port: int | None) -> list[str]:
+    """The command with FREE_PORT where the run puts a port it picks itself."""
+    if port is not None:
+        return argv
+    return [FREE_PORT if i and argv[i - 1] in ("-p", "--port") and a == str(DEFAULT_PORT) else a for i, a in enumerate(argv)]
 
 
 def planned_cleanup(engine: Any, wl: Workload) -> list[str]:

@@ -39,6 +39,15 @@ def footprint(study: Any) -> Footprint:
     return Footprint(remotes={(h.address.lower(), h.port) for h in spec.hosts.values()})
 
 
+LAB_PORT = 5201  # a lab namespace is nettune's own: its servers always listen here (LabHost.free_port)
+
+
+def planned_port(study: Any) -> int | None:
+    """The port a run of `study` gives a server whose workload sets none: the lab's fixed
+    one; None where the run asks the host for a free port when the test starts."""
+    return LAB_PORT if study.target.kind == "lab" else None
+
+
 def server_address(study: Any, host: str) -> str:
     """The address `host`'s server has in a run of `study`: the lab's layout, the ssh
     host's address, the local host's loopback address."""

@@ -11,6 +11,7 @@ from ...studyfile.lab_link import UnderlaySpec
 from . import lab_nodes
 from . import lab_placement as placement
 from .labnet import LabNet, require_root, study_layout
+from ..footprint import LAB_PORT
 from ..netns_access import PER_TASK, listening_in, read_in_netns, write_in_netns
 from ..procs import LocalProc, run_local, with_env
 
@@ -71,7 +72,7 @@ class LabHost(HostBase):
         return shutil.which(tool)
 
     def free_port(self) -> int:
-        return 5201  # a namespace we created: nothing else listens there
+        return LAB_PORT  # a namespace we created: nothing else listens there
 
     def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
         # /proc/PID/net shows the network namespace of that process
