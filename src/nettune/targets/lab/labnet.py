@@ -77,7 +77,7 @@ class LabNet:
     def up(self, mtu: int, queues: int | dict[str, int], underlay_mtu: int = 1500) -> None:
         require_root()
         lay = self.layout
-        self._save_state()
+        self.save_state(carry=False)
         with deadline("creating the bridge"), self._nl(None) as ipr:
             if not ipr.link_lookup(ifname=lay.bridge):
                 ipr.link("add", ifname=lay.bridge, kind="bridge")
@@ -128,7 +128,7 @@ class LabNet:
             for idx in old.link_lookup(ifname=lay.root_if(host)):
                 old.link("del", index=idx)
         lay.nodes = {n: [h for h in hs if h != host] + ([host] if n == node else []) for n, hs in (lay.nodes or {}).items()}
-        self._save_state()
+        self.save_state()
         self.recreate_veth(host, mtu, queues)
 
     def set_shaping(self, link: Any, underlay: Any) -> None:
@@ -172,7 +172,7 @@ class LabNet:
         lay = self.layout
         if host not in lay.hosts:
             lay = self.layout = LabLayout(lay.study, lay.hosts + [host], lay.subnet, lay.nodes)
-        self._save_state()
+        self.save_state()
         if lay.ns(host) not in netns.listnetns():
             netns.create(lay.ns(host))
         with deadline(f"setting up {lay.ns(host)}"), self._nl(lay.ns(host)) as ns:
@@ -209,12 +209,26 @@ class LabNet:
         self.netlink.close()  # an open socket would keep a namespace (and its veth ends) alive
         remove_lab(self.layout)
 
-    def _save_state(self) -> None:
+    def record(self) -> dict[str, Any]:
+        """This lab's record as saved (empty when there is none or it is unreadable)."""
+        try:
+            st = json.loads((LAB_DIR / f"{self.layout.study}.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return st if isinstance(st, dict) else {}
+
+    def save_state(self, carry: bool = True, **fields: Any) -> None:
+        """Record the lab (hosts, subnet, nodes, the process using it); what `nettune lab
+        up` recorded (`kept`: the user's lab, and its configuration) stays unless `carry`
+        is False (a lab being created: nothing earlier is its)."""
         LAB_DIR.mkdir(parents=True, exist_ok=True)
         lay = self.layout
-        (LAB_DIR / f"{lay.study}.json").write_text(
-            json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "nodes": lay.nodes, "created": time.time(), "owner": owner_token()})
-        )
+        old = self.record() if carry else {}
+        st = {"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "nodes": lay.nodes,
+              "created": old.get("created", time.time()), "owner": owner_token()}
+        st |= {k: old[k] for k in ("kept", "config") if k in old} | fields
+        (LAB_DIR / f"{lay.study}.json").write_text(json.dumps(st))
+
 
 
 def _ensure_addr(ipr: IPRoute | NetNS, idx: int, address: str, prefixlen: int) -> None:
