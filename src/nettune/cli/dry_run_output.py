@@ -3,6 +3,7 @@ commands, the expected time) without touching anything."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from rich.markup import escape
 
@@ -25,8 +26,8 @@ def _wrapped(label: str, words: list[str], width: int) -> list[str]:
     return lines
 
 
-def print_plan(study: Study, text: str, file: str) -> None:
-    plan = dry_run(study, text, file)
+def print_plan(study: Study, text: str, file: str, db: Path | None = None) -> None:
+    plan = dry_run(study, text, file, db)
     print_dry_run(plan)
     if study.target.kind == "kubernetes":
         from .k8s_output import print_k8s_plan  # noqa: PLC0415 - the objects and kubectl lines of a cluster study

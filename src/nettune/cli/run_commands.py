@@ -107,7 +107,7 @@ def run(
     if dry_run:
         from .dry_run_output import print_plan
 
-        print_plan(study, text, str(file))
+        print_plan(study, text, str(file), db)
         return
     check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)
     if doctor not in ("on", "off"):

@@ -76,11 +76,19 @@ class DryRun:
     common_notes: list[str]  # notes every point has, said once
 
 
-def dry_run(study: Study, text: str, file: str) -> DryRun:
-    """The whole plan of `study` (the file's text and name for error messages)."""
+def dry_run(study: Study, text: str, file: str, db: Any = None) -> DryRun:
+    """The whole plan of `study` (the file's text and name for error messages); `db`: the
+    results database the run would use (read, never created: its loopback ceilings
+    decide engine = "auto" as in the run)."""
     from ..run.study import tests_per_slot  # noqa: PLC0415 - run.study pulls in scipy; the CLI starts without it
+    from ..store.instrument_tables import open_read_only  # noqa: PLC0415
 
-    resolved, choice_notes = planned_choices(study, expand_and_check(study, text, file))  # engine = "auto" made concrete
+    conn = open_read_only(db)
+    try:
+        resolved, choice_notes = planned_choices(study, expand_and_check(study, text, file), conn)  # engine = "auto" made concrete
+    finally:
+        if conn is not None:
+            conn.close()
     per_point = study.repeat.warmup + study.repeat.min_counted
     per_run = [tests_per_slot(rp, rp.target) for rp in resolved]  # every host pair is a test of its own
     tests = per_point * sum(per_run)

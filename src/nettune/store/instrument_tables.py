@@ -62,6 +62,16 @@ def add_ceilings(db: sqlite3.Connection, machine: str, rows: list[dict[str, Any]
               r.get("duration"), r.get("cores"), now) for r in rows])
 
 
+def open_read_only(path: Any) -> sqlite3.Connection | None:
+    """A results database opened read-only (the dry run changes nothing); None when there
+    is no file there."""
+    from pathlib import Path  # noqa: PLC0415
+
+    if path is None or not Path(path).is_file():
+        return None
+    return sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+
+
 def ceilings(db: sqlite3.Connection, machine: str) -> dict[str, dict[int, float]]:
     """config -> {streams: bits/s} measured on `machine` (failed tests left out)."""
     out: dict[str, dict[int, float]] = {}
