@@ -135,7 +135,8 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power
-    lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]
+    checked = bool(s.get("cross_checks"))  # their verdicts stand under their tables below, once
+    lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings if not (checked and f.startswith("cross-check at "))] + [""]
     lines += _audit_md(data.facts)
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:
