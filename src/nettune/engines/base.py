@@ -108,6 +108,12 @@ class Engine(Protocol):
         and say so."""
         ...
 
+    def warm_up(self, wl: Workload) -> Workload | None:
+        """A short test the driver runs against a fresh server before the measured one (its
+        output left out of the parse), where the tool's first test on a new server is
+        slower than the next; None: none needed."""
+        ...
+
 
 class EngineBase:
     """Defaults of the Engine protocol: a tool whose server is never busy, never taken
@@ -158,3 +164,6 @@ class EngineBase:
 
     def warnings(self, wl: Workload) -> tuple[Workload, list[str]]:
         return wl, []
+
+    def warm_up(self, wl: Workload) -> Workload | None:
+        return None

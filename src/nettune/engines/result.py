@@ -71,6 +71,9 @@ class TestResult(BaseModel):
     lost_packets: int | None = None
     packets: int | None = None
     lost_percent: float | None = None
+    # the rate the main direction's sender was asked for (all its streams): -b times the
+    # streams, or the tool's UDP default; None when nothing limited it (TCP without -b)
+    offered_bps: float | None = None
     # the other direction of a bidirectional test
     reverse_sender_bps: float | None = None
     reverse_receiver_bps: float | None = None

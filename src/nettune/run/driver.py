@@ -96,6 +96,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                     detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
                 return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
+            warm = _warm_up(engine, wl, server, client, srv, port, tool_version, access)  # before the probes: not measured
             window = window_probes(machine, extra_machines) + server_energy(server, machine) + list(meters or [])
             for p in window:
                 p.start()
@@ -129,7 +130,10 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
             continue
         break
 
-    res = engine.parse(wl, cli_side, srv_side)
+    # the warm-up's part of the server's output is kept in the record, not parsed
+    res = engine.parse(wl, cli_side, srv_side.model_copy(update={"stdout": srv_side.stdout[warm.get("offset", 0):]}) if warm else srv_side)
+    if warm:
+        res.extra["warm_up"] = warm
     res.tool_version = res.tool_version or tool_version
     res.client, res.server = cli_side, srv_side
     res.warnings = warnings + res.warnings
@@ -146,6 +150,25 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
     if res.error:
         res.error = redact(res.error, hide)
     return res
+
+
+def _warm_up(engine: Engine, wl: Workload, server: Host, client: Host, srv: Proc, port: int, tool_version: str,
+             access: Access) -> dict[str, Any]:
+    """Run the engine's warm-up test against the fresh server (engines/iperf2.py says why),
+    wait for the server's report of it, and return {argv, seconds, offset}: where the
+    measured test's part of the server's output begins once redacted ({} without one)."""
+    warm = engine.warm_up(wl)
+    if warm is None:
+        return {}
+    argv = engine.client_argv(warm, server.address, port, tool_version, access)
+    started = time.monotonic()
+    client.run(argv, timeout=float(warm.duration) + 10.0)
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end and srv.poll() is None and not engine.server_done(warm, srv.output()[0]):
+        time.sleep(0.01)
+    hide = access.secrets()
+    return {"argv": _hidden(argv, hide), "seconds": round(time.monotonic() - started, 3),
+            "offset": len(redact(srv.output()[0], hide))}
 
 
 def _retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput) -> str | None:
