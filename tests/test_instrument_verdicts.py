@@ -189,3 +189,12 @@ def test_the_advice_never_names_the_setting_in_use(tmp_path, auto):
     text = " ".join(a.headline + a.findings)
     assert "likely the tool" in text
     assert ("use engine = \"auto\"" in text) is (not auto)
+
+
+def test_a_wide_interval_that_merely_includes_the_ceiling_is_no_evidence_of_being_at_it(tmp_path):
+    # seen on the lab: 0.3 Gbit/s (shaped) vs a ceiling of 2 runs, 1 and 27 Gbit/s: not significantly different, yet far below
+    findings, head = _ceil_findings(tmp_path, "wide", [0.30, 0.31, 0.29], ceil=[1.0, 27.2])
+    said = [f for f in findings if "ceiling for iperf3 at -P 4" in f]
+    assert len(said) == 1 and "too noisy to tell" in said[0] and not any("within noise" in f for f in findings + head)
+    findings, _ = _ceil_findings(tmp_path, "far", [0.30, 0.31, 0.29], ceil=noisy(30.0, seed=25))
+    assert any("below the ceiling" in f for f in findings)

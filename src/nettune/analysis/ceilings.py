@@ -12,9 +12,12 @@ every run's bits/s), under rules that keep the verdict true:
 - never the path the ceiling was measured on: a loopback study is the loopback ceiling's
   own experiment, an unshaped lab point without knobs the lab ceiling's; comparing them
   would be circular;
-- "within noise" = Welch's test finds no difference between the point's runs and the
-  ceiling's (both need two runs or more): only then is the instrument the limit. A point
-  significantly above the ceiling is never called ceiling-bound; below it, nothing is said.
+- "within noise" = not significantly above the ceiling (Welch's test on the point's runs
+  and the ceiling's, both two or more) and no more than NEAR below it over the whole 95%
+  interval of the difference: only then is the instrument the limit. A point
+  significantly above the ceiling is never called ceiling-bound; one clearly below it
+  was held by something else; an interval too wide for either is "too noisy to tell"
+  (a wide interval that merely includes the ceiling is no evidence of being at it).
 """
 from __future__ import annotations
 
@@ -23,11 +26,13 @@ from ..store.records import RunRecord
 from .compare import compare_values
 from .data import METRICS, PointData, StudyData
 
+NEAR = 0.10  # "within noise of the ceiling": not above it, and no more than 10% below over the whole 95% interval
+
 
 @dataclass(frozen=True)
 class CeilingCheck:
     point: int
-    status: str  # "within" (instrument-bound), "above", "below", "single" (no interval)
+    status: str  # "within" (instrument-bound), "above", "below", "noisy", "single" (no interval)
     text: str
 
 
@@ -94,14 +99,19 @@ def judge(data: StudyData, p: PointData, label: str) -> tuple[CeilingCheck | Non
         return CeilingCheck(p.idx, "single", f"{where}compared with {what}: single runs, no interval, no verdict"), None
     c = compare_values(ceiling, values, labels=("ceiling", "point"))
     mean, top = sum(values) / len(values), sum(ceiling) / len(ceiling)
-    rel = f"{c.change_pct:+.1f}% (95% CI {(c.ci_low - 1) * 100:+.1f} to {(c.ci_high - 1) * 100:+.1f}%, p={c.p_value:.2g})"
+    lo, hi = (c.ci_low - 1) * 100, (c.ci_high - 1) * 100
+    rel = f"{c.change_pct:+.1f}% (95% CI {lo:+.1f} to {hi:+.1f}%, p={c.p_value:.2g})"
     head = f"{where}{mean / 1e9:.1f} Gbit/s vs {what} ({top / 1e9:.1f}, N={len(ceiling)}): {rel}"
     if c.verdict == "faster":
         return CeilingCheck(p.idx, "above", f"{head}: above the ceiling, so the ceiling does not bound this path"), None
-    if c.verdict == "slower":
-        return CeilingCheck(p.idx, "below", f"{head}: below the ceiling"), None
-    return CeilingCheck(p.idx, "within", f"{head}: within noise of the ceiling: the instrument, not the path, is the limit here"), None
-
+    if lo >= -NEAR * 100:
+        return CeilingCheck(p.idx, "within", f"{head}: within noise of the ceiling (not above it, and at most "
+                            f"{NEAR * 100:.0f}% below over the whole interval): the instrument, not the path, is the limit here"), None
+    if c.verdict == "slower" or hi < -NEAR * 100:
+        return CeilingCheck(p.idx, "below", f"{head}: below the ceiling: this configuration does more on this path class, so "
+                            "something else (shaping, knobs) held it"), None
+    return CeilingCheck(p.idx, "noisy", f"{head}: too noisy to tell whether it is at the ceiling; add runs (to the study or "
+                        "`nettune ceiling --runs`)"), None
 
 def judge_all(data: StudyData, params: list[str]) -> tuple[dict[int, CeilingCheck], list[str]]:
     """Every point's check, and the notes (each said once) on ceilings that judge nothing."""

@@ -198,7 +198,7 @@ def _findings(points: dict[int, PointVerdict]) -> list[str]:
                    f"({'; '.join(labels[:3])}{'...' if len(labels) > 3 else ''}): those numbers may measure iperf3, not the network; "
                    f"{advice(max(seen, key=lambda v: v.streams))}")
     out += [f"cross-check {v.cross_text}" for v in points.values() if v.cross]
-    out += [v.ceiling_text for v in points.values() if v.ceiling in ("within", "above", "single")]
+    out += [v.ceiling_text for v in points.values() if v.ceiling]
     boxed = [v for v in points.values() if v.box is not None]
     if boxed:
         worst = max(boxed, key=lambda v: v.box or 0.0)
