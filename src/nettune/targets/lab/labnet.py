@@ -145,9 +145,12 @@ class LabNet:
         if shape is None and not self.shaped_once:
             return  # never shaped: the default qdiscs are already there
         lay = self.layout
+        # the rate on the switch end only, towards this host, by sender (lab_shaping.py: a
+        # rate on a sender's own end holds its socket back instead of dropping)
+        senders = [(lay.address(h), self.link.for_host(h) if self.link is not None else None) for h in lay.hosts if h != host]
         with deadline(f"shaping the link of {host}"), self._nl(lay.ns(host)) as ns, self._switch(host) as sw:
-            lab_shaping.apply(ns, lay.ns_if(host), shape)
-            lab_shaping.apply(sw, lay.root_if(host), shape)
+            lab_shaping.apply(ns, lay.ns_if(host), lab_shaping.without_rate(shape))
+            lab_shaping.apply_switch_end(sw, lay.root_if(host), shape, senders)
 
     def shaping_state(self) -> dict[str, Any]:
         """Per host: the shape asked for and the qdiscs on each end, read back from netlink."""
