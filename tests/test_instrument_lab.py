@@ -27,12 +27,22 @@ def test_a_lab_brought_up_by_hand_is_used_and_left_up_and_only_a_runs_own_lab_is
     try:
         nettune("lab", "up", str(f), check=True)
         user = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "300"])  # the user's own process in their lab
-        f.write_text(OWN.replace("mtu = 1500", 'mtu = "{mtu}"') + "[sweep]\nmtu = [9000]\n")  # the run changes the MTU
+        # the run changes the MTU and shapes the links
+        f.write_text(OWN.replace("mtu = 1500", 'mtu = "{mtu}"\n[target.link]\nrate = "5G"') + "[sweep]\nmtu = [9000]\n")
         r = nettune("run", str(f), "--db", str(db), check=True)
         assert "1 tests" in r.stdout
         assert ns in netns.listnetns() and user.poll() is None  # the lab and the user's process are still there
         mtu = subprocess.run(["ip", "netns", "exec", ns, "cat", "/sys/class/net/" + _nic(ns) + "/mtu"], capture_output=True, text=True).stdout
-        assert mtu.strip() == "1500"  # put back as `lab up` left it
+        assert mtu.strip() == "1500"  # put back as `lab up` left it: unshaped too
+        from pyroute2 import IPRoute
+
+        from nettune import parse_study
+        from nettune.targets.lab import lab_shaping
+        from nettune.targets.lab.labnet import study_layout
+
+        with IPRoute() as ipr:
+            switch_end = study_layout(parse_study(OWN)).root_if("server")
+            assert not {"htb", "tbf"} & {q["kind"] for q in lab_shaping.qdiscs(ipr, switch_end)}
         assert "nettune-t-own" in nettune("lab", "status", check=True).stdout
         nettune("lab", "down", "nettune-t-own", check=True)
         assert ns not in netns.listnetns()

@@ -155,8 +155,8 @@ class LabTarget(TargetBase):
         self.layout.nodes = config.get("nodes")
         self._mtu, self._queues, self._underlay_mtu = config.get("mtu"), config.get("queues"), config.get("underlay_mtu") or 1500
         self._shaping = (config.get("link"), config.get("underlay"))
-        self.net.link = LinkSpec.model_validate(config["link"]) if config.get("link") else None
-        self.net.underlay = UnderlaySpec.model_validate(config["underlay"]) if config.get("underlay") else None
+        self.net.adopt(LinkSpec.model_validate(config["link"]) if config.get("link") else None,
+                       UnderlaySpec.model_validate(config["underlay"]) if config.get("underlay") else None)
         self.net.save_state()  # this run uses it now: `lab down` keeps it until the run ends
         return True
 

@@ -58,6 +58,7 @@ class LabNet:
         self.layout = layout
         self.link: Any = None  # spec LinkSpec in force (None: unshaped)
         self.underlay: Any = None  # spec UnderlaySpec in force
+        self._shaped = False  # any shaping asked so far
         self.netlink = NetlinkPool()  # one socket per namespace for the lab's life
 
     def __enter__(self) -> "LabNet":
@@ -133,12 +134,18 @@ class LabNet:
 
     def set_shaping(self, link: Any, underlay: Any) -> None:
         """Shape every host's link ([target.link]) and the nodes' underlay links."""
+        self._shaped = self._shaped or link is not None or underlay is not None  # shaped before: unshaping must clear it
         self.link, self.underlay = link, underlay
         for h in self.layout.hosts:
             self.shape_host(h)
         if self.layout.nodes:
             with deadline("shaping the underlay"):
                 lab_nodes.shape_underlay(self.layout, underlay)
+
+    def adopt(self, link: Any, underlay: Any) -> None:
+        """The shaping a lab already has (one `nettune lab up` left): in force, not applied again."""
+        self.link, self.underlay = link, underlay
+        self._shaped = self._shaped or link is not None or underlay is not None
 
     def shape_host(self, host: str) -> None:
         shape = self.link.for_host(host) if self.link is not None else None
@@ -166,7 +173,8 @@ class LabNet:
 
     @property
     def shaped_once(self) -> bool:
-        return self.link is not None or self.underlay is not None
+        """True once any shaping was asked of this lab (then unshaped hosts get their qdiscs cleared)."""
+        return self._shaped
 
     def add_host(self, host: str, mtu: int = 1500) -> "LabLayout":
         """One more namespace on the bridge (the lab's SSH bastion), recorded with the lab so
