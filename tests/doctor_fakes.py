@@ -30,8 +30,8 @@ class RecordedHost(HostBase):
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         self.ran.append(list(argv))
-        if argv[:2] == ["sh", "-c"] and argv[2].startswith("grep -sHZ '' "):
-            glob = argv[2].split("'' ", 1)[1].split(" <", 1)[0]
+        if argv[:2] == ["sh", "-c"] and argv[2].startswith('grep -sHZ "" -- $1'):
+            glob = argv[4]  # the pattern is an argument, never part of the shell text
             lines = [f"{p}\0{line}" for p, text in sorted(self.files.items()) if fnmatch.fnmatch(p, glob) for line in text.splitlines()]
             return CommandResult(argv, 0, "\n".join(lines) + "\n", "")
         rc, out, err = self.commands.get(" ".join(argv), (127, "", f"{argv[0]}: not recorded"))

@@ -85,7 +85,7 @@ def build_mesh(store: Store, name: str = "mesh", runs: int = 2, slow: str = "h3-
             if parallel:
                 total = sum(x.total_bps or 0.0 for x in results)
                 for x in results:
-                    x.extra["round_total_bps"] = total
+                    x.pair.round_total_bps = total
             store.add_runs(sid, pid, run, False, results)
     store.finish_study(sid, "done")
     return sid

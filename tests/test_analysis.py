@@ -73,8 +73,8 @@ def test_flat_line_has_no_significant_effect(store):
     assert c["shape"] == "flat" and c["p_value"] >= 0.05
     eff = res["parameters"][0]["effect"]
     assert eff["mattered"] is False
-    assert any(f.startswith("window changed nothing measurable") for f in res["findings"])
-    assert any("window made no measurable difference" in f for f in res["findings"])
+    assert any(f.startswith("window: no effect shown (one-way ANOVA") for f in res["findings"])  # never "changed nothing"
+    assert not any("nothing measurable" in f or "as equal" in f for f in res["findings"])
 
 
 def test_noisy_sweep_is_not_overclaimed(store):
@@ -101,10 +101,12 @@ def test_knobs_that_mattered_and_knobs_that_did_not(store):
     res = analyze(load(store, "E"))
     cmp = {c["level"]: c for c in res["parameters"][0]["comparisons"]}
     assert cmp["mtu9000"]["verdict"] == "faster"
-    assert cmp["rmem_max"]["verdict"] == cmp["netdev_max_backlog"]["verdict"] == "no-difference"
+    assert cmp["rmem_max"]["verdict"] == cmp["netdev_max_backlog"]["verdict"] == "inconclusive"
     text = "\n".join(res["findings"])
-    assert "knob=rmem_max vs knob=baseline: no significant difference" in text
-    assert "knob=mtu9000 vs knob=baseline: b is" in text
+    assert "knob=rmem_max vs knob=baseline: no difference shown" in text
+    assert "knob=mtu9000 vs knob=baseline: b is" in text and "Bonferroni over 3 tests" in text  # the knob's 3 comparisons
+    assert res["effect_tests"] == 3 and cmp["mtu9000"]["family"] == 3
+    assert cmp["mtu9000"]["p_value"] == pytest.approx(3 * cmp["mtu9000"]["p_raw"])
 
 
 def test_a_parameter_that_changed_nothing_among_ones_that_did(store):
@@ -150,12 +152,12 @@ def test_warmup_and_failed_runs_are_not_counted(store):
 
 def test_within_and_between_study_comparisons(store):
     build(store, "E", [({"knob": "off"}, 50.0), ({"knob": "on"}, 55.0)], seed=1)
-    c = within_study(load(store, "E"), {"knob": "off"}, {"knob": "on"})
-    assert c.verdict == "faster" and c.n_a == c.n_b == 3
+    c, each = within_study(load(store, "E"), {"knob": "off"}, {"knob": "on"})
+    assert c.verdict == "faster" and c.n_a == c.n_b == 3 and each == []
     build(store, "before", [({}, 50.0)], sweep={}, seed=4)
     build(store, "after", [({}, 50.0)], sweep={}, seed=5)
     [(label, c)] = between_studies(load(store, "before"), load(store, "after"), {}, {})
-    assert c.verdict == "no-difference"
+    assert c.verdict == "inconclusive"
     with pytest.raises(NettuneError, match="no point matches"):
         within_study(load(store, "E"), {"knob": "maybe"}, {"knob": "on"})
 

@@ -62,7 +62,8 @@ def test_import_rules_for_several_files():
         binary = place.file(b"\x89PNG\r\n\x1a\n\x00\x00", "chart.png")
         escape = place.file(good.read_text().replace("\n", "\n\x1b[31m", 1), "escape.json")  # a terminal escape in the JSON
         lines = check_rejected_import([cut, empty, binary, place.dir], place)
-        assert "not valid JSON" in lines[0] and "empty file" in lines[1] and "binary data" in lines[2] and "is a directory" in lines[3]
+        # a PNG is named (issue 37: UTF-16, gzip and other packings are told apart from binary data)
+        assert "not valid JSON" in lines[0] and "empty file" in lines[1] and "a PNG image" in lines[2] and "is a directory" in lines[3]
         # some usable: imported, one error line per other file, exit 1
         r = place.invoke("import", str(cut), str(good), str(empty), "--study", "h1-imp", "--db", str(place.db))
         assert r.exit_code == 1 and "imported 1 of 3 files" in r.stdout

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nettune.knobs.journal import Journal
+from nettune.knobs.journal_records import JournalChange
 from nettune.knobs.places import Place
 from nettune.knobs.restore import restore_changes
 from nettune.targets import reboot as rb
@@ -30,21 +31,21 @@ def reboots(h: RootHost) -> int:
     return sum(c == rb.REBOOT_ARGV for c in h.calls)
 
 
-def changed(h: RootHost, j: Journal, sid: str, seq: int, loc, value) -> dict:
+def changed(h: RootHost, j: Journal, sid: str, seq: int, loc, value) -> JournalChange:
     """Apply as a run does: journaled first, then made (one reboot), then read back."""
     rec = j.change(sid, seq, "s", "vm1", loc.record(), PLACE, KIND.read(h, loc), value)
     KIND.apply(h, loc, value)
-    rec["actual"] = KIND.read(h, loc)
-    j.actual(sid, seq, rec["actual"])
+    rec.set_actual(KIND.read(h, loc))
+    j.actual(sid, seq, rec.actual)
     return rec
 
 
-def restore(h: RootHost, j: Journal, sid: str, recs: list[dict]):
+def restore(h: RootHost, j: Journal, sid: str, recs: list[JournalChange]):
     return restore_changes(j, sid, recs, lambda _r: (Place("vm1", "remote", h), ""))
 
 
 def pending(j: Journal) -> list[int]:
-    return [c["seq"] for s in j.open_sessions() for c in s.changes]
+    return [c.seq for s in j.open_sessions() for c in s.changes]
 
 
 @pytest.mark.parametrize("second", [NOSMT, LOC], ids=["two-keys", "one-key-twice"])

@@ -1,6 +1,6 @@
 """Coverage of the 95% intervals nettune reports (issue 12), on seeded synthetic draws:
 studies of 8 points with n = 3, 5 or 10 runs each, every point's interval made as
-`analyze` makes it (intervals.study_summaries: Student's t, or for skewed runs the
+`analyze` makes it (stats.study_summaries: Student's t, or for skewed runs the
 log-scale or BCa interval). On normal runs it covers the true mean about 95% of the time;
 on lognormal runs (sigma 1), where the t interval covers only ~82%, nettune's covers
 clearly more."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nettune.analysis import intervals
-from nettune.analysis.stats import summarize
+from nettune.analysis.stats import study_summaries, summarize
 
 POINTS, STUDIES = 8, 150
 
@@ -23,7 +23,7 @@ def coverage(draw, true_mean, n: int, seed: int) -> tuple[float, float, dict[str
     for _ in range(STUDIES):
         scales = rng.uniform(1, 50, POINTS)  # points of one study differ in level, not in shape
         groups = [list(draw(rng, n) * k) for k in scales]
-        sums, method, _ = intervals.study_summaries(groups)
+        sums, method, _ = study_summaries(groups)
         used[method] = used.get(method, 0) + 1
         for g, s, k in zip(groups, sums, scales):
             mu = true_mean * k
@@ -61,7 +61,7 @@ def test_left_skewed_runs_get_bca_and_the_table_says_so():
     rng = np.random.default_rng(7)
     # throughput with occasional slow runs: a long tail to the left
     groups = [list(100 - rng.lognormal(0, 1.0, 8) * 5) for _ in range(POINTS)]
-    sums, method, why = intervals.study_summaries(groups)
+    sums, method, why = study_summaries(groups)
     assert method == intervals.BCA and "left-skewed" in why
     assert all(s.interval == intervals.BCA and s.ci_low < s.mean < s.ci_high for s in sums)
     assert intervals.NAMES[method].startswith("BCa bootstrap")

@@ -13,9 +13,9 @@ update_args rules, and `reboot` makes that line /proc/cmdline with a new boot id
 """
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from nettune.knobs.registry import KINDS
 from nettune.targets import reboot as rb
 from nettune.targets.base import CommandResult, HostBase
 
+from boot_readers import bls_boot_args
 from conftest import nettune
 
 REAL = Path(__file__).parent / "fixtures" / "cmdline" / "real"
@@ -41,6 +42,8 @@ printf '%s\n' "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=3f1c ro $GRUB_C
 """
 PVE_BOOT_TOOL = r"""#!/bin/sh
 [ "$1" = refresh ] || exit 2
+# proxmox-kernel-helper: the first line of /etc/kernel/cmdline, which must name root=
+head -n1 "$NT_ROOT/etc/kernel/cmdline" | grep -q 'root=' || { echo "No root= parameter in /etc/kernel/cmdline found!" >&2; exit 1; }
 printf '%s\n' "initrd=\EFI\proxmox\6.8.12-4-pve\initrd.img-6.8.12-4-pve $(head -n1 "$NT_ROOT/etc/kernel/cmdline")" > "$NT_ROOT/boot/next-cmdline"
 """
 REBOOT = r"""#!/bin/sh
@@ -78,23 +81,30 @@ class RootHost(HostBase):
 
 
 def fake_grubby(h: RootHost, argv: list[str]) -> CommandResult:
-    """grubby-bls's rules (rhboot/grubby grubby-bls update_args, display_info_values)."""
-    entries = sorted((h.root / "boot/loader/entries").glob("*.conf"))
-    opts = [re.search(r"^options (.*)$", e.read_text(), re.M).group(1) for e in entries]
-    if argv[1] == "--info=DEFAULT":
-        return CommandResult(argv, 0, f'index=0\nkernel="/boot/vmlinuz-x"\nargs="{opts[0]}"\n', "")
-    for e, args in zip(entries, opts):
-        for a in argv[2:]:
-            if a.startswith("--remove-args="):
-                args = re.sub(re.escape(a.split("=", 1)[1]) + r"[^ ]*", "", args, count=1)
-            elif a.startswith("--args="):
-                k, _, v = a.split("=", 1)[1].partition("=")
-                args = re.sub(rf"{re.escape(k)}=[^ ]*", f"{k}={v}", args, count=1) if f"{k}=" in args else f"{args} {k}={v}"
-        args = " ".join(args.split())  # grubby-bls: echo ${args}
-        e.write_text(re.sub(r"^options .*$", lambda _m: "options " + args, e.read_text(), flags=re.M))
-    first = re.search(r"^options (.*)$", entries[0].read_text(), re.M).group(1)
-    (h.root / "boot/next-cmdline").write_text(f"BOOT_IMAGE=(hd0,gpt2)/vmlinuz-6.11.9-100.fc39.x86_64 {first}\n")
-    return CommandResult(argv, 0, "", "")
+    """grubby-bls's --info (rhboot/grubby grubby-bls display_info_values): the entry's
+    options lines (`^options[ \t]`) joined, $kernelopts and friends expanded from grubenv,
+    root= printed on a line of its own. nettune edits entries itself; grubby only reads."""
+    if argv[1] != "--info=DEFAULT":
+        return CommandResult(argv, 1, "", f"fake grubby: {argv[1:]} is not expected from nettune")
+    args = bls_boot_args(h.root)
+    root = next((w[5:] for w in args.split() if w.startswith("root=")), "")
+    shown = " ".join(w for w in args.split() if not w.startswith("root="))
+    return CommandResult(argv, 0, f'index=0\nkernel="/boot/vmlinuz-x"\nargs="{shown}"\n' + (f'root="{root}"\n' if root else ""), "")
+
+
+BLS_REBOOT = f"""#!{sys.executable}
+# the fake reboot of a BLS host: the boot loader reads the default entry (and grubenv) now
+import os, sys, uuid
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from pathlib import Path
+from boot_readers import bls_boot_args
+root = Path(os.environ["NT_ROOT"])
+(root / "proc/cmdline").write_text("BOOT_IMAGE=(hd0,gpt2)/vmlinuz-6.11.9-100.fc39.x86_64 " + bls_boot_args(root) + "\\n")
+(root / "proc/sys/kernel/random/boot_id").write_text(str(uuid.uuid4()) + "\\n")
+"""
+GRUB2_EDITENV = """#!/bin/sh
+exec grub-editenv "$@"
+"""
 
 
 def make_root(tmp_path: Path, family: str) -> RootHost:
@@ -105,16 +115,19 @@ def make_root(tmp_path: Path, family: str) -> RootHost:
     (root / "boot").mkdir(exist_ok=True)
     (root / "proc/sys/kernel/random/boot_id").write_text(str(uuid.uuid4()) + "\n")
     (root / "etc/os-release").write_text({"debian": 'ID=ubuntu\n', "fedora": 'ID=fedora\n', "proxmox": 'ID=debian\n'}[family])
-    tools = {"debian": {"update-grub": UPDATE_GRUB}, "proxmox": {"proxmox-boot-tool": PVE_BOOT_TOOL, "update-grub": UPDATE_GRUB}, "fedora": {}}[family]
-    for name, text in (tools | {"reboot": REBOOT}).items():
+    tools = {"debian": {"update-grub": UPDATE_GRUB}, "proxmox": {"proxmox-boot-tool": PVE_BOOT_TOOL, "update-grub": UPDATE_GRUB},
+             "fedora": {"grub2-editenv": GRUB2_EDITENV} if shutil.which("grub-editenv") else {}}[family]
+    for name, text in (tools | {"reboot": BLS_REBOOT if family == "fedora" else REBOOT}).items():
         (root / "bin" / name).write_text(text)
         (root / "bin" / name).chmod(0o755)
     if family == "fedora":
         (root / "grubby").write_text("")  # grubby is "installed" (handled by fake_grubby)
     h = RootHost(root)
-    first = {"debian": ["update-grub"], "proxmox": ["proxmox-boot-tool", "refresh"], "fedora": ["grubby", "--update-kernel=ALL"]}[family]
-    h.run(first)  # the boot the host is in now
-    (root / "proc/cmdline").write_text((root / "boot/next-cmdline").read_text())
+    if family == "fedora":
+        h.run(["reboot"])  # the boot the host is in now
+    else:
+        h.run({"debian": ["update-grub"], "proxmox": ["proxmox-boot-tool", "refresh"]}[family])
+        (root / "proc/cmdline").write_text((root / "boot/next-cmdline").read_text())
     return h
 
 
@@ -173,17 +186,57 @@ def test_grub_edit_goes_where_the_key_already_is(tmp_path):
     assert 'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash nosmt"' in bl.grub_set(gone, "nosmt", True)  # a new key: normal entries
 
 
-def test_an_override_the_edit_does_not_reach_fails_the_point_with_the_reason(tmp_path):
+def test_a_drop_in_that_sets_the_variable_again_is_named_and_the_edit_goes_where_it_reaches(tmp_path):
     """Ubuntu cloud images set GRUB_CMDLINE_LINUX_DEFAULT again in /etc/default/grub.d:
-    update-grub sources it after /etc/default/grub, so the edit never reaches the kernel."""
+    update-grub sources it after /etc/default/grub, so an edit of /etc/default/grub's
+    GRUB_CMDLINE_LINUX_DEFAULT would never reach the kernel (issue 37: today it goes there
+    and the point fails after the reboot). The drop-in is named, and the parameter goes
+    into GRUB_CMDLINE_LINUX, which does reach it."""
     h = make_root(tmp_path, "debian")
+    before = snapshot(h)
     (h.root / "etc/default/grub.d").mkdir()
-    (h.root / "etc/default/grub.d/50-cloudimg-settings.cfg").write_text('GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"\n')
+    cloud = h.root / "etc/default/grub.d/50-cloudimg-settings.cfg"
+    cloud.write_text('GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"\n')
+    before = snapshot(h)
     ctx = Ctx(host="vm1")
     KIND.validate(h, LOC, "off", ctx)
-    assert any("50-cloudimg-settings.cfg" in n for n in ctx.notes)
-    with pytest.raises(KnobError, match=r"after the reboot /proc/cmdline has no mitigations, not mitigations=off"):
-        KIND.apply(h, LOC, "off")
+    assert any("50-cloudimg-settings.cfg line 1 sets GRUB_CMDLINE_LINUX_DEFAULT again" in n for n in ctx.notes)
+    orig = KIND.read(h, LOC)
+    KIND.apply(h, LOC, "off")
+    assert 'GRUB_CMDLINE_LINUX="mitigations=off"' in (h.root / "etc/default/grub").read_text()
+    assert "mitigations=off" in (h.root / "proc/cmdline").read_text() and cloud.read_text().startswith('GRUB_CMDLINE_LINUX_DEFAULT="console')
+    KIND.restore(h, LOC, orig)
+    assert snapshot(h) == before
+
+
+def test_a_drop_in_that_owns_the_setting_is_touched_only_with_the_opt_in(tmp_path):
+    """A hardening package's drop-in (Kicksecure security-misc's 40_cpu_mitigations.cfg,
+    real, tests/fixtures/cmdline/real/corpus/kicksecure) sets mitigations=auto,nosmt: a
+    study's mitigations=off would silently drop nosmt (issue 37). Refused, naming the file
+    and the value, in validate (before anything changes) and in the edit itself; with
+    override_boot_dropins = true the drop-in's own word is edited, journaled and put back."""
+    h = make_root(tmp_path, "debian")
+    (h.root / "etc/default/grub.d").mkdir()
+    shutil.copy(REAL / "corpus/kicksecure/etc/default/grub.d/40_cpu_mitigations.cfg", h.root / "etc/default/grub.d")
+    h.run(["update-grub"])
+    (h.root / "proc/cmdline").write_text((h.root / "boot/next-cmdline").read_text())
+    before = snapshot(h)
+    for check in (lambda: KIND.validate(h, LOC, "off", Ctx(host="vm1")), lambda: KIND.apply(h, LOC, "off")):
+        with pytest.raises(KnobError, match=r"/etc/default/grub.d/40_cpu_mitigations.cfg sets mitigations=auto,nosmt \(a security setting another "
+                                            r"package made\).*add override_boot_dropins = true to the host"):
+            check()
+        assert snapshot(h) == before
+    h.override_boot_dropins = True
+    ctx = Ctx(host="vm1")
+    KIND.validate(h, LOC, "off", ctx)
+    assert any("40_cpu_mitigations.cfg is edited (override_boot_dropins = true)" in n for n in ctx.notes)
+    orig = KIND.read(h, LOC)
+    assert orig["value"] == "auto,nosmt" and "/etc/default/grub.d/40_cpu_mitigations.cfg" in orig["files"]
+    KIND.apply(h, LOC, "off")
+    assert 'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX mitigations=off"' in (h.root / "etc/default/grub.d/40_cpu_mitigations.cfg").read_text()
+    assert bl.value_in((h.root / "proc/cmdline").read_text(), "mitigations") == "off"
+    KIND.restore(h, LOC, orig)
+    assert snapshot(h) == before and bl.value_in((h.root / "proc/cmdline").read_text(), "mitigations") == "auto,nosmt"
 
 
 def test_restore_keeps_someone_elses_edit_of_the_same_file(tmp_path):
@@ -273,18 +326,22 @@ WORD = st.text(alphabet="abcdefgh_=.,", min_size=1, max_size=8).filter(lambda w:
 @given(words=st.lists(WORD, max_size=6), sep=st.sampled_from([" ", "  ", "\t"]), key=st.sampled_from(["mitigations", "a", "b_c"]),
        value=st.sampled_from(["off", "auto", True]), trail=st.sampled_from(["", " "]))
 def test_edit_then_edit_back_gives_the_same_bytes(words, sep, key, value, trail):
-    args = sep.join(words) + trail
-    had = bl.value_in(args, key)
-    if sum(bl.same_key(w.partition("=")[0], key) for w in args.split()) > 1:
-        return  # a repeated key is collapsed to one (the kernel uses the last)
-    edited = bl.set_in_args(args, key, value)
+    """A command line's words in any spacing: the edit sets the key (the kernel reads the
+    last occurrence), and the edit back to what it was gives the file's bytes again."""
+    fam = bl.Family("proxmox", [bl.KERNEL_CMDLINE])
+    text = "root=ZFS=rpool " + sep.join(words) + trail + "\n"
+    had = bl.value_in(text, key)
+    if sum(bl.same_key(w.partition("=")[0], key) for w in text.split()) > 1:
+        return  # a repeated key: the last one is edited, the others stay (the kernel reads the last)
+    edited = fam.edit({bl.KERNEL_CMDLINE: text}, key, value).files.get(bl.KERNEL_CMDLINE, text)
     assert bl.value_in(edited, key) == value
-    assert bl.set_in_args(edited, key, had) == args
+    assert fam.edit({bl.KERNEL_CMDLINE: edited}, key, had).files.get(bl.KERNEL_CMDLINE, edited) == text
 
 
 def test_dry_run_commands_name_every_family():
     lines = KIND.commands(LOC, "off")
-    assert "grubby --update-kernel=ALL --args=mitigations=off" in lines[0] and "update-grub" in lines[1]
+    # nettune edits BLS entries itself (grubby copies joined options to every options line)
+    assert "edit /boot/loader/entries/*.conf: set mitigations=off" in lines[0] and "update-grub" in lines[1]
     assert "proxmox-boot-tool refresh" in lines[2] and lines[-1] == "reboot"
 
 
@@ -401,7 +458,8 @@ def test_dry_run_shows_every_reboot_its_commands_and_the_security_warning():
     notes = [n for p in d.planned for n in p.notes]
     boots = [n for n in notes if n.startswith("REBOOT")]
     assert len(boots) == 3 and "after the last test" in boots[-1]
-    assert all("grubby --update-kernel=ALL --args=mitigations=" in n and "proxmox-boot-tool refresh" in n for n in boots[:2])
+    assert all("edit /boot/loader/entries/*.conf: set mitigations=" in n and "proxmox-boot-tool refresh" in n for n in boots[:2])
+    assert all("override_boot_dropins = true" in n for n in boots[:2])  # a drop-in is named before it is touched
     assert sum(n.startswith("SECURITY: cmdline:mitigations=off") for n in notes) == 1
 
 

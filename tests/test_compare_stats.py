@@ -30,7 +30,7 @@ def test_borderline_between_5_and_10_percent():
     # t = 2 on about 8 degrees of freedom: p ~ 0.08
     c = compare_stats(SideStats(5, 10.0, 1.0), SideStats(5, 11.265, 1.0))
     assert 0.05 <= c.p_value < 0.10
-    assert c.verdict == "no-difference" and c.borderline and c.text.startswith("borderline: b looks")
+    assert c.verdict == "inconclusive" and c.borderline and c.text.startswith("borderline: b looks")
     assert "faster" in c.text and "more runs would settle it" in c.text
     clear = compare_stats(SideStats(5, 10.0, 1.0), SideStats(5, 10.2, 1.0))
     assert clear.p_value >= 0.10 and not clear.borderline and "borderline" not in clear.text

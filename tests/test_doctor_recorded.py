@@ -64,7 +64,7 @@ def test_deep_c_state_fix_keeps_the_shallow_states():
 
 def test_virtio_guest_with_one_queue_for_eight_vcpus():
     f = found("virtio_one_queue", "virt.vm")
-    assert f[0].severity == "info" and "kvm" in f[0].seen
+    assert f[0].severity == "info" and "QEMU/KVM" in f[0].seen  # DMI names it (sys_vendor QEMU)
     assert f[1].severity == "warn" and "1 queue(s) for 8 vCPUs" in f[1].seen and "queues=8" in f[1].fix
 
 

@@ -197,8 +197,10 @@ def test_table_without_header_by_position_and_its_errors(tmp_path):
     assert runs[1][1] is None and "line 2, column gbps: 'oops' is not a number" in runs[1][2]
     with pytest.raises(NettuneError, match="unknown metric 'gbit'"):
         table_importer("queues,gbps=gbit")
-    with pytest.raises(NettuneError, match="no throughput column"):
-        table_importer("queues,cpu=cpu_server")
+    # any metric can be a table's measurement (issue 37); a table with none mapped cannot be read
+    assert table_importer("queues,cpu=cpu_server").columns == [("queues", None), ("cpu", "cpu_server")]
+    with pytest.raises(NettuneError, match="no column is mapped to a metric"):
+        table_importer("queues,cpu")
 
 
 def test_table_header_without_columns_says_how(tmp_path):

@@ -83,7 +83,7 @@ def test_records_are_fsynced_lines_and_a_torn_line_is_ignored(state_dir):
     recs = j.records()
     assert [r["op"] for r in recs] == ["begin", "change", "actual"]
     (s,) = j.open_sessions()
-    assert s.changes[0]["original"] == 1500 and s.changes[0]["actual"] == 9000
+    assert s.changes[0].original == 1500 and s.changes[0].actual == 9000
     j.done(sid, 1, "restored")
     j.end(sid)
     assert j.open_sessions() == []
@@ -220,7 +220,7 @@ def test_a_big_journal_with_an_open_session_is_never_rotated(state_dir):
     j.rotate_if_big()
     j.begin("other", 3)  # begin() rotates too, and must not either
     assert j.path.stat().st_size > size and not (state_dir / "journal.jsonl.1").exists()
-    assert [c["original"] for s in j.open_sessions() if s.id == dead for c in s.changes] == [1500]
+    assert [c.original for s in j.open_sessions() if s.id == dead for c in s.changes] == [1500]
 
 
 def test_an_append_waiting_while_the_journal_is_rotated_lands_in_the_new_file(state_dir):

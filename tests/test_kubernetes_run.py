@@ -216,7 +216,8 @@ import os, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 from k8s_fake import FakeKube
-from nettune.targets import kubernetes as k8s, make_target
+from nettune.targets import make_target
+from nettune.targets.kubernetes import kubernetes as k8s
 from nettune.knobs.apply import KnobSession
 from nettune.plan.points import expand_and_check
 from nettune import parse_study

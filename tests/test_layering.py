@@ -32,7 +32,7 @@ def test_cli_command_modules_do_not_import_each_other():
 # The pipeline, earliest first (docs/architecture.md draws it). A module may import from its
 # own package and from earlier ones, never from a later one; `run` (orchestration) and `cli`
 # come last. Imports inside functions count too: they are dependencies all the same.
-PIPELINE = ["errors", "studyfile", "plan", "targets", "knobs", "engines", "probes", "doctor", "store", "analysis",
+PIPELINE = ["errors", "record", "studyfile", "plan", "targets", "knobs", "engines", "probes", "doctor", "store", "analysis",
             "exporters", "importers", "report", "run", "commands", "setup_tools", "cli"]
 # (file, later package it imports) -> why it may
 LATE_IMPORTS = {

@@ -99,7 +99,7 @@ def test_host_names_and_labs_select_their_changes():
     ns = {"type": "netns", "label": "server", "key": "netns:nettune-lab1-server", "netns": "nettune-lab1-server", "ino": 1}
     j = killed("h", [VM1, remote("vm2", "192.0.2.7"), ns, {"type": "machine", "label": "machine", "key": "machine"}])
     (s,) = j.open_sessions()
-    by = {c["host"]: c for c in s.changes}
+    by = {c.host: c for c in s.changes}
     assert [h for h, c in by.items() if for_host("vm1")(c)] == ["vm1"]
     assert [h for h, c in by.items() if for_host("198.19.215.10")(c)] == ["vm1"]
     assert [h for h, c in by.items() if for_host("nettune-lab1-server")(c)] == ["server"]

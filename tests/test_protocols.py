@@ -113,3 +113,41 @@ def test_every_declared_os_has_a_machine_cpu_probe():
     from nettune.probes.registry import MACHINE_CPU
 
     assert set(MACHINE_CPU) == {"linux", "freebsd"}  # Host.os: "linux" or "freebsd"
+
+
+def test_workload_kinds_are_one_family_in_two_halves():
+    # the study-file half and the run half of every kind, under one name; every engine a
+    # study file may name selects exactly one kind
+    from nettune.engines import ENGINES, NETWORK_ENGINES
+    from nettune.engines.base import NetworkEngineBase
+    from nettune.run.workloads import WORKLOADS
+    from nettune.run.workloads.base import WorkloadRunBase
+    from nettune.studyfile.models import WORKLOAD_KINDS, workload_kind
+    from nettune.studyfile.workload_kind import WorkloadKindBase
+
+    assert set(WORKLOAD_KINDS) == set(WORKLOADS) and {"network", "command"} <= set(WORKLOADS)
+    assert all(isinstance(k, WorkloadKindBase) and k.name == n for n, k in WORKLOAD_KINDS.items())
+    assert all(isinstance(k, WorkloadRunBase) and k.name == n for n, k in WORKLOADS.items())
+    claimed = [e for k in WORKLOAD_KINDS.values() for e in k.engines]
+    assert len(claimed) == len(set(claimed)) and set(ENGINES) | {"auto"} == set(claimed)
+    assert {workload_kind(e).name for e in NETWORK_ENGINES} == {"network"} and workload_kind("command").name == "command"
+    assert all(isinstance(e, NetworkEngineBase) for e in NETWORK_ENGINES.values())
+    assert not isinstance(ENGINES["command"], NetworkEngineBase)  # no server, no client, nothing to parse
+
+
+def test_target_kinds_answer_for_themselves():
+    from nettune.studyfile.models import TARGET_KINDS
+    from nettune.targets import TARGETS
+    from nettune.targets.target_kind import TargetKindBase
+
+    assert set(TARGETS) == set(TARGET_KINDS)
+    assert all(isinstance(k, TargetKindBase) and k.name == n for n, k in TARGETS.items())
+    # a journal's record of a host (Host.reach(), as each member writes it) is claimed by one kind only
+    records = {
+        "ssh": {"address": "198.18.7.1", "port": 22, "user": "root", "host_key": "ssh-ed25519 AAAA"},
+        "kubernetes": {"kubernetes": True, "context": "c", "node": "n1", "namespace": "x", "pod": "p", "address": "n1", "port": 0},
+        "local": {"sandbox": "/tmp/tree", "address": "127.0.0.1"},
+    }
+    for kind, rec in records.items():
+        assert [n for n, k in TARGETS.items() if k.reaches(rec)] == [kind]
+    assert not any(k.reaches({"address": "198.18.7.1"}) for k in TARGETS.values())  # an older journal: no way back

@@ -26,7 +26,11 @@ def test_a_single_run_peak_is_tentative(store):
     res = analyze(load(store, "once"))
     (c,) = res.parameters[0].curves
     assert c.shape == "peak"
-    assert c.text.startswith("single runs: looks like a peak at parallel=8") and c.text.endswith("repeat to confirm")
+    # one parameter swept with single runs: no design noise either, so only a description
+    assert c.text.startswith("single runs, no noise estimate: looks like a peak at parallel=8")
+    assert c.text.endswith("cannot tell it from noise without repeats") and c.p_value is None
+    eff = res.parameters[0].effect
+    assert not eff.tested and not eff.mattered and eff.text.startswith("parallel: cannot tell without repeats")
     calls = {tuple(r.labels): r for r in res.repeats}
     assert ("parallel=8", "parallel=16") in calls  # the peak against the value after it
     r = calls[("parallel=8", "parallel=16")]
@@ -60,4 +64,4 @@ def test_settled_calls_ask_for_nothing(store):
 def test_runs_needed_grows_as_the_difference_shrinks():
     assert runs_needed(0.10, 0.03) == 3
     assert runs_needed(0.03, 0.03) > runs_needed(0.05, 0.03) > runs_needed(0.10, 0.03)
-    assert runs_needed(0.001, 0.05) is None  # beyond 30 runs: treat them as equal
+    assert runs_needed(0.001, 0.05) is None  # beyond 30 runs: not settled, and not "equal" either

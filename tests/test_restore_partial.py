@@ -4,6 +4,7 @@ still leave a part someone else changed alone. No root: the sandbox host's tree.
 from __future__ import annotations
 
 from nettune.knobs.base import Loc
+from nettune.knobs.journal_records import JournalChange
 from nettune.knobs.places import Place
 from nettune.knobs.registry import KINDS
 from nettune.knobs.restore import restore_changes
@@ -20,11 +21,11 @@ class Journal:
         self.done_calls.append((seq, status))
 
 
-def change(host: SandboxHost) -> tuple[Place, dict]:
+def change(host: SandboxHost) -> tuple[Place, JournalChange]:
     loc = Loc("irq_affinity:38,39", "irq_affinity", "38,39")
     place = Place("a", "remote", host)
-    rec = {"seq": 1, "host": "a", "loc": loc.record(), "place": place.record(), "ident": {},
-           "original": {"38": "0-3", "39": "0-3"}, "new": "0", "actual": {"38": "0", "39": "0"}}
+    rec = JournalChange("s", 1, "s", "a", loc, place.record(), {"38": "0-3", "39": "0-3"}, "0")
+    rec.set_actual({"38": "0", "39": "0"})
     return place, rec
 
 

@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from nettune.setup_tools import TOOLS, missing_tools
+from nettune.setup_tools import TEST_TOOLS, TOOLS, missing_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +25,7 @@ def _install_lines(manager: str) -> set[str]:
 def test_env_sh_installs_every_package_of_the_tools_table():
     apt, dnf = _install_lines("apt-get"), _install_lines("dnf")
     assert apt and dnf
-    for tool, (deb, rpm) in TOOLS.items():
+    for tool, (deb, rpm) in (TOOLS | TEST_TOOLS).items():
         assert deb in apt, f"scripts/env.sh apt-get line lacks {deb} (for {tool})"
         assert rpm in dnf, f"scripts/env.sh dnf line lacks {rpm} (for {tool})"
 
@@ -33,7 +33,7 @@ def test_env_sh_installs_every_package_of_the_tools_table():
 def test_env_sh_checks_every_tool_of_the_table():
     text = (ROOT / "scripts" / "env.sh").read_text()
     checked = re.search(r"for t in ([^;]+);", text).group(1).split()
-    assert set(TOOLS) <= set(checked), f"env.sh does not check {sorted(set(TOOLS) - set(checked))}"
+    assert set(TOOLS) | set(TEST_TOOLS) <= set(checked), f"env.sh does not check {sorted(set(TOOLS) | set(TEST_TOOLS) - set(checked))}"
 
 
 def test_missing_tools_reports_what_path_lacks(monkeypatch, tmp_path):

@@ -6,7 +6,9 @@ Real sshds, real asyncssh, real iperf3; only 198.18.0.0/15 lab addresses."""
 from __future__ import annotations
 
 import ipaddress
+import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,15 +62,27 @@ def accepted_from(host: str) -> list[str]:
 
 def test_only_the_bastion_gets_in(lab):
     lay, d = lab["layout"], sshlab.study_dir(NAME)
+    # a direct connection to a test host's port 22 is refused at the connection (TCP reset
+    # from the filter in its namespace), as a firewalled fleet refuses it: not only the login
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((lay.address("server"), 22), timeout=5).close()
     direct = SshHostSpec(address=lay.address("server"), user="root", key=str(d / "id_ed25519"), known_hosts=str(d / "known_hosts"))
     loop = EventLoopThread()
     host = SshHost("server", direct, loop, connect_timeout=5)
     try:
-        with pytest.raises(SshError, match="login refused"):
+        with pytest.raises(SshError, match="cannot connect.*[Rr]efused"):
             host.connect()
     finally:
         host.close()
         loop.stop()
+    # from the bastion's namespace the same port answers (sshd's banner)
+    banner = subprocess.run(["ip", "netns", "exec", lay.ns("bastion"), sys.executable, "-c",
+                             f"import socket; s = socket.create_connection(({lay.address('server')!r}, 22), timeout=5); print(s.recv(64).decode())"],
+                            capture_output=True, text=True, timeout=30)
+    assert banner.stdout.startswith("SSH-2.0-OpenSSH"), banner.stderr
+    rules = subprocess.run(["ip", "netns", "exec", lay.ns("server"), "nft", "list", "table", "inet", sshlab.FILTER_TABLE],
+                           capture_output=True, text=True, check=True).stdout
+    assert f"ip saddr != {lay.address('bastion')}" in rules and "reject with tcp reset" in rules
     cfg = (d / "bastion" / "sshd_config").read_text()
     assert "AllowTcpForwarding yes" in cfg and f"PermitOpen {lay.address('server')}:22 {lay.address('client')}:22" in cfg
     assert "AllowTcpForwarding no" in (d / "server" / "sshd_config").read_text()
@@ -91,6 +105,7 @@ def test_quick_study_from_the_ansible_inventory(lab, tmp_path):
     f = quick(f'inventory = "{lab["ansible"]}"\ngroup = "{NAME}"', tmp_path, "t-bastion-ans")
     study = load_study(f)
     assert sorted(study.target.hosts) == sorted(HOSTS)  # the group only: not the bastion
+    # -F lab.yml.ssh_config in ansible_ssh_common_args: ssh (and nettune) find the bastion there
     assert study.target.hosts["client"].jump[0].address == lab["layout"].address("bastion")
     with Store(tmp_path / "r.db") as store:
         out = run_study(study, store, f.read_text(), str(f))

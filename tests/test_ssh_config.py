@@ -1,15 +1,46 @@
-"""Hosts named only, resolved through an OpenSSH client config like `ssh NAME` would
-(asyncssh's own config reader, plus StrictHostKeyChecking and unknown directives)."""
+"""Hosts named only, resolved through an OpenSSH client config as `ssh NAME` would resolve
+them (nettune's reader of OpenSSH's rules). Each defect of issue 36 has its test here, and
+where `ssh` is installed the same file is also given to `ssh -G` (which never connects), so
+the expected value is ssh's own, not a guess. No root, no network."""
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from asyncssh.config import SSHClientConfig
 
 from nettune.errors import SpecError
 from nettune.plan.study_file import parse_study
-from nettune.studyfile.ssh_config import SshConfigError, ansible_jump, parse_jump, resolve
+from nettune.studyfile.ssh_config import SshConfigError, resolve
+
+try:
+    from nettune.studyfile.local_commands import allow_local_commands
+except ImportError:  # the code before issue 36: every read ran Match exec
+    from contextlib import nullcontext as allow_local_commands  # type: ignore[assignment]
+
+SSH = shutil.which("ssh")
+
+
+def ssh_g(cfg: Path, host: str, env: dict[str, str] | None = None) -> dict[str, str] | str:
+    """`ssh -G -F cfg host` as {keyword: value} (first line of each), or ssh's error."""
+    r = subprocess.run([SSH, "-G", "-F", str(cfg), host], capture_output=True, encoding="utf-8", errors="replace", env={**os.environ, **(env or {})},
+                       stdin=subprocess.DEVNULL, timeout=30)
+    if r.returncode != 0:
+        return r.stderr.strip()
+    out: dict[str, str] = {}
+    for line in r.stdout.splitlines():
+        k, _, v = line.partition(" ")
+        out.setdefault(k, v)
+    return out
+
+
+def write(tmp_path: Path, text: str | bytes, name: str = "config") -> Path:
+    f = tmp_path / name
+    f.write_bytes(text if isinstance(text, bytes) else text.encode())
+    f.chmod(0o644)
+    return f
 
 
 @pytest.fixture
@@ -17,9 +48,8 @@ def cfg(tmp_path: Path) -> Path:
     for k in ("id_bastion", "id_pve"):
         (tmp_path / k).write_text("not used here\n")
     (tmp_path / "kh").write_text("")
-    (tmp_path / "more.conf").write_text("Host inc\n  HostName 198.18.5.5\n  User included\n")
-    f = tmp_path / "config"
-    f.write_text(f"""Include {tmp_path}/more.conf
+    write(tmp_path, "Host inc\n  HostName 198.18.5.5\n  User included\n", "more.conf")
+    return write(tmp_path, f"""Include {tmp_path}/more.conf
 Host bastion
   HostName 198.18.0.9
   User jump
@@ -53,12 +83,12 @@ Host nocheck
   StrictHostKeyChecking no
 Host lcmd
   LocalCommand echo hi
+  PermitLocalCommand yes
 Host loop1
   ProxyJump loop2
 Host loop2
   ProxyJump loop1
 """)
-    return f
 
 
 def test_every_directive_ssh_would_use(cfg):
@@ -66,9 +96,10 @@ def test_every_directive_ssh_would_use(cfg):
     assert (h["address"], h["port"], h["user"], h["connect_timeout"]) == ("198.18.1.10", 2222, "root", 7.0)
     assert h["key"].endswith("id_pve") and h["agent"] is True  # no IdentitiesOnly: agent keys offered too
     assert h["known_hosts"].endswith("/kh") and h["resolved_from"] == str(cfg)
-    # ProxyJump inner,gw@...: inner's own jump (bastion) comes first, each hop resolved
+    # ProxyJump inner,gw@198.18.0.30:2022: ssh reaches gw with `ssh -J inner gw`, and inner
+    # as `ssh inner` (whose own ProxyJump, bastion, comes first)
     assert [(j["name"], j["address"], j.get("user"), j.get("port")) for j in h["jump"]] == [
-        ("bastion", "198.18.0.9", "jump", None), ("inner", "198.18.0.20", None, None), ("198.18.0.30", "198.18.0.30", "gw", 2022)]
+        ("bastion", "198.18.0.9", "jump", 22), ("inner", "198.18.0.20", "root", 22), ("198.18.0.30", "198.18.0.30", "gw", 2022)]
     b = h["jump"][0]
     assert b["agent"] is False and b["trust_on_first_use"] is True and b["key"].endswith("id_bastion")
 
@@ -82,23 +113,10 @@ def test_first_value_wins_and_study_values_win_over_the_file(cfg):
 
 
 @pytest.mark.parametrize("host,words", [("viacmd", "ProxyCommand"), ("nocheck", "StrictHostKeyChecking no"),
-                                         ("lcmd", "LocalCommand"), ("loop1", "hops")])
+                                         ("lcmd", "LocalCommand"), ("loop1", "jump hosts deep")])
 def test_what_nettune_cannot_honour_is_an_error_naming_it(cfg, host, words):
     with pytest.raises(SshConfigError, match=words):
         resolve(host, cfg)
-
-
-def test_the_library_table_we_extend_is_still_there():
-    # ssh_config.py extends asyncssh's private directive table; this fails if that changes
-    assert "proxyjump" in SSHClientConfig._handlers and "stricthostkeychecking" not in SSHClientConfig._handlers
-
-
-def test_jump_syntax():
-    assert parse_jump("a,u@b:2200,ssh://c,[fd00::1]:23") == [(None, "a", None), ("u", "b", 2200), (None, "c", None), (None, "fd00::1", 23)]
-    assert ansible_jump("-o ProxyJump=u@b -o UserKnownHostsFile=/k") == ("u@b", ["-oUserKnownHostsFile=/k"])
-    assert ansible_jump("-J bastion -C") == ("bastion", ["-C"])
-    with pytest.raises(SshConfigError):
-        parse_jump("a,,b")
 
 
 def _study(hosts: str, extra: str = "") -> str:
@@ -115,6 +133,185 @@ def test_bad_ssh_config_is_one_line_naming_host_and_fix(cfg, tmp_path):
     with pytest.raises(SpecError) as e:
         parse_study(_study("[target.hosts.viacmd]\n[target.hosts.pve1]\n[target.hosts.pve2]", f'ssh_config = "{cfg}"'))
     msg = str(e.value)
-    assert "\n" not in msg and "viacmd" in msg and "ProxyCommand" in msg and "ProxyJump instead" in msg
+    assert "\n" not in msg and "viacmd" in msg and "ProxyCommand" in msg and "use ProxyJump" in msg
     with pytest.raises(SpecError, match="does not exist"):
         parse_study(_study("[target.hosts.pve1]\n[target.hosts.pve2]", f'ssh_config = "{tmp_path}/nope"'))
+
+
+# -- issue 36: files ssh refuses are refused, with ssh's reason --------------------------------
+REFUSED = {
+    "unknown option": ("Host *\n  UseKeychain yes\nHost a\n  HostName 198.18.0.1\n", "Bad configuration option: usekeychain", 2),
+    "made-up directive": ("Host a\n  HostName 198.18.0.1\n  Frobnicate 3\n", "Bad configuration option: frobnicate", 3),
+    "unset variable": ("Host a\n  HostName 198.18.0.1\n  UserKnownHostsFile ${NETTUNE_SURELY_UNSET}/kh\n", "NETTUNE_SURELY_UNSET", None),
+    "bad value": ("Host a\n  HostName 198.18.0.1\n  Port 99999\n", "Bad port", 3),
+    "bad value where it does not apply": ("Host other\n  ConnectTimeout soon\nHost a\n  HostName 198.18.0.1\n", "invalid time value", 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_config_ssh_refuses_is_refused_with_its_reason(tmp_path, case):
+    text, reason, line = REFUSED[case]
+    f = write(tmp_path, text)
+    with pytest.raises(SshConfigError) as e:
+        resolve("a", f)
+    assert reason in str(e.value) and str(f) in str(e.value) and "\n" not in str(e.value)
+    if line is not None:
+        assert f"line {line}" in str(e.value)
+    if SSH:
+        assert isinstance(ssh_g(f, "a"), str), "ssh -G accepts it: the test's file is wrong"
+
+
+def test_ignore_unknown_makes_an_unknown_option_harmless(tmp_path):
+    f = write(tmp_path, "IgnoreUnknown UseKeychain,AddKeysToAgent2\nHost *\n  UseKeychain yes\nHost a\n  HostName 198.18.0.1\n")
+    assert resolve("a", f)["address"] == "198.18.0.1"
+    if SSH:
+        assert ssh_g(f, "a")["hostname"] == "198.18.0.1"
+
+
+def test_a_bad_match_inside_an_included_file_is_refused(tmp_path):
+    inc = write(tmp_path, "Match hostx foo\n  User x\n", "inc.conf")
+    f = write(tmp_path, f"Include {inc}\nHost a\n  HostName 198.18.0.1\n")
+    with pytest.raises(SshConfigError, match=r"inc.conf line 1: Unsupported Match attribute hostx"):
+        resolve("a", f)
+    if SSH:
+        assert isinstance(ssh_g(f, "a"), str)
+
+
+def test_a_config_with_wrong_permissions_included_is_refused_like_ssh(tmp_path):
+    inc = write(tmp_path, "Host a\n  User x\n", "inc.conf")
+    inc.chmod(0o666)
+    f = write(tmp_path, f"Include {inc}\n")
+    with pytest.raises(SshConfigError, match="Bad owner or permissions"):
+        resolve("a", f)
+    if SSH:
+        assert "Bad owner or permissions" in ssh_g(f, "a")
+
+
+# -- Match final / canonical, Match host, Match exec ---------------------------------------
+def test_match_final_and_canonical_blocks_apply_as_in_sshs_final_pass(tmp_path):
+    (tmp_path / "kh_final").write_text("")
+    f = write(tmp_path, f"""Host web
+  HostName WEB.Example.TEST
+Match final host web.example.test
+  User deploy
+  UserKnownHostsFile {tmp_path}/kh_final
+  StrictHostKeyChecking accept-new
+Match canonical
+  Port 2200
+Match !final
+  IdentitiesOnly yes
+""")
+    h = resolve("web", f)
+    assert (h["address"], h["user"], h["port"], h["known_hosts"], h["trust_on_first_use"]) == (
+        "web.example.test", "deploy", 2200, f"{tmp_path}/kh_final", True)
+    assert h["agent"] is False  # `Match !final` applied in the first pass
+    if SSH:
+        g = ssh_g(f, "web")
+        assert (g["hostname"], g["user"], g["port"], g["userknownhostsfile"], g["stricthostkeychecking"], g["identitiesonly"]) == (
+            "web.example.test", "deploy", "2200", f"{tmp_path}/kh_final", "accept-new", "yes")
+
+
+def test_match_host_compares_lowercased(tmp_path):
+    f = write(tmp_path, "Match host DB1.Example.Test\n  User dba\nHost DB1.Example.Test\n  Port 2201\n")
+    h = resolve("DB1.Example.Test", f)
+    assert (h["user"], h["port"], h["address"]) == ("dba", 2201, "db1.example.test")
+    if SSH:
+        g = ssh_g(f, "DB1.Example.Test")
+        assert (g["user"], g["port"], g["hostname"]) == ("dba", "2201", "db1.example.test")
+
+
+def test_match_exec_runs_with_its_tokens_expanded_only_when_allowed(tmp_path):
+    seen = tmp_path / "seen"
+    f = write(tmp_path, f'Host pi\n  HostName 198.18.7.7\nMatch exec "echo %h %n %p >> {seen}"\n  User fromexec\n')
+    h = resolve("pi", f)  # reading a study (a dry run): nothing runs
+    assert not seen.exists() and h["user"] != "fromexec"
+    assert h["unresolved"] and "Match exec" in h["unresolved"][0] and "not run" in h["unresolved"][0]
+    with allow_local_commands():
+        h = resolve("pi", f)
+    assert seen.read_text() == "198.18.7.7 pi 22\n" and h["user"] == "fromexec"  # %h is HostName, %n as typed
+    assert h["local_commands"] and "exit 0" in h["local_commands"][0] and not h.get("unresolved")
+
+
+# -- comments, ProxyJump chains, known hosts, values ssh accepts ----------------------------
+def test_comments_after_host_patterns_and_values_are_ignored_as_ssh_does(tmp_path):
+    f = write(tmp_path, "Host pi  # Raspberry Pi\n  HostName 198.18.3.3   # the lab\n  User pi # owner\n")
+    h = resolve("pi", f)
+    assert (h["address"], h["user"]) == ("198.18.3.3", "pi")
+    other = resolve("Raspberry", f)  # the comment's words are not patterns
+    assert other["address"] == "raspberry" and other["user"] != "pi"
+    if SSH:
+        g = ssh_g(f, "pi")
+        assert (g["hostname"], g["user"]) == ("198.18.3.3", "pi")
+
+
+def test_proxyjump_a_b_reaches_b_through_a_ignoring_bs_own_jump(tmp_path):
+    f = write(tmp_path, "Host a\n  HostName 198.18.0.1\nHost b\n  HostName 198.18.0.2\n  ProxyJump b-own\n"
+                        "Host b-own\n  HostName 198.18.0.99\nHost target\n  HostName 198.18.0.3\n  ProxyJump a,b\n")
+    h = resolve("target", f)
+    assert [(j["name"], j["address"]) for j in h["jump"]] == [("a", "198.18.0.1"), ("b", "198.18.0.2")]
+    if SSH:  # ssh's own view of the last hop: `ssh -J a b` keeps -J a
+        r = subprocess.run([SSH, "-G", "-F", str(f), "-J", "a", "b"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert "proxyjump a\n" in r.stdout
+
+
+def test_global_known_hosts_files_are_read_too(tmp_path):
+    (tmp_path / "global_kh").write_text("")
+    f = write(tmp_path, f"Host g\n  HostName 198.18.0.4\n  GlobalKnownHostsFile {tmp_path}/global_kh {tmp_path}/nope\n")
+    h = resolve("g", f)
+    assert f"{tmp_path}/global_kh" in h["more_known_hosts"] and f"{tmp_path}/nope" in h["more_known_hosts"]
+    if SSH:
+        assert ssh_g(f, "g")["globalknownhostsfile"] == f"{tmp_path}/global_kh {tmp_path}/nope"
+
+
+def test_long_connect_timeout_user_with_at_and_non_utf8_bytes_are_accepted(tmp_path):
+    f = write(tmp_path, b"# caf\xe9 (Latin-1)\nHost ad\n  HostName 198.18.0.5\n  User alice@corp.example\n  ConnectTimeout 600\n"
+                        b"  SetEnv NOTE=\xe9t\xe9\n")
+    h = resolve("ad", f)
+    assert (h["user"], h["connect_timeout"]) == ("alice@corp.example", 600.0)
+    s = parse_study(_study("[target.hosts.pve1]\n[target.hosts.pve2]", f'ssh_config = "{f}"').replace('"pve1"', '"ad"')
+                    .replace("[target.hosts.pve1]", "[target.hosts.ad]"))
+    assert s.target.hosts["ad"].connect_timeout == 600.0 and s.target.hosts["ad"].user == "alice@corp.example"
+    if SSH:
+        g = ssh_g(f, "ad")
+        assert (g["user"], g["connecttimeout"]) == ("alice@corp.example", "600")
+
+
+def test_an_error_in_a_non_utf8_file_names_file_and_line(tmp_path):
+    f = write(tmp_path, b"# \xff\xfe\nHost x\n  Port \xe9\n")
+    with pytest.raises(SshConfigError) as e:
+        resolve("x", f)
+    assert f"{f} line 3" in str(e.value) and "Bad port" in str(e.value)
+
+
+def test_a_host_read_without_running_its_match_exec_is_never_connected(tmp_path):
+    from nettune.studyfile.ssh_hosts import SshHostSpec
+    from nettune.targets.ssh.ssh import SshError, SshHost
+    from nettune.targets.ssh.sshproc import EventLoopThread
+
+    f = write(tmp_path, 'Host pi\n  HostName 127.0.0.1\n  Port 1\nMatch exec "true"\n  User fromexec\n')
+    spec = SshHostSpec.model_validate({k: v for k, v in resolve("pi", f).items() if k != "resolved_from"})
+    loop = EventLoopThread()
+    host = SshHost("pi", spec, loop, connect_timeout=2)
+    try:
+        with pytest.raises(SshError, match="not connected: Match exec 'true'"):
+            host.connect()  # its user may be ssh's or not: no connection is even tried (port 1 would refuse it)
+    finally:
+        host.close()
+        loop.stop()
+
+
+def test_keys_in_global_known_hosts_files_are_pinned_too(tmp_path):
+    import asyncssh
+
+    from nettune.targets.ssh.sshtrust import host_trust
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    line = " ".join(key.export_public_key("openssh").decode().split()[:2])
+    (tmp_path / "global_kh").write_text(f"198.18.0.4 {line}\n")
+    f = write(tmp_path, f"Host g\n  HostName 198.18.0.4\n  UserKnownHostsFile {tmp_path}/none_here\n"
+                        f"  GlobalKnownHostsFile {tmp_path}/global_kh\n")
+    h = resolve("g", f)
+    trust = host_trust("g", h["address"], h["port"], h.get("known_hosts"), str(tmp_path / "tofu"), False, None, h["more_known_hosts"])
+    assert trust.record is False and trust.known_hosts is not None  # the key is pinned: strict checking, nothing asked
+    assert trust.known_hosts.match("198.18.0.4", "198.18.0.4", None)[0]
+    assert trust.pinned_file == f"{tmp_path}/none_here"  # a key still to add goes to the user file ssh would write

@@ -15,7 +15,8 @@ import pytest
 
 from nettune.engines import get_engine
 from nettune.errors import NettuneError
-from nettune.run.slots import round_totals, run_slot, workload_hosts
+from nettune.run.slots import round_totals, run_slot
+from nettune.run.workloads import workload_hosts
 from nettune.run.study import run_study
 from nettune import load_study, parse_study
 from nettune.store import Store

@@ -83,7 +83,7 @@ def test_kill_9_mid_sweep_then_restore_puts_every_value_back(lab, tmp_path):
     before = killed_sweep(lab, tmp_path)
     changes = pending_changes()
     assert len(changes) == IN_FORCE
-    reach = {c["host"]: c["place"]["reach"] for c in changes}
+    reach = {c.host: c.place["reach"] for c in changes}
     assert set(reach) == set(HOSTS)
     inv_kh = str(sshlab.study_dir(LAB) / "known_hosts")
     for h, r in reach.items():
@@ -119,7 +119,7 @@ def test_unreachable_host_stays_pending_blocks_only_its_studies_and_can_be_forgo
         now = values(lab)
         assert all(now[(h, p)] == before[(h, p)] for h in ("client", "other") for p in (RMEM, SOMAXCONN))
         assert now[("server", SOMAXCONN)] == "1000"  # still changed: never marked restored
-        assert {c["host"] for c in pending_changes()} == {"server"}
+        assert {c.host for c in pending_changes()} == {"server"}
 
         # a study on this machine runs, and says what is pending elsewhere
         note = f"an interrupted run left settings changed on server ({ADDR['server']}); this study does not use them"
@@ -166,7 +166,7 @@ def test_restore_refuses_a_host_whose_key_changed(lab, tmp_path):
     import asyncssh
 
     before = killed_sweep(lab, tmp_path)
-    recorded = next(c["place"]["reach"]["host_key"] for c in pending_changes() if c["host"] == "server")
+    recorded = next(c.place["reach"]["host_key"] for c in pending_changes() if c.host == "server")
     _sshd_with_another_host_key(lab, tmp_path)
     try:
         r = nettune("restore", "server")  # only that host
@@ -176,7 +176,7 @@ def test_restore_refuses_a_host_whose_key_changed(lab, tmp_path):
         text = " ".join(r.stdout.split())
         assert f"host key is not the {fp_then} seen when nettune changed its settings; it presents {fp_now}" in text
         assert values(lab)[("server", SOMAXCONN)] == "1000"
-        assert {c["host"] for c in pending_changes()} == set(HOSTS)  # `restore server` left the others alone
+        assert {c.host for c in pending_changes()} == set(HOSTS)  # `restore server` left the others alone
     finally:
         restart_plain_sshd(lab["layout"], "server")
     # the right host is back: a study using it puts everything back first (--restore-first)

@@ -115,11 +115,17 @@ def test_verdict_slower():
     assert c.ci_high < 1
 
 
-def test_verdict_no_difference():
+def test_verdict_no_difference_shown_is_not_equal():
     c = compare_values(A, [100.5, 99.5, 101.0, 99.0, 100.0])
-    assert c.verdict == "no-difference"
-    assert re.fullmatch(r"no significant difference \(within noise: [+-]\d+\.\d%, CI -\d+\.\d to \d+\.\d%\)", c.text), c.text
+    assert c.verdict == "inconclusive" and not c.equivalent  # not significant is never "equal"
+    assert re.fullmatch(r"no difference shown \([+-]\d+\.\d%, 95% CI -\d+\.\d to \d+\.\d%\)", c.text), c.text
     assert c.ci_low < 1 < c.ci_high and c.p_value > 0.05
+    # equivalence only against a stated margin, from the 90% interval (two one-sided tests)
+    eq = compare_values(A, [100.5, 99.5, 101.0, 99.0, 100.0], margin=0.02)
+    assert eq.verdict == "equivalent" and eq.equivalent and 0.98 <= eq.tost_low <= eq.tost_high <= 1.02
+    assert "equivalent within +-2%" in eq.text and "two one-sided tests" in eq.text
+    wide = compare_values(A, [90.0, 110.0, 100.0, 95.0, 105.0], margin=0.02)
+    assert wide.verdict == "inconclusive" and not wide.equivalent and "not shown equivalent" in wide.text
 
 
 def test_verdict_lower_is_better():
@@ -138,7 +144,26 @@ def test_p_value_and_interval_agree():
         a = [rng.gauss(100, 5) for _ in range(4)]
         b = [rng.gauss(104, 5) for _ in range(5)]
         c = compare_values(a, b)
-        assert (c.verdict != "no-difference") == (not c.ci_low <= 1 <= c.ci_high)
+        assert (c.verdict != "inconclusive") == (not c.ci_low <= 1 <= c.ci_high) == (c.p_value < 0.05)
+
+
+def test_fieller_interval_inverts_welch_and_counts_the_baseline_noise():
+    """The interval of the ratio is Fieller's: the ratios Welch's test (df at rho = 1) does not
+    reject, so its ends give p = 0.05 exactly; it is wider than (b - a) / mean_a's."""
+    from scipy import stats as sst
+
+    from nettune.analysis.ratio import Part, ratio_test
+
+    a, b = [9.1, 9.5, 9.3, 9.8, 9.4], [10.2, 9.9, 10.6, 10.1]
+    pa, pb = Part(5, sum(a) / 5, float(sst.tstd(a))), Part(4, sum(b) / 4, float(sst.tstd(b)))
+    r = ratio_test([pa], [pb])
+    assert r.p_value == pytest.approx(sst.ttest_ind(b, a, equal_var=False).pvalue)
+    q = sst.t.ppf(0.975, r.df)
+    for rho in (r.ci_low, r.ci_high):  # at each end the t statistic of b - rho a is exactly q
+        t = abs(pb.mean - rho * pa.mean) / (pb.sd**2 / pb.n + rho**2 * pa.sd**2 / pa.n) ** 0.5
+        assert t == pytest.approx(q)
+    w = sst.ttest_ind(b, a, equal_var=False).confidence_interval()
+    assert r.ci_high - r.ci_low > (w.high - w.low) / pa.mean
 
 
 def test_comparison_needs_two_runs_per_side():

@@ -28,7 +28,7 @@ def test_study_b_example_on_the_lab(tmp_path):
     with Store(db) as store:
         recs = store.runs(store.find_study("nt-studyb")["id"])
         sides = {r.id: {o["side"]: o["host"] for o in store.raw_outputs(r.id)} for r in recs}
-    assert len(recs) == 16 and all(r.ok for r in recs)
+    assert len(recs) == 24 and all(r.ok for r in recs)  # 8 points x 3 runs
     for r in recs:
         os_ = r.point["os"]
         assert sides[r.id] == {"server": f"{os_}-a", "client": f"{os_}-b"}  # the pair the sweep chose
@@ -44,10 +44,13 @@ def test_study_b_example_on_the_lab(tmp_path):
     said = "\n".join(res["findings"])
     assert set(inter) == {"mtu", "offload"}, said
     assert any(i["depends"] for i in inter.values()), said  # some knob acts differently per OS
-    for i in inter.values():
-        fb, deb = i["effects"]
-        assert fb["group"] == "freebsd" and fb["verdict"] == "faster", said
+    heads = [i["effects"] for i in inter.values()]
+    for fb, deb in heads:
+        # the lab's freebsd stand-in is noisy: with 3 runs and a 5% error over all 8 tests of
+        # the --by analysis, a knob may be "no difference shown" there, but never slower
+        assert fb["group"] == "freebsd" and fb["verdict"] in ("faster", "inconclusive"), said
         assert deb["group"] == "debian" and abs(deb["ratio"] - 1) < 0.1, said  # at its "line rate" either way
+    assert any(fb["verdict"] == "faster" for fb, _ in heads), said
     print(said)  # shown with pytest -s: the rehearsal's verdicts
-    assert len(res["stability"]) == 16
+    assert len(res["stability"]) == 24
     assert not lab_leftovers()

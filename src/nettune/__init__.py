@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _EXPORTS = {
     "load_study": ".plan.study_file",
     "parse_study": ".plan.study_file",
-    "Study": ".spec.models",
+    "Study": ".studyfile.models",
     "expand": ".plan.points",
     "Point": ".plan.points",
     "run_study": ".run.study",

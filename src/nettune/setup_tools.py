@@ -22,7 +22,18 @@ TOOLS = {
     "ps": ("procps", "procps-ng"),
     "pgrep": ("procps", "procps-ng"),
     "sudo": ("sudo", "sudo"),  # hosts with sudo = true (the SSH rehearsal on the lab uses it)
-    "ping": ("iputils-ping", "iputils"),  # `nettune doctor`: path MTU (don't-fragment pings) and RTT between hosts
+    "ping": ("iputils-ping", "iputils"),
+    "nft": ("nftables", "nftables"),  # `lab up --ssh --bastion`: hosts behind the bastion refuse direct connections
+    "ssh": ("openssh-client", "openssh-clients"),  # tests: `ssh -G` is the truth the ssh_config reader is compared with  # `nettune doctor`: path MTU (don't-fragment pings) and RTT between hosts
+}
+# Commands only the tests run on this machine -> (Debian package, Fedora package): the boot
+# loaders' own readings of the files cmdline:KEY edits (tests/boot_readers.py: the real
+# grub-mkconfig in private namespaces, grub-editenv for grubenv). scripts/env.sh installs
+# them too; `nettune setup` does not put a boot loader's tools on a user's machine. Fedora
+# names them grub2-*: there the tests that need them skip, saying why.
+TEST_TOOLS = {
+    "grub-mkconfig": ("grub2-common", "grub2-tools"),
+    "grub-editenv": ("grub-common", "grub2-tools-minimal"),
 }
 
 

@@ -8,11 +8,10 @@ whether the measuring tool itself was the bottleneck.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import math
 from typing import Any
 
 from ..errors import NettuneError
-from .compare import compare_values
 from .cost_curves import cost_curve, cost_findings
 from .costs import costs, display_values, stored_unit
 from .data import METRICS, Metric, PointData, StudyData, get_metric
@@ -25,11 +24,16 @@ from .stability import stability
 from .instrument import verdict as instrument_verdict
 from .links import analyze_pairs
 from .energy_verdicts import energy_findings
-from .metric import resolve, time_words
+from .metric import resolve
 from .stats import summarize
 from .verdicts import (Analysis, Best, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
                        PointOutliers, PointRow)
-from .sweep import SATURATION, curve, effect, num
+from .design_noise import DesignNoise, design_noise
+from .effects import Line, count_tests, judge, lines as param_lines
+from .margins import margins
+from .modes import bands
+from .policy import STATEMENT
+from .sweep import SATURATION, curve, num
 
 NOISY_CV = 0.10  # coefficient of variation above which a point needs more runs
 CPU_SIDES = {"client": "cpu_client", "server": "cpu_server", "host": "cpu_host"}
@@ -72,14 +76,28 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     bp, br = pick(have, key=lambda t: t[1].mean)
     out = Analysis(data.name, data.study["id"], m.name, m.label, m.higher_is_better, threshold, params, data.axes,
                    rows, Best(br.point, br.mean, br.ci_low, br.ci_high, br.n))
-    out.interval, out.interval_why, out.share = intervals.NAMES[method], why, share
+    out.interval, out.interval_why, out.share, out.policy = intervals.NAMES[method], why, share, STATEMENT
     out.cpu_units = {side: stored_unit(data, col)[1] for side, col in CPU_SIDES.items()}
     findings = [f"best {m.label}: {num(br.mean)}" + (f" (95% CI {num(br.ci_low)} to {num(br.ci_high)}, N={br.n})" if br.ci_low is not None else f" (N={br.n})")
                 + (f" at {bp.label(params)}" if params else "")]
     if method != intervals.T:
         findings.append(f"intervals: {intervals.NAMES[method]}, not Student's t, because {why}")
+    single = all(len(p.values(m)) <= 1 for p in data.points)
+    design = design_noise(data, m) if single and data.axes else None
+    out.noise = design
+    if design is not None:
+        findings.append(f"single runs: noise estimated from {design.method}: about {design.cv * 100:.1f}% per run; the effect "
+                        "tests below use it" if design.cv is not None else
+                        f"single runs: {design.why_not}: no effect can be told from noise without repeats")
+    plans = {param: param_lines(data, param, m)[1] for param in data.axes}
+    usable = design if design is not None and design.cv is not None else None
+    out.effect_tests = sum(count_tests(param, ls, usable) for param, ls in plans.items())
+    if out.effect_tests:
+        findings.append(f"policy: {STATEMENT}; here {out.effect_tests} test(s) decide what mattered")
+    cost_family = sum(1 for ls in plans.values() for ln in ls if ln.curve for c in costs(data)
+                      if (cc := cost_curve("", ln.fixed, ln.levels, ln.points, c, data)) and cc.p_value is not None)
     for param in data.axes:
-        res = _parameter(data, param, m, threshold)
+        res = _parameter(data, param, plans[param], m, threshold, out.effect_tests, usable, design.why_not if design else "", cost_family)
         out.parameters.append(res)
         findings += [c.text for c in res.curves] + [c.text for c in res.comparisons] + cost_findings(res.cost_curves)
         if res.effect:
@@ -90,7 +108,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     findings += frontier_findings(out.efficiency)
     findings += energy_findings(data, m, params)  # joules per run, Gbit/s per watt, idle power
     peaks = [(res.name, c.fixed, c.x, c.x.index(c.peak_x)) for res in out.parameters for c in res.curves if c.shape in ("peak", "declining")]
-    out.repeats = suggest(data, m, params, peaks)
+    out.repeats = suggest(data, m, params, peaks, usable.cv if usable is not None else None)
     findings += [r.text for r in out.repeats]
     out.fairness = [PointFairness.of(r, r.fairness) for r in rows if r.fairness]
     findings += _fairness_text(out.fairness)
@@ -102,12 +120,21 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
         if r.outlier_runs:
             findings.append(f"outlier run(s) {', '.join(str(x + 1) for x in r.outlier_runs)} at {r.label} "
                             f"(median {num(r.median)} {m.label}): flagged by the MAD rule, kept in every number")
+    out.bands = bands(data, m, params)  # two regimes under one mean (analysis/modes.py)
+    for b in out.bands:
+        row = next(r for r in rows if r.point == {k: b.point.get(k) for k in params})
+        row.bands = ", ".join(f"{num(x.mean)} ({x.runs} runs)" for x in b.bands)
+    findings += [b.text for b in out.bands]
+    out.margins, said, margin_line = margins(data, params)  # adaptive repeats: target_margin per point
+    findings += said
     noisy = [(r, r.cv) for r in rows if r.cv is not None and r.cv > NOISY_CV]
     out.noisy = [NoisyPoint(r.point, cv) for r, cv in noisy]
     if noisy:
         worst, worst_cv = max(noisy, key=lambda t: t[1])
+        advice = ("more runs will narrow the intervals only slowly: make the runs steadier" if out.margins
+                  else "add runs, or set [repeat] target_margin")
         findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
-                        f"{worst_cv * 100:.0f}% at {worst.label}): add runs, or set [repeat] target_margin")
+                        f"{worst_cv * 100:.0f}% at {worst.label}): {advice}")
     if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
         out.pairs = analyze_pairs(data, m, params)
         findings += out.pairs.findings
@@ -117,7 +144,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
         out.groups = analyze_groups(data, by, m)
         findings += [f"by {by}: {f}" if not f.startswith("  ") else f for f in out.groups.findings]
     out.findings = findings
-    out.headline = headline(out, bp.label(params) if params else "", inst.headline())
+    out.headline = headline(out, bp.label(params) if params else "", inst.headline()) + margin_line
     if out.groups is not None:
         out.headline += [i.text for i in out.groups.interactions if i.depends]
     if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
@@ -133,56 +160,36 @@ def headline(out: Analysis, where: str, instrument: list[str]) -> list[str]:
     ci = f" (95% CI {num(best.ci_low)} to {num(best.ci_high)}, N={best.n})" if best.ci_low is not None else f" (N={best.n}, single run)"
     lines = [f"best: {num(best.mean)} {unit}{' at ' + where if where else ''}{ci}"] + instrument
     if not any(line.startswith("bottleneck:") for line in instrument):
-        effects = [p.effect for p in out.parameters if p.effect and p.effect.mattered]
+        effects = [p.effect for p in out.parameters if p.effect and p.effect.mattered and p.effect.change_pct is not None]
         if effects:
-            e = max(effects, key=lambda e: e.spread_pct)
-            lines.append(f"mattered most: {e.param} ({e.spread_pct:.0f}% apart: {num(e.low[1])} {unit} at "
-                         f"{e.param}={e.low[0]} vs {num(e.high[1])} at {e.param}={e.high[0]})")
+            e = max(effects, key=lambda e: abs(math.log1p(e.change_pct / 100)) if e.change_pct > -100 else math.inf)  # type: ignore[operator]
+            lines.append(f"mattered most: {e.param} ({e.summary})")
     if best.n < 2:
         closest = f"; closest call: {out.repeats[0].text}" if out.repeats else ""
-        lines.append("single runs: no noise estimate yet; set [repeat] runs = 3 (or target_margin) before trusting a difference" + closest)
+        noise = (f"the noise (about {out.noise.cv * 100:.1f}%) is estimated from the design only"
+                 if out.noise is not None and out.noise.cv is not None else "no noise estimate yet")
+        lines.append(f"single runs: {noise}; set [repeat] runs = 3 (or target_margin) before trusting a difference" + closest)
     return lines
 
 
-def _parameter(data: StudyData, param: str, m: Metric, threshold: float) -> ParameterResult:
-    others = [a for a in data.axes if a != param]
-    groups: dict[tuple[Any, ...], dict[Any, PointData]] = defaultdict(dict)
-    for p in data.points:
-        groups[tuple(p.params.get(o) for o in others)][p.params.get(param)] = p
-    levels = list(dict.fromkeys(p.params.get(param) for p in data.points))
+def _parameter(data: StudyData, param: str, ls: list[Line], m: Metric, threshold: float, family: int,
+               design: DesignNoise | None, why_single: str, cost_family: int) -> ParameterResult:
+    levels, _ = param_lines(data, param, m)
     numeric = all(_is_num(v) for v in levels)
-    if numeric:
-        levels.sort(key=lambda v: float(v))  # type: ignore[arg-type]  # numeric checked above
     res = ParameterResult(param, "numeric" if numeric else "categorical", levels)
-    eff_groups = []
-    for key, by_level in groups.items():
-        fixed = dict(zip(others, key)) if len(groups) > 1 else {}
-        lv = [x for x in levels if x in by_level and by_level[x].values(m)]
-        vals = [[v * m.scale for v in by_level[x].values(m)] for x in lv]
-        eff_groups.append((lv, vals))
-        if numeric and len(lv) >= 3 and m.higher_is_better:
-            res.curves.append(curve(param, fixed, lv, vals, m.label, threshold))
-        if numeric and len(lv) >= 3:  # what each cost does along the parameter
-            res.cost_curves += [cc for c in costs(data) if (cc := cost_curve(param, fixed, lv, [by_level[x] for x in lv], c))]
-        elif len(lv) >= 2:
-            res.comparisons += _vs_baseline(param, fixed, lv, vals, m)
-    res.effect = effect(param, eff_groups, m.label)
+    judged = judge(data, param, ls, m, family, design, why_single)
+    tests = iter(judged.tests)
+    compared = iter(judged.compared)
+    for ln in ls:
+        if ln.curve:
+            how = next(tests)
+            if m.higher_is_better:
+                res.curves.append(curve(param, ln.fixed, ln.levels, ln.vals, m.label, threshold, how))
+            res.cost_curves += [cc for c in costs(data) if (cc := cost_curve(param, ln.fixed, ln.levels, ln.points, c, data, cost_family))]
+        else:
+            res.comparisons += [LevelComparison(param, lv, ln.levels[0], ln.fixed, c, text) for lv, c, text in next(compared)]
+    res.effect = judged.effect
     return res
-
-
-def _vs_baseline(param: str, fixed: dict[str, Any], levels: list[Any], vals: list[list[float]], m: Metric) -> list[LevelComparison]:
-    """Each level against the first one (the baseline: study E's 'before')."""
-    where = (", ".join(f"{k}={v}" for k, v in fixed.items()) + ": ") if fixed else ""
-    out = []
-    for lv, v in zip(levels[1:], vals[1:]):
-        head = f"{where}{param}={lv} vs {param}={levels[0]}: "
-        if len(v) < 2 or len(vals[0]) < 2:
-            change = (sum(v) / len(v)) / (sum(vals[0]) / len(vals[0])) - 1 if sum(vals[0]) else 0.0
-            out.append(LevelComparison(param, lv, levels[0], fixed, None, head + f"{change * 100:+.1f}% (single runs: no noise estimate, no verdict)"))
-            continue
-        c = time_words(compare_values(vals[0], v, m.higher_is_better, (m.better, m.worse), m.name), m.higher_is_better, m.better)
-        out.append(LevelComparison(param, lv, levels[0], fixed, c, head + c.text))
-    return out
 
 
 def efficiency(data: StudyData, params: list[str], share: float = SHARE) -> list[Frontier]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from ..store.records import RunRecord
+from ..targets import kind_named
 from .compare import compare_values
 from .data import METRICS, PointData, StudyData
 
@@ -37,8 +38,7 @@ class CeilingCheck:
 
 
 def processes(r: RunRecord) -> int:
-    n = r.extra.get("processes")
-    return int(n) if isinstance(n, int) and n > 0 else 1
+    return r.processes
 
 
 def config_of(r: RunRecord) -> str:
@@ -46,26 +46,18 @@ def config_of(r: RunRecord) -> str:
 
 
 def client_of(data: StudyData, r: RunRecord) -> str | None:
-    host = r.extra.get("client")
-    if isinstance(host, str):
-        return host
+    if r.client is not None:  # a study over host pairs: this test's client
+        return r.client
     wl = data.spec().get("workload") or {}
     return wl.get("client") if isinstance(wl.get("client"), str) else "client"
 
 
 def path_of(data: StudyData, r: RunRecord) -> tuple[str | None, bool]:
     """(path class of the run's path, whether it is a ceiling's own path: unchanged by
-    shaping or knobs). None: a path no ceiling judges (remote, a lab with nodes)."""
-    kind = data.study.get("target_kind") or (data.spec().get("target") or {}).get("kind")
-    if kind == "local":
-        return "loopback", True
-    if kind != "lab" or (data.spec().get("target") or {}).get("nodes"):
-        return None, False
-    host = (r.settings.get("hosts") or {}).get(client_of(data, r) or "") or {}
-    if not isinstance(host, dict) or not host.get("mtu"):
-        return None, False
-    shaped = any((h or {}).get("shape") for h in (r.settings.get("shaping") or {}).values() if isinstance(h, dict))
-    return f"lab mtu={host['mtu']} queues={host.get('tx_queues') or 1}", not shaped and not r.settings.get("knobs")
+    shaping or knobs), as the study's target kind reads its stored settings. None: a path
+    no ceiling judges (remote, a lab with nodes, a kind this nettune does not know)."""
+    kind = kind_named(data.study.get("target_kind") or (data.spec().get("target") or {}).get("kind"))
+    return kind.path_class(data.spec(), r.settings, client_of(data, r)) if kind is not None else (None, False)
 
 
 def judge(data: StudyData, p: PointData, label: str) -> tuple[CeilingCheck | None, str | None]:
@@ -88,7 +80,7 @@ def judge(data: StudyData, p: PointData, label: str) -> tuple[CeilingCheck | Non
         return None, (f"the {path} ceiling of {machine} was measured on this same path (no shaping, no knobs): comparing a point "
                       "with it would be circular, so it judges no point here")
     config = config_of(r)
-    streams = len(r.forward_streams) or int(r.extra.get("num_streams") or 1)
+    streams = r.n_streams or 1
     ceiling = ((table.get(path) or {}).get(config) or {}).get(str(streams))
     if not isinstance(ceiling, list) or not ceiling:
         return None, None  # not measured at this configuration and -P: nothing to say
@@ -99,11 +91,16 @@ def judge(data: StudyData, p: PointData, label: str) -> tuple[CeilingCheck | Non
         return CeilingCheck(p.idx, "single", f"{where}compared with {what}: single runs, no interval, no verdict"), None
     c = compare_values(ceiling, values, labels=("ceiling", "point"))
     mean, top = sum(values) / len(values), sum(ceiling) / len(ceiling)
-    lo, hi = (c.ci_low - 1) * 100, (c.ci_high - 1) * 100
-    rel = f"{c.change_pct:+.1f}% (95% CI {lo:+.1f} to {hi:+.1f}%, p={c.p_value:.2g})"
+    bounded = c.ci_low is not None and c.ci_high is not None  # Fieller: a ceiling too noisy gives no finite interval
+    lo, hi = ((c.ci_low or 0.0) - 1) * 100, ((c.ci_high or 0.0) - 1) * 100
+    band = f"95% CI {lo:+.1f} to {hi:+.1f}%" if bounded else "no finite 95% interval"
+    rel = f"{c.change_pct:+.1f}% ({band}, p={c.p_value:.2g})"
     head = f"{where}{mean / 1e9:.1f} Gbit/s vs {what} ({top / 1e9:.1f}, N={len(ceiling)}): {rel}"
     if c.verdict == "faster":
         return CeilingCheck(p.idx, "above", f"{head}: above the ceiling, so the ceiling does not bound this path"), None
+    if not bounded:
+        return CeilingCheck(p.idx, "noisy", f"{head}: the ceiling's runs are too noisy to tell whether the point is at it; "
+                            "measure it with more runs (`nettune ceiling --runs`)"), None
     if lo >= -NEAR * 100:
         return CeilingCheck(p.idx, "within", f"{head}: within noise of the ceiling (not above it, and at most "
                             f"{NEAR * 100:.0f}% below over the whole interval): the instrument, not the path, is the limit here"), None

@@ -3,8 +3,8 @@ watts where a machine's power was measured. The frontier and the cost curves wei
 throughput against these; the tables print each CPU figure in its stored unit.
 
 Cost keys: `cpu_client`, `cpu_server` (the tool's processes), `cpu_host` (the test machine),
-`hypervisor:NAME` (an ssh target's hypervisor), `watts:KEY` (extra["energy"][KEY]["watts"]:
-`machine`, `hypervisor:NAME`).
+`hypervisor:NAME` (an ssh target's hypervisor), `watts:KEY` (the run's energy part,
+`energy.hosts[KEY].watts`: `machine`, `hypervisor:NAME`).
 """
 from __future__ import annotations
 
@@ -27,9 +27,8 @@ class Cost:
     def run_value(self, run: RunRecord) -> float | None:
         """This cost of one run in cores (CPU) or watts."""
         if self.key.startswith("watts:"):
-            e = (run.extra.get("energy") or {}).get(self.key.removeprefix("watts:")) or {}
-            w = e.get("watts") if isinstance(e, dict) else None
-            return float(w) if isinstance(w, (int, float)) else None
+            host = run.energy.hosts.get(self.key.removeprefix("watts:")) if run.energy is not None else None
+            return None if host is None or host.watts is None else float(host.watts)
         raw = run.cpu_extra.get(self.key) if self.key.startswith("hypervisor:") else run.get(self.key)
         if raw is None:
             return None
@@ -67,7 +66,7 @@ def costs(data: StudyData) -> list[Cost]:
     out = [Cost(col, f"{side} CPU", CORES, machine_cores(data, col)) for side, col in SIDE_COLUMNS.items()]
     hyper = sorted({k for r in runs for k in r.cpu_extra if k.startswith("hypervisor:")})
     out += [Cost(k, f"hypervisor {k.removeprefix('hypervisor:')} CPU", CORES, machine_cores(data, k)) for k in hyper]
-    energy = sorted({k for r in runs for k, e in (r.extra.get("energy") or {}).items() if isinstance(e, dict) and "watts" in e})
+    energy = sorted({k for r in runs if r.energy is not None for k, h in r.energy.hosts.items() if h.watts is not None})
     out += [Cost(f"watts:{k}", f"{k.replace('hypervisor:', 'hypervisor ')} power", "W", None) for k in energy]
     return [c for c in out if any(c.run_value(r) is not None for r in runs)]
 

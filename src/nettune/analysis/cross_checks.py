@@ -62,6 +62,9 @@ def cross_check_verdict(rows: list[dict[str, Any]]) -> CrossVerdict:
         return CrossVerdict("unknown", shown + f" -> {best['label']} {change:+.0f}% from single runs or runs not stored: no noise "
                             "estimate, so no verdict on the first number; set [repeat] runs = 3 and cross-check again")
     c = compare_values(a, b, labels=(first["label"], best["label"]))
+    if c.ci_low is None or c.ci_high is None:  # Fieller: the first configuration's runs too noisy for any finite interval
+        return CrossVerdict("unknown", shown + f" -> cannot tell yet ({best['label']} {c.change_pct:+.1f}%, p={c.p_value:.2g}: "
+                            f"no finite 95% interval, {first['label']}'s runs are too noisy); add runs and cross-check again")
     lo, hi = (c.ci_low - 1) * 100, (c.ci_high - 1) * 100
     spread = f"{best['label']} {c.change_pct:+.1f}% (95% CI {lo:+.1f} to {hi:+.1f}%, p={c.p_value:.2g}, N={c.n_a}/{c.n_b})"
     if c.verdict == "faster" and lo > AGREE_WITHIN * 100:

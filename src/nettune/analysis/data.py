@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import NettuneError
+from ..record.fields import METRIC_FIELDS, Field
 from ..store.records import RunRecord
 from ..store.instrument_tables import cross_checks
 from ..store.sqlite import Store
-from .metric import COMMAND_METRICS
 from .stats import Summary, summarize
 
 
@@ -38,26 +38,13 @@ class Metric:
         return None if v is None else float(v)
 
 
-_FAST = ("faster", "slower")
-_GOOD = ("better", "worse")
-METRICS: dict[str, Metric] = {m.name: m for m in [
-    Metric("total", "Gbit/s", 1e-9, True, *_FAST, lambda r: r.total_bps),
-    Metric("receiver", "receiver Gbit/s", 1e-9, True, *_FAST, lambda r: r.receiver_bps),
-    Metric("sender", "sender Gbit/s", 1e-9, True, *_FAST, lambda r: r.sender_bps),
-    Metric("reverse", "reverse Gbit/s", 1e-9, True, *_FAST, lambda r: r.reverse_receiver_bps),
-    Metric("cpu_client", "client CPU %", 1.0, False, *_GOOD, lambda r: r.cpu_client),
-    Metric("cpu_server", "server CPU %", 1.0, False, *_GOOD, lambda r: r.cpu_server),
-    Metric("cpu_host", "host CPU %", 1.0, False, *_GOOD, lambda r: r.cpu_host),
-    Metric("cpu_host_softirq", "host softirq %", 1.0, False, *_GOOD, lambda r: r.cpu_host_softirq),
-    Metric("retransmits", "retransmits", 1.0, False, *_GOOD, lambda r: r.retransmits),
-    Metric("lost_percent", "loss %", 1.0, False, *_GOOD, lambda r: r.lost_percent),
-    Metric("jitter_ms", "jitter ms", 1.0, False, *_GOOD, lambda r: r.jitter_ms),
-    Metric("rtt_mean_us", "RTT us", 1.0, False, *_GOOD, lambda r: r.rtt_mean_us),
-    Metric("max_cwnd", "max cwnd bytes", 1.0, True, *_GOOD, lambda r: r.max_cwnd),
-    # elapsed time of a timed workload (a build): lower is better, and lower is "faster"
-    Metric("duration", "seconds", 1.0, False, *_FAST, lambda r: r.duration),
-]}
-METRICS.update({m[0]: Metric(*m) for m in COMMAND_METRICS})  # a command workload's: wall, cpu_s, energy... (analysis/metric.py)
+def _metric(f: Field) -> Metric:
+    """The analysis's view of a field table row (record/fields.py) with a `--metric` name."""
+    return Metric(str(f.row.metric), f.row.label, f.row.scale, f.row.better == "higher", *f.row.words, f.of)
+
+
+# every metric, from the field table (the rows with a --metric name), primary ones first
+METRICS: dict[str, Metric] = {m.name: m for m in sorted((_metric(f) for f in METRIC_FIELDS.values()), key=lambda m: m.name != "total")}
 
 
 def get_metric(name: str) -> Metric:

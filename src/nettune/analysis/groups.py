@@ -9,12 +9,13 @@ So, for every value of PARAM (a group) and every other swept parameter:
   (the baseline), other parameters held fixed, as a ratio of means with the 95% interval of
   Welch's test (analysis.compare); where the group has several combinations of the other
   parameters, the one where it moved the metric most is the headline and the others follow;
-  with single runs there is no noise estimate and a change under 5% counts as none (the
-  same rule analyze uses), said so;
-- the interaction in one sentence: "mtu: x3.7 on freebsd, no difference on debian (the
-  effect depends on os)". It depends on the group when the groups' verdicts differ (one
-  faster, one no difference) or both moved it the same way with 95% intervals of the ratio
-  that do not overlap. Per-group Welch tests, not a two-way ANOVA: scipy has none, and the
+  every level-against-baseline test of the --by analysis is one family (Bonferroni over
+  them all, analysis/policy.py), which also pays for picking the level that moved most;
+  with single runs there is no noise estimate: the ratio is shown, with no verdict;
+- the interaction in one sentence: "mtu: x3.7 on freebsd, no difference shown on debian (the
+  effect depends on os)". It depends on the group when the groups' intervals of the ratio
+  do not overlap (one group significant and the other not is not enough); with single runs
+  it cannot be told, and the sentence says so. Per-group Welch tests, not a two-way ANOVA: scipy has none, and the
   groups of a study B sweep are rarely a full factorial (FreeBSD was tuned more ways than Debian);
 - efficiency per group: the best Gbit/s per core of client and server CPU, compared across
   groups ("server: freebsd 2.1x debian's Gbit/s per core").
@@ -29,8 +30,9 @@ from typing import Any
 from ..errors import NettuneError
 from .compare import compare_values
 from .data import Metric, PointData, StudyData
+from .frontier import frontiers
 from .serial import JsonRecord
-from .sweep import NOISE_NO_REPEATS, num, pval
+from .sweep import num, pval
 
 
 @dataclass
@@ -50,7 +52,7 @@ class GroupEffect(JsonRecord):
     ci_low: float | None  # of the ratio (None: single runs)
     ci_high: float | None
     p_value: float | None
-    verdict: str  # faster / slower / no-difference (better / worse for metrics that are not speeds)
+    verdict: str  # faster / slower (better / worse for metrics that are not speeds), inconclusive, or untested (single runs)
     text: str
     others: list[str] = field(default_factory=list)  # the same comparison at the group's other combinations
 
@@ -99,7 +101,8 @@ def _factor(ratio: float) -> str:
     return f"{pct:+.1f}%" if abs(pct) < 1 else f"{pct:+.0f}%"  # a tiny but significant change is not "+0%"
 
 
-def _effect(group: Any, param: str, fixed: dict[str, Any], levels: list[Any], vals: list[list[float]], m: Metric) -> GroupEffect | None:
+def _effect(group: Any, param: str, fixed: dict[str, Any], levels: list[Any], vals: list[list[float]], m: Metric,
+            family: int = 1) -> GroupEffect | None:
     """The level furthest from the first one (the baseline), as a ratio of means."""
     base, base_v = levels[0], vals[0]
     if not base_v or _mean(base_v) == 0:
@@ -112,16 +115,15 @@ def _effect(group: Any, param: str, fixed: dict[str, Any], levels: list[Any], va
     where = f" ({', '.join(f'{a}={b}' for a, b in fixed.items())})" if fixed else ""
     head = f"{param}={base} -> {lv}: {num(ma)} -> {num(mb)} {m.label}"
     if len(base_v) >= 2 and len(v) >= 2:
-        c = compare_values(base_v, v, m.higher_is_better, (m.better, m.worse), m.name)
-        moved = c.verdict != "no-difference"
-        text = f"{head}, {_factor(c.ratio) if moved else 'no difference'} (95% CI x{c.ci_low:.2f} to x{c.ci_high:.2f}, {pval(c.p_value)}){where}"
+        c = compare_values(base_v, v, m.higher_is_better, (m.better, m.worse), m.name, family=family)
+        moved = c.verdict not in ("inconclusive", "equivalent")
+        ci = f"95% CI x{c.ci_low:.2f} to x{c.ci_high:.2f}" if c.ci_low is not None and c.ci_high is not None else "no finite 95% CI"
+        adj = f", adjusted over {family} tests" if family > 1 else ""
+        text = f"{head}, {_factor(c.ratio) if moved else 'no difference shown'} ({ci}, {pval(c.p_value)}{adj}){where}"
         return GroupEffect(group, param, base, lv, fixed, len(base_v), len(v), ma, mb, c.ratio, c.ci_low, c.ci_high, c.p_value, c.verdict, text)
     ratio = mb / ma
-    moved = abs(ratio - 1) >= NOISE_NO_REPEATS
-    better = (ratio > 1) == m.higher_is_better
-    verdict = (m.better if better else m.worse) if moved else "no-difference"
-    text = f"{head}, {_factor(ratio) if moved else 'no difference'} (single runs: judged by size alone){where}"
-    return GroupEffect(group, param, base, lv, fixed, len(base_v), len(v), ma, mb, ratio, None, None, None, verdict, text)
+    text = f"{head}, {_factor(ratio)} (single runs: no noise estimate, no verdict){where}"
+    return GroupEffect(group, param, base, lv, fixed, len(base_v), len(v), ma, mb, ratio, None, None, None, "untested", text)
 
 
 def _sorted_levels(levels: list[Any]) -> list[Any]:
@@ -130,9 +132,8 @@ def _sorted_levels(levels: list[Any]) -> list[Any]:
     return levels  # as the sweep lists them: its first is the baseline
 
 
-def group_effects(points: list[PointData], group: Any, param: str, axes: list[str], m: Metric) -> list[GroupEffect]:
-    """`param`'s effect in each combination of the other axes among this group's points,
-    the strongest first."""
+def _combos(points: list[PointData], param: str, axes: list[str], m: Metric) -> list[tuple[dict[str, Any], list[Any], list[list[float]]]]:
+    """`param`'s lines among these points: (the other axes that vary, levels with runs, values)."""
     others = [a for a in axes if a != param]
     combos: dict[tuple[Any, ...], dict[Any, PointData]] = defaultdict(dict)
     for p in points:
@@ -141,25 +142,37 @@ def group_effects(points: list[PointData], group: Any, param: str, axes: list[st
     out = []
     for key, by_level in combos.items():
         lv = [x for x in levels if x in by_level and by_level[x].values(m)]
-        if len(lv) < 2:
-            continue
-        fixed = {o: v for o, v in zip(others, key) if len({p.params.get(o) for p in points}) > 1}
-        e = _effect(group, param, fixed, lv, [[v * m.scale for v in by_level[x].values(m)] for x in lv], m)
-        if e is not None:
-            out.append(e)
+        if len(lv) >= 2:
+            fixed = {o: v for o, v in zip(others, key) if len({p.params.get(o) for p in points}) > 1}
+            out.append((fixed, lv, [[v * m.scale for v in by_level[x].values(m)] for x in lv]))
+    return out
+
+
+def tests_in(points: list[PointData], param: str, axes: list[str], m: Metric) -> int:
+    """The level-against-baseline tests these lines hold (each level with 2 runs, its baseline too)."""
+    return sum(1 for _, _, vals in _combos(points, param, axes, m) for v in vals[1:] if len(v) >= 2 and len(vals[0]) >= 2)
+
+
+def group_effects(points: list[PointData], group: Any, param: str, axes: list[str], m: Metric, family: int = 1) -> list[GroupEffect]:
+    """`param`'s effect in each combination of the other axes among this group's points,
+    the strongest first."""
+    out = [e for fixed, lv, vals in _combos(points, param, axes, m) if (e := _effect(group, param, fixed, lv, vals, m, family))]
     out.sort(key=lambda e: -abs(math.log(e.ratio)) if e.ratio > 0 else 0.0)
     return out
 
 
 def _depends(effects: list[GroupEffect]) -> bool:
-    if len({e.verdict for e in effects}) > 1:
-        return True
-    moved = [e for e in effects if e.verdict != "no-difference" and e.ci_low is not None and e.ci_high is not None]
-    return any(a.ci_high < b.ci_low or b.ci_high < a.ci_low for i, a in enumerate(moved) for b in moved[i + 1:])  # type: ignore[operator]
+    """Whether the groups' effects differ: their (simultaneous) 95% intervals of the ratio do not
+    overlap, a conservative test of the difference. One group significant and another not is
+    not enough: a difference in significance is not a significant difference."""
+    if any(e.verdict == "untested" for e in effects):
+        return False  # single runs: cannot be told (the sentence says so)
+    have = [e for e in effects if e.ci_low is not None and e.ci_high is not None]
+    return any(a.ci_high < b.ci_low or b.ci_high < a.ci_low for i, a in enumerate(have) for b in have[i + 1:])  # type: ignore[operator]
 
 
 def _short(e: GroupEffect) -> str:
-    return "no difference" if e.verdict == "no-difference" else _factor(e.ratio)
+    return "no difference shown" if e.verdict == "inconclusive" else _factor(e.ratio)
 
 
 def interaction(param: str, by: str, groups: list[Any], per_group: dict[Any, list[GroupEffect]]) -> Interaction:
@@ -170,20 +183,21 @@ def interaction(param: str, by: str, groups: list[Any], per_group: dict[Any, lis
     missing = [g for g in groups if not per_group.get(g)]
     depends = _depends(heads) if len(heads) > 1 else False
     parts = [f"{_short(e)} on {e.group}" for e in heads] + [f"not varied on {g}" for g in missing]
-    tail = f" (the effect depends on {by})" if depends else (f" (alike on every {by})" if len(heads) > 1 else "")
+    untested = any(e.verdict == "untested" for e in heads)
+    tail = (f" (single runs: whether it depends on {by} cannot be told without repeats)" if untested and len(heads) > 1
+            else " (single runs: no verdict)" if untested
+            else f" (the effect depends on {by})" if depends else (f" (not shown to depend on {by})" if len(heads) > 1 else ""))
     return Interaction(param, depends, f"{param}: {', '.join(parts)}{tail}", heads, missing)
 
 
 def group_efficiency(data: StudyData, by: str, groups: list[Any]) -> tuple[list[GroupEfficiency], list[str]]:
     """Gbit/s per core of client and server CPU at each group's recommended point (the knee
     of its throughput-vs-CPU frontier), and how the groups compare."""
-    from .analyze import efficiency  # noqa: PLC0415 - analyze imports this module
-
     rows: list[GroupEfficiency] = []
     for g in groups:
         pts = [p for p in data.points if p.params.get(by) == g]
         sub = StudyData(data.study, pts, data.facts, [a for a in data.axes if a != by], data.derived)
-        for e in efficiency(sub, data.params):  # each cost's recommended point (the frontier's knee), CPU in cores
+        for e in frontiers(sub, data.params):  # each cost's recommended point (the frontier's knee), CPU in cores
             side = e.cost.removeprefix("cpu_")
             if side in ("client", "server") and e.unit == "cores" and e.cost_value > 0:
                 rows.append(GroupEfficiency(g, side, e.point, e.gbps, e.cost_value * 100, e.gbps / e.cost_value))
@@ -210,8 +224,10 @@ def analyze_groups(data: StudyData, by: str, m: Metric) -> GroupAnalysis:
         raise NettuneError(f"--by {by}: every point has {by}={groups[0] if groups else '?'}; give a parameter with at least two values")
     out = GroupAnalysis(by, groups, m.name, m.label)
     axes = [a for a in data.axes if a != by]
+    members = {g: [p for p in data.points if p.params.get(by) == g] for g in groups}
+    family = sum(tests_in(members[g], param, axes, m) for param in axes for g in groups)
     for param in axes:
-        per_group = {g: group_effects([p for p in data.points if p.params.get(by) == g], g, param, axes, m) for g in groups}
+        per_group = {g: group_effects(members[g], g, param, axes, m, family) for g in groups}
         if not any(per_group.values()):
             continue
         it = interaction(param, by, groups, per_group)

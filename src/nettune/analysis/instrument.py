@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..store.cpu_units import native_unit, to_cores
 from ..store.records import RunRecord
+from ..targets import kind_named
 from .ceilings import judge_all, processes
 from .cross_checks import cross_check_verdict
 from .data import StudyData
@@ -98,10 +99,9 @@ def _version(text: str | None) -> tuple[int, int] | None:
 
 def process_cpu(r: RunRecord) -> list[tuple[float | None, float | None]]:
     """(client, server) CPU % of one core of each process of the run."""
-    rows = r.extra.get("per_process")
-    if isinstance(rows, list) and rows:
-        return [(p.get("cpu_client") or (p.get("tool_cpu") or {}).get("host_total"),
-                 p.get("cpu_server") or (p.get("tool_cpu") or {}).get("remote_total")) for p in rows if isinstance(p, dict)]
+    rows = r.fanout.per_process if r.fanout is not None else []
+    if rows:
+        return [(p.cpu_client or p.tool_cpu.get("host_total"), p.cpu_server or p.tool_cpu.get("remote_total")) for p in rows]
     return [(r.cpu_client or r.tool_cpu.get("host_total"), r.cpu_server or r.tool_cpu.get("remote_total"))]
 
 
@@ -140,9 +140,9 @@ def box_text(v: PointVerdict) -> str:
 def _box(data: StudyData, runs: list[RunRecord]) -> float | None:
     """The machine's mean busy % over the runs when it ran both ends and every core was
     near 100% (None otherwise, or when its CPU or core count is unknown)."""
-    kind = data.study.get("target_kind") or (data.spec().get("target") or {}).get("kind")
+    kind = kind_named(data.study.get("target_kind") or (data.spec().get("target") or {}).get("kind"))
     machines = {str((f or {}).get("machine")) for f in data.facts.values() if isinstance(f, dict) and (f or {}).get("machine")}
-    if kind not in ("local", "lab") and len(machines) != 1:
+    if not (kind is not None and kind.both_ends_here(data.spec())) and len(machines) != 1:
         return None  # both ends on one machine: a lab, loopback, or hosts that name the same machine
     cores = data.host_cores()
     busy = []
@@ -170,8 +170,8 @@ def verdict(data: StudyData, params: list[str], best: int | None = None) -> Inst
                 v.cpu[side] = max(v.cpu.get(side, 0.0), val)
                 v.version = r.tool_version or v.version
         if runs:
-            v.auto = isinstance(runs[0].extra.get("engine_choice"), dict)
-            v.streams = len(runs[0].forward_streams) or int(runs[0].extra.get("num_streams") or 1)
+            v.auto = runs[0].engine_choice is not None
+            v.streams = runs[0].n_streams or 1
         c = crosses.get(p.idx)
         if c is not None:
             cv = cross_check_verdict(c.get("rows") or [])
@@ -210,11 +210,11 @@ def choice_findings(data: StudyData, params: list[str]) -> list[str]:
     by: dict[tuple[str, str], list[str]] = {}
     for p in data.points:
         for r in p.runs:
-            c = r.extra.get("engine_choice")
-            if isinstance(c, dict):
-                key = (str(c.get("label")), str(c.get("reason")))
-                if p.label(params) not in by.setdefault(key, []):
-                    by[key].append(p.label(params))
+            c = r.engine_choice
+            if c is not None:
+                seen = by.setdefault((c.label, c.reason), [])
+                if p.label(params) not in seen:
+                    seen.append(p.label(params))
                 break
     out = []
     for (label, reason), pts in by.items():

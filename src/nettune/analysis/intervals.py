@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 from scipy import stats as sst
-
-if TYPE_CHECKING:
-    from .stats import Summary
 
 T, LOG, BCA = "t", "log-t", "bca"
 SKEW_P = 0.05
@@ -87,12 +84,3 @@ def choose(groups: Sequence[Sequence[float]]) -> tuple[str, str]:
     if positive and cvs and cvs[len(cvs) // 2] > WIDE_CV:
         return LOG, f"the runs spread widely for a positive quantity (median CV {cvs[len(cvs) // 2] * 100:.0f}%)"
     return T, ""
-
-
-def study_summaries(groups: Sequence[Sequence[float]], level: float = 0.95) -> tuple[list["Summary"], str, str]:
-    """Every point's summary with the interval its study's runs call for, as `analyze`
-    reports them: (summaries, method, why)."""
-    from .stats import summarize
-
-    method, why = choose([g for g in groups if g])
-    return [summarize(g, level, method) for g in groups], method, why

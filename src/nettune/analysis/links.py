@@ -2,16 +2,22 @@
 not a repeat. Each pair gets its own statistics (N = the repeats of that pair), a parallel
 round its aggregate (the sum its pairs reached together, with a CI over repeats), and the
 spread between pairs a verdict when it is real: "link c->d is 38% below the others" only
-when that pair's 95% interval does not overlap any other pair's.
+when that pair's interval does not overlap any other pair's, the intervals simultaneous over
+the point's pairs (Bonferroni, analysis/policy.py: the question is asked of every pair) and
+made from the noise of all the point's pairs pooled.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from scipy import stats as sst
 
 from .data import METRICS, Metric, PointData, StudyData
 from .serial import JsonRecord
-from .stats import summarize
+from .policy import level_each
+from .stats import summarize, t_critical
 from .sweep import num
 
 
@@ -102,6 +108,27 @@ def round_stats(p: PointData, params: list[str]) -> list[RoundStats]:
     return out
 
 
+def simultaneous(stats: list[PairStats]) -> list[PairStats]:
+    """The pairs' intervals for the spread verdict: simultaneous over the point's pairs
+    (Bonferroni), each from the pooled coefficient of variation of all its pairs' repeats
+    (the links of one point share a machine and a setting: one noise, estimated on
+    sum(n - 1) degrees of freedom rather than on each pair's one or two). Empty when no pair
+    has repeats."""
+    rep = [s for s in stats if s.n >= 2 and s.mean and s.half_width is not None]
+    df = sum(s.n - 1 for s in rep)
+    if not df:
+        return []
+    # back from each pair's t half-width to its sd: hw = t(0.975, n-1) sd / sqrt(n)
+    cv2 = sum((s.n - 1) * (s.half_width * math.sqrt(s.n) / t_critical(s.n) / s.mean) ** 2 for s in rep) / df  # type: ignore[operator]
+    q = float(sst.t.ppf(1 - (1 - level_each(len(stats))) / 2, df))
+    out = []
+    for s in stats:
+        if s.n and s.mean is not None:
+            hw = q * math.sqrt(cv2) * abs(s.mean) / math.sqrt(s.n)
+            out.append(replace(s, ci_low=s.mean - hw, ci_high=s.mean + hw, half_width=hw))
+    return out
+
+
 def spread(stats: list[PairStats], label: str, unit: str) -> list[PairSpread]:
     """Pairs whose CI does not overlap any other pair's CI, with how far they sit from the rest."""
     have = [s for s in stats if s.ci_low is not None and s.ci_high is not None and s.mean is not None]
@@ -123,7 +150,7 @@ def spread(stats: list[PairStats], label: str, unit: str) -> list[PairSpread]:
         pct = abs(s.mean / rest - 1) * 100
         where = f" at {label}" if label else ""
         text = (f"link {s.pair} is {pct:.0f}% {direction} the others{where} ({num(s.mean)} vs {num(rest)} {unit} on average; "
-                "its 95% CI overlaps none of theirs)")
+                f"its 95% CI, simultaneous over the {len(have)} pairs, overlaps none of theirs)")
         out.append(PairSpread(s.point, s.pair, direction, pct, text))
     return out
 
@@ -139,12 +166,12 @@ def analyze_pairs(data: StudyData, m: Metric, params: list[str]) -> PairAnalysis
         rounds = round_stats(p, params) if m.name == "total" else []
         out.rounds += rounds
         where = p.label(params) if params else ""
-        found = spread(stats, where, m.label)
+        found = spread(simultaneous(stats), where, m.label)  # one family: the point's pairs
         out.spread += found
         out.findings += [f.text for f in found]
-        if stats and not found and all(s.n >= 2 for s in stats) and len(stats) >= 3:
-            out.findings.append(f"the {len(stats)} links{' at ' + where if where else ''} do not differ beyond noise "
-                                "(every pair's 95% CI overlaps another's)")
+        if stats and not found and any(s.n >= 2 for s in stats) and len(stats) >= 3:
+            out.findings.append(f"no link of the {len(stats)}{' at ' + where if where else ''} was shown to differ from the others "
+                                "(every pair's simultaneous 95% CI overlaps another's)")
         single = [s.pair for s in stats if s.n == 1]
         if single:
             out.findings.append(f"{len(single)} pair(s){' at ' + where if where else ''} have one counted run each: no CI, "

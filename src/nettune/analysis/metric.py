@@ -1,19 +1,21 @@
 """What a study's numbers mean: its primary metric, its unit and which way is better.
 
-A network study's primary metric is throughput (Gbit/s, higher is better); a command
-workload's (engine = "command": a timed build) is the wall seconds of its run (lower is
-better, and lower is still "faster"). analyze, compare and report ask `primary()` when
-no --metric is given, so a timed build is never judged as if more seconds were better.
-The command workload's own metrics (CPU seconds, peak RSS, energy) are listed here and
-added to analysis.data's METRICS.
+Each workload kind names its primary metric by field name and direction
+(studyfile/workload_kind.py): throughput for the network kind (Gbit/s, higher is
+better), the wall seconds of a command workload's run (lower is better, and lower is
+still "faster"). analyze, compare and report ask `primary()` when no --metric is given,
+so a timed build is never judged as if more seconds were better.
+Every metric (its label, scale and direction) is a row of the field table
+(record/fields.py); analysis.data builds its METRICS from it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any
 
-if TYPE_CHECKING:
-    from ..engines.result import TestResult
+from ..record.fields import FIELDS
+
+from ..studyfile.models import DEFAULT_KIND, WORKLOAD_KINDS, workload_kind
 
 AUTO = "auto"  # --metric auto: the study's primary metric
 
@@ -25,51 +27,17 @@ class MetricInfo:
     higher_is_better: bool
 
 
-# engine -> its primary metric (any other engine: "total")
-PRIMARY: dict[str, MetricInfo] = {"command": MetricInfo("wall", "seconds", False)}
-THROUGHPUT = MetricInfo("total", "Gbit/s", True)
-
-
-def _col(name: str) -> Callable[[Any], float | None]:
-    return lambda r: r.get(name)
-
-
-def _joules_per_run(r: Any) -> float | None:
-    return r.get("energy_j")
-
-
-# (name, label, scale, higher_is_better, better, worse, value of a RunRecord): analysis.data.Metric's fields
-COMMAND_METRICS: list[tuple[str, str, float, bool, str, str, Callable[[Any], float | None]]] = [
-    ("wall", "seconds", 1.0, False, "faster", "slower", _col("wall_s")),
-    ("cpu_s", "CPU seconds", 1.0, False, "better", "worse", _col("cpu_s")),
-    ("peak_rss", "peak RSS MiB", 1 / 1024, False, "better", "worse", _col("peak_rss_kb")),
-    ("energy", "joules per run", 1.0, False, "better", "worse", _joules_per_run),
-    ("power", "average W", 1.0, False, "better", "worse", _col("power_w")),
-    ("meter_w", "meter W", 1.0, False, "better", "worse", _col("meter_w")),
-]
-
-
 def primary(engines: set[str]) -> MetricInfo:
-    """The primary metric of a study whose runs used these engines."""
-    found = {PRIMARY[e].name: PRIMARY[e] for e in engines if e in PRIMARY}
-    if len(found) == 1 and len(engines) == 1:
-        return next(iter(found.values()))
-    return THROUGHPUT
+    """The primary metric of a study whose runs used these engines: their workload kind's,
+    or the default kind's (throughput) when they mix kinds or there are none."""
+    kinds = {workload_kind(e).name: workload_kind(e) for e in engines}
+    p = (next(iter(kinds.values())) if len(kinds) == 1 else WORKLOAD_KINDS[DEFAULT_KIND]).primary
+    return MetricInfo(str(FIELDS[p.field].row.metric), p.unit, p.higher_is_better)  # the field's --metric name
 
 
 def resolve(name: str | None, engines: set[str]) -> str:
     """--metric as given, or the study's primary metric for "auto"/None."""
     return primary(engines).name if name in (None, AUTO) else str(name)
-
-
-def stopping_value(result: TestResult) -> float | None:
-    """What adaptive repeats watch for one counted run: the primary metric (None: failed)."""
-    if not result.ok:
-        return None
-    if result.engine in PRIMARY:
-        wall = (result.extra.get("command") or {}).get("wall_s")
-        return None if wall is None else float(wall)
-    return result.total_bps
 
 
 def time_words(comparison: Any, higher_is_better: bool, better: str) -> Any:

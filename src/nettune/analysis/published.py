@@ -71,17 +71,20 @@ def versus_table(data: StudyData, rows: list[tuple[dict[str, str], SideStats]], 
                  higher_is_better: bool | None = None, path: str = "published") -> list[tuple[str, Comparison]]:
     """Each published row (side a) against the study's runs at the same parameters (side b)."""
     hib = m.higher_is_better if higher_is_better is None else higher_is_better
-    out = []
+    found = []
     for params, a in rows:
         pts = [p for p in data.points if all(same_value(p.params.get(k), v) for k, v in params.items())]
         label = ", ".join(f"{k}={v}" for k, v in params.items()) or "(single point)"
-        vals = [v for p in pts for v in p.values(m)]
-        if not pts or len(vals) < 2:
-            continue
-        s = summarize(vals)
+        if len(pts) > 1:
+            _refuse_pooling(data, pts, f"{path}: the row {label}")
+        vals = pts[0].values(m) if pts else []
+        if len(vals) >= 2:
+            found.append((label, a, summarize(vals)))
+    out = []
+    for label, a, s in found:  # one family: the rows compared (Bonferroni over them)
         assert s.mean is not None and s.stdev is not None
         out.append((label, compare_stats(a, SideStats(s.n, s.mean, s.stdev), hib, (m.better, m.worse), m.name,
-                                         (f"{path} {label}", f"{data.name} {label}"))))
+                                         (f"{path} {label}", f"{data.name} {label}"), len(found))))
     if not out:
         have = "; ".join(p.label() for p in data.points[:6])
         raise NettuneError(f"{path}: no row matches a point of {data.name} with 2 or more counted runs (its points: {have})")
@@ -91,9 +94,18 @@ def versus_table(data: StudyData, rows: list[tuple[dict[str, str], SideStats]], 
 def side_summary(data: StudyData, filters: dict[str, str], m: Metric) -> tuple[str, SideStats]:
     """A study's side as a summary (pooled counted runs of the points matching `filters`)."""
     pts = data.select(filters) if filters else data.points
-    vals = [v for p in pts for v in p.values(m)]
-    s = summarize(vals)
+    what: Any = ",".join(f"{k}={v}" for k, v in filters.items())
+    if len(pts) > 1:
+        _refuse_pooling(data, pts, f"{data.name} {what}".strip())
+    s = summarize(pts[0].values(m))
     if s.n < 2 or s.mean is None or s.stdev is None:
         raise NettuneError(f"{data.name}: {s.n} counted run(s) match; Welch's test needs at least 2")
-    what: Any = ",".join(f"{k}={v}" for k, v in filters.items())
-    return f"{data.name} {what}".strip() + (f" ({len(pts)} points pooled)" if len(pts) > 1 else ""), SideStats(s.n, s.mean, s.stdev)
+    return f"{data.name} {what}".strip(), SideStats(s.n, s.mean, s.stdev)
+
+
+def _refuse_pooling(data: StudyData, pts: list[Any], what: str) -> None:
+    """A summary is one configuration: several points would pool unlike things as repeats."""
+    differ = {k: sorted({str(p.params.get(k)) for p in pts}) for k in data.params}
+    named = "; ".join(f"{k} ({', '.join(v)})" for k, v in differ.items() if len(v) > 1)
+    raise NettuneError(f"{what} matches {len(pts)} points that differ in {named}: a published summary is one configuration; "
+                       "name those parameters too")

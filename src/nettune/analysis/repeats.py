@@ -2,7 +2,7 @@
 
 A verdict rests on a few comparisons: the best point against the runner-up, and along
 each curve the peak against its neighbours. When such a pair is not yet settled (single
-runs, or Welch's p >= 0.05), nettune names it and says how many runs each side needs for
+runs, or Welch's p >= 0.05; a hint, not a verdict, so unadjusted), nettune names it and says how many runs each side needs for
 Welch's test to tell the observed difference from noise (80% power at the 5% level), with
 the spread taken from the points themselves, else from similar points (the other points
 with repeats, those sharing all but one parameter first), else it says there is none yet.
@@ -52,10 +52,12 @@ def runs_needed(diff: float, cv: float, alpha: float = ALPHA, power: float = POW
     return None
 
 
-def _spread(data: StudyData, pair: list[PointData], m: Metric) -> tuple[float | None, str]:
+def _spread(data: StudyData, pair: list[PointData], m: Metric, design_cv: float | None = None) -> tuple[float | None, str]:
     own = [s.cv for s in (summarize(p.values(m)) for p in pair) if s.cv is not None]
     if own:
         return max(own), "these points' own runs"
+    if design_cv:
+        return design_cv, "the noise the single-run design leaves over"
     near = [p for p in data.points if p not in pair and any(_neighbours(p, q) for q in pair)]
     for group, what in ((near, "similar points (all but one parameter the same)"), (data.points, "the other points")):
         cvs = sorted(s.cv for s in (summarize(p.values(m)) for p in group) if s.cv is not None)
@@ -92,7 +94,8 @@ def calls(data: StudyData, m: Metric, curves: list[tuple[str, dict[str, Any], li
     return uniq
 
 
-def suggest(data: StudyData, m: Metric, params: list[str], curves: list[tuple[str, dict[str, Any], list[Any], int]]) -> list[RepeatSuggestion]:
+def suggest(data: StudyData, m: Metric, params: list[str], curves: list[tuple[str, dict[str, Any], list[Any], int]],
+            design_cv: float | None = None) -> list[RepeatSuggestion]:
     out = []
     for a, b, why in calls(data, m, curves):
         if _settled(a, b, m):
@@ -100,15 +103,16 @@ def suggest(data: StudyData, m: Metric, params: list[str], curves: list[tuple[st
         ma, mb = (summarize(p.values(m)).mean or 0.0 for p in (a, b))
         top = max(abs(ma), abs(mb))
         diff = abs(ma - mb) / top if top else 0.0
-        cv, cv_from = _spread(data, [a, b], m)
+        cv, cv_from = _spread(data, [a, b], m, design_cv)
         n = FIRST_RUNS if cv is None else runs_needed(diff, cv)
         la, lb = a.label(params), b.label(params)
         head = f"to settle {la} vs {lb} ({why}, {diff * 100:.1f}% apart)"
         if cv is None:
             text = f"{head}: run each {FIRST_RUNS} times ({cv_from} to measure the spread), then analyze again"
         elif n is None:
-            text = (f"{head}: within noise at a {cv * 100:.1f}% spread ({cv_from}); even {MAX_RUNS} runs each would not "
-                    f"tell them apart, so treat them as equal")
+            text = (f"{head}: small against a {cv * 100:.1f}% spread ({cv_from}); even {MAX_RUNS} runs each would likely not "
+                    "tell them apart, which does not make them equal (only an interval inside a stated margin would: "
+                    "`nettune compare --margin`)")
         else:
             text = f"{head}: run each {n} times (for a {cv * 100:.1f}% spread, {cv_from}; mean {num(ma * m.scale)} vs {num(mb * m.scale)} {m.label})"
         out.append(RepeatSuggestion([a.params, b.params], [la, lb], why, diff * 100, n, cv, cv_from, text))

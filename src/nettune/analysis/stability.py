@@ -14,6 +14,12 @@ ones left out):
 Verdict: "fell X% after T s" / "rose X% after T s" (a step), else "drifting X%/min" (a
 significant trend worth DRIFT of the mean over the run), else "noisy" (CV above NOISY),
 else "steady".
+
+"Significant" follows the one multiplicity policy (analysis/policy.py): the question "did
+this run step or drift?" is asked of every run with its two tests, so each test is judged
+at 5% / (2 x the runs tested), and a step's Welch test, asked of the best of the possible
+splits, also pays for the splits it chose among (Bonferroni over them): a study of 36 steady
+runs would otherwise report one or two steps by luck.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from typing import Any
 from scipy import stats as sst
 
 from .data import StudyData
+from .policy import alpha_each
 from .serial import JsonRecord
 from .stats import LEVEL, welch
 
@@ -77,7 +84,8 @@ def _step(ys: list[float]) -> tuple[int, float] | None:
     return k, welch(ys[:k], ys[k:]).p_value
 
 
-def run_stability(run: Any, point: dict[str, Any], label: str) -> RunStability | None:
+def run_stability(run: Any, point: dict[str, Any], label: str, alpha: float = ALPHA) -> RunStability | None:
+    """One run's verdict; `alpha` the level each of its tests is judged at (the family's)."""
     s = _series(run)
     if len(s) < MIN_INTERVALS:
         return None
@@ -102,13 +110,14 @@ def run_stability(run: Any, point: dict[str, Any], label: str) -> RunStability |
         k, p = found
         before, after = sum(ys[:k]) / k, sum(ys[k:]) / (len(ys) - k)
         change = after / before - 1 if before else 0.0
-        if p < ALPHA and abs(after - before) >= STEP * max(before, after):
+        splits = len(ys) - 2 * MIN_SIDE + 1  # the split was chosen as the best of these
+        if p < alpha / splits and abs(after - before) >= STEP * max(before, after):
             out.step_at_s, out.step_pct, out.step_p = s[k][0], change * 100, p
             out.verdict = "fell" if change < 0 else "rose"
             out.text = f"throughput {out.verdict} {abs(change) * 100:.0f}% after {s[k][0]:.0f} s ({before / 1e9:.2f} -> {after / 1e9:.2f} Gbit/s)"
             return out
     span_min = (s[-1][1] - s[0][0]) / 60
-    if out.trend_p is not None and out.trend_p < ALPHA and abs(out.trend_pct_per_min or 0) * span_min >= DRIFT * 100:
+    if out.trend_p is not None and out.trend_p < alpha and abs(out.trend_pct_per_min or 0) * span_min >= DRIFT * 100:
         out.verdict = "drifting"
         out.text = f"drifting {out.trend_pct_per_min:+.1f}% per minute over {s[-1][1]:.0f} s"
     elif cv is not None and cv > NOISY:
@@ -121,10 +130,12 @@ def run_stability(run: Any, point: dict[str, Any], label: str) -> RunStability |
 def stability(data: StudyData, params: list[str]) -> tuple[list[RunStability], list[str]]:
     """A verdict per counted run with at least MIN_INTERVALS intervals, and the findings."""
     rows: list[RunStability] = []
+    tested = sum(1 for p in data.points for r in p.counted if len(_series(r)) >= MIN_INTERVALS)
+    alpha = alpha_each(2 * tested)  # a step and a trend per run tested: one family
     for p in data.points:
         label = p.label(params)
         for r in p.counted:
-            one = run_stability(r, {k: p.params.get(k) for k in params}, label)
+            one = run_stability(r, {k: p.params.get(k) for k in params}, label, alpha)
             if one is not None:
                 rows.append(one)
     if not rows:
@@ -136,7 +147,7 @@ def stability(data: StudyData, params: list[str]) -> tuple[list[RunStability], l
             f"{sum(r.verdict == 'noisy' for r in rows)} noisy, {len(moved)} with a step or a trend")
     lines = [head]
     for r in moved[:10]:
-        lines.append(f"run {r.run + 1}{' ' + r.pair if r.pair else ''} at {r.label}: {r.text}")
+        lines.append(f"run {r.run}{' ' + r.pair if r.pair else ''} at {r.label}: {r.text}")
     if len(moved) > 10:
         lines.append(f"... and {len(moved) - 10} more runs with a step or a trend (analyze --format json: stability)")
     return rows, lines

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from scipy import stats as sst
 
+from . import intervals
+
 if TYPE_CHECKING:  # annotations only: the statistics import neither engines nor the spec
-    from ..engines.result import TestResult
     from ..studyfile.models import Repeat
 
 LEVEL = 0.95
@@ -95,8 +96,6 @@ def summarize(values: Sequence[float], level: float = LEVEL, method: str = "t") 
     cv = stdev / abs(mean) if mean else None
     lo, hi, used = mean - hw, mean + hw, "t"
     if method != "t" and stdev > 0:
-        from . import intervals  # the skew-aware intervals need numpy's bootstrap only when asked
-
         got = (intervals.log_t_interval(xs, level) if method == intervals.LOG and srt[0] > 0
                else intervals.bca_interval(xs, level) if method == intervals.BCA and n >= intervals.BCA_MIN else None)
         if got is not None:
@@ -194,11 +193,6 @@ def needs_more_runs(values: Sequence[float | None], target_margin: float, min_ru
     return s.margin > target_margin
 
 
-def stopping_value(result: TestResult) -> float | None:
-    """What the stopping rule watches for one counted run: total throughput, None if failed."""
-    return result.total_bps if result.ok else None
-
-
 def adaptive_rounds(repeat: Repeat, values_by_point: Mapping[int, Sequence[float | None]], round_no: int = 0) -> list[int]:
     """Point indices that need one more counted run, in the order to run them.
 
@@ -211,3 +205,10 @@ def adaptive_rounds(repeat: Repeat, values_by_point: Mapping[int, Sequence[float
     if repeat.order == "shuffled":
         random.Random(None if repeat.seed is None else repeat.seed + round_no).shuffle(need)
     return need
+
+
+def study_summaries(groups: Sequence[Sequence[float]], level: float = 0.95) -> tuple[list[Summary], str, str]:
+    """Every point's summary with the interval its study's runs call for, as `analyze`
+    reports them: (summaries, method, why)."""
+    method, why = intervals.choose([g for g in groups if g])
+    return [summarize(g, level, method) for g in groups], method, why

@@ -6,8 +6,12 @@ Along a numeric parameter (with the other swept parameters held fixed) a curve i
   declining   best at the bottom of the range, lower above it
   saturating  rises, then each doubling of the parameter adds less than `threshold`
   rising      still gaining at the top of the range: widen it
-"Significantly lower" uses Welch's test when both points have >= 2 runs; with single
-runs there is no noise estimate, so a difference under NOISE_NO_REPEATS counts as noise.
+The flat-or-not test of a line is its one-way ANOVA, adjusted over every test behind the
+analysis' "mattered" verdicts (analysis/policy.py, analysis/effects.py), so a curve and the
+parameter's verdict never disagree. "Significantly lower" is Welch's test at the same
+per-test level, asked only once the line's ANOVA found an effect. With single runs there
+is no run-to-run noise: the design's (analysis/design_noise.py) stands in where there is
+one, else the shape is only described, as a guess, and nothing is called flat.
 """
 from __future__ import annotations
 
@@ -22,7 +26,6 @@ from .serial import JsonRecord
 from .stats import LEVEL, summarize, welch
 
 SATURATION = 0.10  # gain per doubling below which more of a parameter "buys nothing"
-NOISE_NO_REPEATS = 0.05  # relative difference treated as noise when points have single runs
 KNEE_MIN = 0.1  # Kneedle distance below which a curve has no clear knee
 ALPHA = 1 - LEVEL
 
@@ -59,13 +62,31 @@ def anova(groups: Sequence[Sequence[float]]) -> float | None:
     return p
 
 
-def lower(best: Sequence[float], other: Sequence[float]) -> tuple[bool, float | None]:
-    """Is `other` really below `best`? (verdict, Welch p or None)."""
+@dataclass(frozen=True)
+class LineTest:
+    """How a line along a parameter is judged: its test's p-value adjusted over the family
+    (None: no test, single runs without a design noise estimate), the level each test is
+    judged at, the words naming the test, and single runs' design noise (log-scale sd, df)."""
+
+    p: float | None
+    alpha: float = ALPHA
+    words: str = ""
+    noise: tuple[float, int] | None = None
+
+
+def lower(best: Sequence[float], other: Sequence[float], how: LineTest = LineTest(None)) -> tuple[bool, float | None]:
+    """Is `other` really below `best`? (verdict, p or None). Welch's test with repeats; with
+    single runs the design's noise (a t test of the log means on its residual df); without
+    either, only the observed order (the caller words the shape as a guess)."""
     mb, mo = sum(best) / len(best), sum(other) / len(other)
     if len(best) >= 2 and len(other) >= 2:
         w = welch(best, other)
-        return (w.p_value < ALPHA and mo < mb), w.p_value
-    return (mb > 0 and (mb - mo) / mb > NOISE_NO_REPEATS), None
+        return (w.p_value < how.alpha and mo < mb), w.p_value
+    if how.noise is not None and mb > 0 and mo > 0 and how.noise[0] > 0:
+        sd, df = how.noise
+        p = float(2 * sst.t.sf(abs(math.log(mb / mo)) / (sd * math.sqrt(2)), df))
+        return (p < how.alpha and mo < mb), p
+    return mo < mb, None
 
 
 def per_doubling(x0: float, y0: float, x1: float, y1: float, i0: int, i1: int, log_x: bool) -> float:
@@ -86,7 +107,8 @@ class Curve(JsonRecord):
     ci_low: list[float | None]
     ci_high: list[float | None]
     n: list[int]
-    p_value: float | None = None  # ANOVA across the levels
+    p_value: float | None = None  # the line's test (ANOVA across the levels), adjusted; None: not tested
+    test: str = ""  # which test, and adjusted over what
     peak_x: Any = None
     peak: float | None = None
     peak_at_edge: bool = False
@@ -105,20 +127,23 @@ TENTATIVE = [("peak at ", "looks like a peak at "), ("best at the lowest", "look
 
 
 def curve(param: str, fixed: dict[str, Any], xs: list[Any], values: list[list[float]], unit: str,
-          threshold: float = SATURATION) -> Curve:
-    """Shape of the metric along numeric `param` (xs ascending, one value list per x).
-    With a single run at some value the shape is a guess and its words say so."""
-    c = _curve(param, fixed, xs, values, unit, threshold)
+          threshold: float = SATURATION, how: LineTest = LineTest(None)) -> Curve:
+    """Shape of the metric along numeric `param` (xs ascending, one value list per x), judged
+    as `how` says. With a single run at some value the shape is a guess and its words say so."""
+    c = _curve(param, fixed, xs, values, unit, threshold, how)
     if c.shape != "flat" and any(len(v) < 2 for v in values):
         where = (", ".join(f"{k}={v}" for k, v in fixed.items()) + ": ") if fixed else ""
         body = c.text[len(where):]
         old, new = next(((o, n) for o, n in TENTATIVE if body.startswith(o)), ("", ""))
-        c.text = f"{where}single runs: {new}{body[len(old):]}; repeat to confirm"
+        if how.p is None:
+            c.text = f"{where}single runs, no noise estimate: {new}{body[len(old):]}; cannot tell it from noise without repeats"
+        else:
+            c.text = f"{where}single runs: {new}{body[len(old):]}; repeat to confirm"
     return c
 
 
 def _curve(param: str, fixed: dict[str, Any], xs: list[Any], values: list[list[float]], unit: str,
-           threshold: float = SATURATION) -> Curve:
+           threshold: float, how: LineTest) -> Curve:
     sums = [summarize(v) for v in values]
     means = [s.mean or 0.0 for s in sums]
     c = Curve(param, fixed, "flat", xs, means, [s.ci_low for s in sums], [s.ci_high for s in sums], [s.n for s in sums])
@@ -128,13 +153,13 @@ def _curve(param: str, fixed: dict[str, Any], xs: list[Any], values: list[list[f
     c.gains = [per_doubling(float(xs[i]), means[i], float(xs[i + 1]), means[i + 1], i, i + 1, log_x) for i in range(last)]
     k = max(range(len(xs)), key=lambda i: means[i])
     c.peak_x, c.peak = xs[k], means[k]
-    c.p_value = anova(values)
+    c.p_value, c.test = how.p, how.words
     lo, hi = min(means), max(means)
-    if (c.p_value is not None and c.p_value >= ALPHA) or (c.p_value is None and hi > 0 and (hi - lo) / hi < NOISE_NO_REPEATS):
-        c.text = (f"{where}{param} made no measurable difference: {num(lo)} to {num(hi)} {unit} across "
-                  f"{param}={xs[0]}..{xs[-1]} ({pval(c.p_value) if c.p_value is not None else 'within noise, single runs'})")
+    if how.p is not None and how.p >= ALPHA:
+        c.text = (f"{where}{param}: no effect shown ({num(lo)} to {num(hi)} {unit} across {param}={xs[0]}..{xs[-1]}; "
+                  f"{how.words}: {pval(how.p)})")
         return c
-    top_lower, _ = lower(values[k], values[last]) if k < last else (False, None)
+    top_lower, _ = lower(values[k], values[last], how) if k < last else (False, None)
     if k < last and top_lower:
         c.decline_pct = (means[last] / means[k] - 1) * 100 if means[k] else None
         if k == 0:
@@ -182,45 +207,3 @@ def _knee(c: Curve, xs: list[Any], ys: list[float], log_x: bool, unit: str) -> N
         return
     c.knee_x, c.knee = xs[i], ys[i]
     c.text += f"; knee at {c.param}={xs[i]} ({num(ys[i])} {unit}, {ys[i] / ys[-1] * 100:.0f}% of the peak)"
-
-
-@dataclass
-class Effect(JsonRecord):
-    """Did a parameter change the metric at all (across every group of the others)?"""
-
-    param: str
-    mattered: bool
-    p_value: float | None  # Bonferroni-adjusted over groups
-    spread_pct: float  # (max - min) / max of the level means, largest over groups
-    low: tuple[Any, float]  # (level, mean) of the group with the largest spread
-    high: tuple[Any, float]
-    text: str = ""
-
-
-def effect(param: str, groups: list[tuple[list[Any], list[list[float]]]], unit: str) -> Effect | None:
-    """`groups`: for each combination of the other parameters, (levels, values per level)."""
-    ps, best = [], None
-    for levels, values in groups:
-        vals = [(lv, v) for lv, v in zip(levels, values) if v]
-        if len(vals) < 2:
-            continue
-        p = anova([v for _, v in vals])
-        if p is not None:
-            ps.append(p)
-        means = [(lv, sum(v) / len(v)) for lv, v in vals]
-        lo, hi = min(means, key=lambda t: t[1]), max(means, key=lambda t: t[1])
-        spread = (hi[1] - lo[1]) / hi[1] * 100 if hi[1] else 0.0
-        if best is None or spread > best[0]:
-            best = (spread, lo, hi)
-    if best is None:
-        return None
-    spread, lo, hi = best
-    p_adj = min(1.0, min(ps) * len(ps)) if ps else None
-    mattered = p_adj < ALPHA if p_adj is not None else spread / 100 >= NOISE_NO_REPEATS
-    how = pval(p_adj) if p_adj is not None else "single runs: judged by size alone"
-    if mattered:
-        text = (f"{param} mattered: {num(lo[1])} {unit} at {param}={lo[0]} vs {num(hi[1])} at {param}={hi[0]} "
-                f"({spread:.0f}% apart, {how})")
-    else:
-        text = f"{param} changed nothing measurable (its values are within {spread:.1f}% of each other, {how})"
-    return Effect(param, mattered, p_adj, spread, lo, hi, text)

@@ -13,10 +13,14 @@ from .frontier import Frontier
 from .groups import GroupAnalysis
 from .stability import RunStability
 from .links import PairAnalysis
+from .margins import MarginPoint
+from .modes import PointBands
 from .repeats import RepeatSuggestion
 from .serial import JsonRecord
 from .stats import Summary
-from .sweep import Curve, Effect
+from .design_noise import DesignNoise
+from .effects import Effect
+from .sweep import Curve
 
 
 @dataclass
@@ -49,6 +53,7 @@ class PointRow(JsonRecord):
     cpu_host_ci: float | None = None
     fairness: Fairness | None = None
     interval: str = "t"  # how ci_low/ci_high were made: t, log-t or bca (analysis/intervals.py)
+    bands: str | None = None  # the runs split into two bands (analysis/modes.py): each band's mean and runs
 
     @classmethod
     def of(cls, point: dict[str, Any], label: str, failed: int, metric: str, unit: str, s: Summary,
@@ -161,3 +166,8 @@ class Analysis(JsonRecord):
     interval: str = "Student's t"  # how every point's 95% interval was made
     interval_why: str = ""  # why, when not Student's t (skewed runs)
     cpu_units: dict[str, str] = field(default_factory=dict)  # side -> unit of its CPU column ("% of 1 core")
+    policy: str = ""  # the multiplicity policy every verdict follows (analysis/policy.py)
+    effect_tests: int = 0  # the family behind the "mattered" verdicts: each judged at 5% / this
+    noise: DesignNoise | None = None  # single runs: the noise the design gives, or why none
+    bands: list[PointBands] = field(default_factory=list)  # points whose runs split into two bands
+    margins: list[MarginPoint] = field(default_factory=list)  # adaptive repeats: target_margin reached per point

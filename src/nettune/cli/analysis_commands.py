@@ -10,11 +10,12 @@ import typer
 
 from ..errors import NettuneError
 from ..exporters.base import MEMBERS, one_of
-from .app import DB_OPT, app, console, open_store, print_error, print_export, print_fitted, print_items, user_errors
+from ..record.fields import metric_help
+from .app import DB_OPT, app, console, err_console, open_store, print_error, print_export, print_fitted, print_items, user_errors
 
 FORMAT_OPT = typer.Option("text", "--format", "-f", help="text or json.")
 SHARE_OPT = typer.Option(0.80, "--share", help="Efficiency: the recommended point is the knee of the throughput-vs-cost frontier among points reaching this share of the best throughput (0.8 = 80%).")
-METRIC_OPT = typer.Option("auto", "--metric", "-m", help="auto (the study's primary metric: total, or wall for a command workload), total (Gbit/s, both directions), receiver, sender, cpu_client, cpu_server, cpu_host, retransmits, lost_percent, jitter_ms, duration, wall, cpu_s, peak_rss, energy, power...")
+METRIC_OPT = typer.Option("auto", "--metric", "-m", help=f"auto (the study's primary metric: total, or wall for a command workload), or one of: {metric_help()}.")
 
 
 def _fmt(format: str) -> str:
@@ -40,17 +41,23 @@ def compare(
     a_table: Optional[Path] = typer.Option(None, "--a-table", help="Side a as a summary table (CSV: parameter columns, n, mean, sd), compared row by row with STUDY's points."),
     metric: str = METRIC_OPT,
     direction: str = typer.Option("auto", "--direction", help="auto (from the metric), higher or lower (which is better)."),
+    margin: Optional[str] = typer.Option(None, "--margin", help="Equivalence margin, e.g. 2%: say 'equivalent' when the change's 90% interval (two one-sided tests) lies inside +-margin."),
     format: str = FORMAT_OPT,
     db: Path = DB_OPT,
 ) -> None:
-    """Is b faster than a? Relative difference with its 95% interval and Welch's p-value."""
+    """Is b faster than a? Relative difference with its 95% interval and Welch's p-value; like with like over the other parameters."""
     from ..analysis import compare as cmp
     from ..analysis import published as pub
     from ..analysis.data import get_metric, load, parse_filter
     from ..analysis.metric import resolve
+    from ..analysis.policy import STATEMENT
+    from ..analysis.regression import parse_tolerance
     from ..analysis.sweep import num
 
     _fmt(format)
+    eq = None if margin is None else parse_tolerance(margin, "--margin") / 100
+    if eq is not None and eq <= 0:
+        raise NettuneError(f"--margin {margin!r}: give a margin above 0, e.g. --margin 2%")
     if direction not in ("auto", "higher", "lower"):
         raise NettuneError(f"--direction {direction!r}: use auto, higher or lower")
     hib = None if direction == "auto" else direction == "higher"
@@ -59,6 +66,7 @@ def compare(
     if len(studies) > 2:
         raise NettuneError(f"compare takes one or two studies, got {len(studies)}")
     loaded = []
+    each: list[tuple[str, Any]] = []  # one study, --a/--b over matched configurations: each on its own
     if studies:
         with open_store(db) as store:
             loaded = [load(store, s) for s in studies]
@@ -69,6 +77,8 @@ def compare(
             raise NettuneError("--a-table compares a summary table with one study: give exactly one STUDY, no --a, --a-stats or --b-stats")
         rows = pub.read_table(a_table, m)
         results = pub.versus_table(loaded[0], rows, m, hib, str(a_table))
+        if eq is not None:
+            raise NettuneError("--margin goes with one comparison of runs or summaries, not with --a-table")
     elif a_stats or b_stats:
         need = (a_stats is None) + (b_stats is None)
         if len(studies) != need or (a_stats and fa) or (b_stats and fb):
@@ -82,28 +92,44 @@ def compare(
             name, filt = ("a", fa) if a_stats is None else ("b", fb)
             sides[name] = pub.side_summary(loaded[0], filt, m)
         hb = m.higher_is_better if hib is None else hib
-        results = [("", cmp.compare_stats(sides["a"][1], sides["b"][1], hb, (m.better, m.worse), m.name, (sides["a"][0], sides["b"][0])))]
+        results = [("", cmp.compare_stats(sides["a"][1], sides["b"][1], hb, (m.better, m.worse), m.name, (sides["a"][0], sides["b"][0]),
+                                          1, eq))]
     else:
         if not studies:
             raise NettuneError("compare: give one study (with --a and --b), two studies, or --a-stats/--b-stats summaries")
         if len(studies) == 1:
-            results = [("", cmp.within_study(loaded[0], fa, fb, metric, hib))]
+            overall, each = cmp.within_study(loaded[0], fa, fb, metric, hib, eq)
+            results = [("", overall)]
         else:
-            results = cmp.between_studies(loaded[0], loaded[1], fa, fb, metric, hib)
+            results = cmp.between_studies(loaded[0], loaded[1], fa, fb, metric, hib, eq)
     if format == "json":
         if len(results) == 1:
-            _print_json(results[0][1].to_dict())
+            _print_json(results[0][1].to_dict() | {"configurations": [{"configuration": n} | c.to_dict() for n, c in each],
+                                                   "policy": STATEMENT})
         else:
-            _print_json({"comparisons": [{"point": label} | c.to_dict() for label, c in results]})
+            _print_json({"comparisons": [{"point": label} | c.to_dict() for label, c in results], "policy": STATEMENT})
         return
     for label, c in results:
         if label:
             console.print(f"[bold]{label}[/]", highlight=False)
         else:
-            console.print(f"a = {c.a}: N={c.n_a}, mean {num(c.mean_a * m.scale)} {m.label}\n"
-                          f"b = {c.b}: N={c.n_b}, mean {num(c.mean_b * m.scale)} {m.label}", highlight=False)
-        style = "green" if c.verdict in ("faster", "better") else "red" if c.verdict in ("slower", "worse") else "yellow"
-        console.print(f"  [{style}]{c.text}[/]  (Welch p={c.p_value:.3g}, ratio {c.ratio:.4f})", highlight=False)
+            mean = f" over {len(c.matched)} configurations, mean of their means" if c.matched else ", mean"
+            console.print(f"a = {c.a}: N={c.n_a}{mean} {num(c.mean_a * m.scale)} {m.label}\n"
+                          f"b = {c.b}: N={c.n_b}{mean} {num(c.mean_b * m.scale)} {m.label}", highlight=False)
+        _print_comparison(c, "  ")
+    if each:
+        console.print(f"per configuration ({'Bonferroni over ' + str(len(each)) if len(each) > 1 else 'one'}):", highlight=False)
+        for name, c in each:
+            _print_comparison(c, f"  {name}: ")
+    print_items([f"policy: {STATEMENT}"], bullet="", style="dim")
+
+
+def _print_comparison(c: Any, lead: str) -> None:
+    from rich.markup import escape
+
+    style = "green" if c.verdict in ("faster", "better") else "red" if c.verdict in ("slower", "worse") else "yellow"
+    p = f"Welch p={c.p_raw:.3g}" + (f", adjusted {c.p_value:.3g}" if c.family > 1 else "")
+    console.print(f"{escape(lead)}[{style}]{escape(c.text)}[/]  ({p}, ratio {c.ratio:.4f})", highlight=False)
 
 
 @app.command()
@@ -134,7 +160,7 @@ def analyze(
 
     head, rows = summary_table(result, result.params)
     # the terminal gets the statistics; CPU columns are in `nettune results` and the report
-    keep = [i for i, h in enumerate(head) if i < len(result.params) or h in ("N", result.unit, "± 95%", "median", "sd", "min to max", "CV %")]
+    keep = [i for i, h in enumerate(head) if i < len(result.params) or h in ("N", result.unit, "± 95%", "median", "sd", "min to max", "CV %", "two bands")]
     title = f"{result.study} (study #{result.study_id}): {result.unit} of counted runs, ± = 95% CI ({result.interval})"
     print_fitted(fit_table([head[i] for i in keep], [[row[i][0] for i in keep] for row in rows], console.width,
                            drop_order=["CV %", "sd", "median", "min to max"], boxed=False, title=title, title_justify="left"))
@@ -173,17 +199,27 @@ def export(
     study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
     format: str = typer.Option("csv", "--format", "-f", help=f"{one_of(MEMBERS)}."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: standard output; a binary format, e.g. parquet, needs a file)."),
+    series: bool = typer.Option(False, "--series", help="Also the per-interval and per-stream series, idle power and the study's definition, as files next to --out (JSON: the series inside each run); Parquet always writes them."),
     db: Path = DB_OPT,
 ) -> None:
     """Every run of a study, one row each, the swept parameters as columns."""
-    from ..exporters.runs import export as do_export
+    from ..exporters.runs import export as do_export, export_series
+    from ..exporters.series import StudyExport
 
     with open_store(db) as store:
         s = store.find_study(study)
         runs = store.runs(s["id"])
+        extra = StudyExport(s, store.facts(s["id"]), store.idle(s["id"]))
     if not runs:
         raise NettuneError(f"study {s['name']!r} (#{s['id']}) has no runs to export")
-    print_export(do_export(runs, format, out), out, len(runs))
+    if not (series or (format == "parquet" and out is not None)):
+        print_export(do_export(runs, format, out), out, len(runs))
+        return
+    done = export_series(runs, format, out, extra)
+    if isinstance(done, str):
+        print(done, end="")
+    else:
+        err_console.print(f"wrote {len(runs)} runs to {done[0]}" + "".join(f", {p.name}" for p in done[1:]), highlight=False)
 
 
 @app.command("import")
@@ -214,7 +250,7 @@ def import_(
         exports = read_exports(files)
         with import_store(db) as store:  # a failed import leaves no database behind
             sid, n = import_exports(store, exports, study, description)
-        console.print(f"imported {n} runs from {len(files)} export file(s) into study {study!r} (#{sid})", highlight=False)
+        console.print(f"imported {n} runs from {len(exports)} export file(s) into study {study!r} (#{sid})", highlight=False)
         return
 
     params = parse_sets(set_)
@@ -232,9 +268,13 @@ def import_(
         raise typer.Exit(2)  # before the database is opened: nothing is created
     with import_store(db) as store:  # a failed import leaves no database behind
         outcome = store_files(store, results, study, description)
+    said: list[str] = []
     for f in outcome.files:
         if f.ok:
-            console.print(f"  {f.path}: {f.message}", highlight=False, soft_wrap=True)
+            console.print(f"  {f.path}: {f.message}", highlight=False, soft_wrap=True, markup=False)
+            for w in f.warnings if f.warnings != said else []:  # a table's rows share theirs: said once
+                console.print(f"    warning: {w}", highlight=False, soft_wrap=True, markup=False)
+            said = f.warnings
     what = "files" if len(outcome.files) == len(files) else "tests"
     console.print(f"imported {outcome.imported} of {len(outcome.files)} {what} into study {outcome.study!r} (#{outcome.study_id})", highlight=False)
     if outcome.rejected:

@@ -67,7 +67,7 @@ def print_items(items: list[str], bullet: str = "  - ", style: str = "") -> None
 
 
 # How each outcome of putting a setting back is shown (`restore`, `lab down`).
-RESULT_STYLE = {"restored": "green", "unchanged": "dim", "gone": "dim", "left": "yellow", "failed": "red"}
+RESULT_STYLE = {"restored": "green", "unchanged": "dim", "gone": "dim", "left": "yellow", "failed": "red", "refused": "bold red"}
 
 
 def print_given_up(lines: list[tuple[str, str]], what: str) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Callable
 
 from rich.markup import escape
 
 from ..commands.dry_run import DryRun, dry_run
 from ..studyfile.models import Study
 from .app import console
+from .k8s_output import print_k8s_plan
 
 
 def _wrapped(label: str, words: list[str], width: int) -> list[str]:
@@ -26,13 +28,17 @@ def _wrapped(label: str, words: list[str], width: int) -> list[str]:
     return lines
 
 
+
+# What a target kind adds to the printed plan, by `[target] kind` (its CLI part): a
+# cluster study's kubectl lines and the objects it creates.
+KIND_PLANS: dict[str, Callable[[Study, str, str, DryRun], None]] = {"kubernetes": print_k8s_plan}
+
 def print_plan(study: Study, text: str, file: str, db: Path | None = None) -> None:
     plan = dry_run(study, text, file, db)
     print_dry_run(plan)
-    if study.target.kind == "kubernetes":
-        from .k8s_output import print_k8s_plan  # noqa: PLC0415 - the objects and kubectl lines of a cluster study
-
-        print_k8s_plan(study, text, file, plan)
+    more = KIND_PLANS.get(study.target.kind)  # a target kind's own part of the plan
+    if more is not None:
+        more(study, text, file, plan)
 
 
 def print_dry_run(plan: DryRun) -> None:

@@ -43,14 +43,13 @@ def clean(
 @user_errors
 def manifests(file: Path = typer.Argument(..., help="Study file whose [target] kind = \"kubernetes\".")) -> None:
     """Print the objects a run of the study creates, as YAML (`| kubectl apply --dry-run=server -f -` checks them)."""
-    from ..errors import NettuneError  # noqa: PLC0415
     from ..plan.points import expand_and_check  # noqa: PLC0415
     from ..plan.study_file import parse_study  # noqa: PLC0415
     from ..studyfile.load import read_study_text  # noqa: PLC0415
+    from ..targets import require_kind  # noqa: PLC0415
     from ..targets.kubernetes.k8s_plan import manifests_yaml  # noqa: PLC0415
 
     text = read_study_text(file)
     study = parse_study(text, str(file))
-    if study.target.kind != "kubernetes":
-        raise NettuneError(f"{file}: [target] kind is {study.target.kind!r}, not \"kubernetes\"")
+    require_kind(study, "kubernetes", str(file), "`nettune k8s manifests`")
     print(manifests_yaml(study, expand_and_check(study, text, str(file))), end="")

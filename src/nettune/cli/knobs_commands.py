@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import NettuneError
-from .app import DB_OPT, RESULT_STYLE, app, console, err_console, open_store, print_fitted, print_given_up, user_errors
+from .app import DB_OPT, RESULT_STYLE, app, console, err_console, open_store, print_error, print_fitted, print_given_up, user_errors
 
 knobs_app = typer.Typer(help="Settings nettune can change per sweep point (and always restores).", no_args_is_help=True)
 app.add_typer(knobs_app, name="knobs")
@@ -32,6 +32,8 @@ def restore(
 
     report = restore_journal(host, forget)
     out = report.outcome
+    if report.stopped:
+        console.print(f"stopped {len(report.stopped)} process(es) that killed runs left: pid {', '.join(map(str, report.stopped))}")
     for s in report.alive:
         console.print(f"[yellow]left alone[/]: a run is still in progress: {s.describe()}")
     if not out.lines and not report.alive:
@@ -88,7 +90,10 @@ def show(
     else:
         from ..plan.study_file import load_study
 
-        study = load_study(file)
+        from ..studyfile.local_commands import allow_local_commands
+
+        with allow_local_commands():  # reading the values connects: ssh_config Match exec runs as ssh would run it
+            study = load_study(file)
         if not study.knobs:
             raise NettuneError(f"{file}: the study has no [knobs] section")
         rows = sh.study_values(study, file.read_text(), str(file), host)
@@ -113,11 +118,16 @@ def persist(
     interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Write this interface instead of the one the study used."),
 ) -> None:
     """Write a point's knobs as installable files (sysctl.d, tuned, udev, NetworkManager, shell); applies nothing."""
-    from ..knobs.persist import knobs_of_point, parse_point, write_files
+    from ..knobs.persist import Refused, knobs_of_point, parse_point, write_files
 
     with open_store(db) as store:
         s, p, settings = knobs_of_point(store, study, parse_point(point))
-    files = write_files(s["name"], p["point"], settings, out, interface)
+    try:
+        files = write_files(s["name"], p["point"], settings, out, interface)
+    except Refused as e:
+        for line in e.lines:  # one line per refusal, then the summary (user_errors)
+            print_error(line)
+        raise
     console.print(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:")
     for f in files:
         console.print(escape(f"  {f}"), highlight=False)

@@ -17,6 +17,25 @@ def _register() -> None:
 _register()
 
 
+def _one_line_summaries(typer_app: object) -> None:
+    """The command lists (`nettune --help`, `nettune lab --help`) show each command's first
+    paragraph; in rich markup mode typer keeps that paragraph's line breaks, so a docstring
+    wrapped at 100 columns printed as broken lines ("the fix / and the revert"). Give each
+    command a short help of its first paragraph with the breaks joined; the command's own
+    --help (which joins them itself) is unchanged."""
+    import inspect
+
+    for info in typer_app.registered_commands:  # type: ignore[attr-defined]
+        doc = info.help or (inspect.getdoc(info.callback) if info.callback else None)
+        if doc and not info.short_help:
+            info.short_help = " ".join(doc.split("\n\n")[0].split())
+    for group in typer_app.registered_groups:  # type: ignore[attr-defined]
+        _one_line_summaries(group.typer_instance)
+
+
+_one_line_summaries(app)
+
+
 def main() -> None:  # pragma: no cover - entry point
     app(prog_name="nettune")
 

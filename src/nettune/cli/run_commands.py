@@ -40,14 +40,15 @@ class RichProgress:
         self.task = self.bar.add_task(study.name, total=total_tests)
 
     def test_start(self, slot: Slot, index: int) -> None:
-        self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run + 1}"))
+        self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run}"))
 
     def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None:
-        what = f"{result.total_bps / 1e9:.2f} Gbit/s" if result.ok and result.total_bps is not None else f"[red]failed: {escape(result.error or '')}[/]"
-        if result.ok and result.engine == "command" and result.duration is not None:  # a timed command: its wall seconds
-            what = f"{result.duration:.3f} s"
-        pair = f" {result.extra['pair']}" if result.extra.get("pair") else ""
-        console.print(f"  {slot.point.label()} run {slot.run + 1}{pair}: {what}", highlight=False)
+        from ..run.workloads import run_of  # noqa: PLC0415 - loaded by the run already; the CLI starts without it
+
+        said = run_of(result.engine).result_text(result) if result.ok else ""  # its kind's primary value: Gbit/s, a command's seconds
+        what = escape(said) if said else f"[red]failed: {escape(result.error or '')}[/]"
+        pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
+        console.print(f"  {slot.point.label()} run {slot.run}{pair}: {what}", highlight=False)
         self.bar.advance(self.task)
 
     def message(self, text: str) -> None:
@@ -100,10 +101,16 @@ def run(
     allow_long: bool = typer.Option(False, "--allow-long", help=f"Run a plan expected to take more than {MAX_HOURS} hours."),
     cross_check: bool = typer.Option(False, "--cross-check", help="After the study, re-run every point analysis marks tool-bound with the other engine and with iperf3 fanned out, and show them side by side with a verdict."),
     doctor: str = typer.Option("on", "--doctor", help="on: audit the hosts before the first point (nettune doctor's checks; stored with the study, listed by the report); off: skip."),
+    run_config_commands: bool = typer.Option(False, "--run-config-commands", help="With --dry-run: run the ssh_config `Match exec` commands and inventory scripts the hosts depend on (a real run always runs them, as ssh and Ansible do; a dry run otherwise runs nothing)."),
 ) -> None:
     """Run a study: every point of the sweep, repeated, stored as it goes."""
+    from ..commands.hosts_check import resolution_notes
+    from ..studyfile.local_commands import allow_local_commands
+
     text = read_study_text(file)
-    study = parse_study(text, str(file), max_points)
+    with allow_local_commands(not dry_run or run_config_commands):
+        study = parse_study(text, str(file), max_points)
+    print_items(resolution_notes(study), bullet="")
     if dry_run and resume:
         raise NettuneError("--dry-run and --resume: give one (--dry-run alone prints the whole plan; `nettune results` shows what a study holds)")
     if dry_run:

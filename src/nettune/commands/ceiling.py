@@ -129,7 +129,8 @@ def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[
     in an inventory / ssh_config. One loopback per machine: hosts sharing a machine share
     its ceiling."""
     from ..plan.study_file import load_study
-    from ..targets import make_target
+    from ..studyfile.local_commands import allow_local_commands
+    from ..targets import make_target, target_kind
     from ..targets.local import LocalHost
     from ..targets.loopback import LoopbackView
     from ..targets.ssh.ssh_named import named_ssh_hosts
@@ -142,9 +143,12 @@ def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[
         found: list[Any] = [LocalHost("loopback")] if local else []
         labs: list[Where] = []
         for path in studies:
-            study = load_study(Path(path))
-            if study.target.kind == "lab":
-                labs.append(stack.enter_context(_lab_path(study)))
+            with allow_local_commands():  # measuring connects: ssh_config Match exec runs as ssh would run it
+                study = load_study(Path(path))
+            own_path = target_kind(study).ceiling_path(study)
+            if own_path is not None:  # a lab study: the lab's own path (a lab of its own, unshaped)
+                cp = stack.enter_context(own_path)
+                labs.append(Where(cp.server, cp.client, HostAnswers(cp.target), cp.path, cp.label))
                 continue
             if study.target.on_this_machine:  # a loopback study: this machine (counted once below)
                 found.append(LocalHost("loopback"))
@@ -155,31 +159,6 @@ def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[
         if names:
             found += [LoopbackView(h) for h in stack.enter_context(named_ssh_hosts(names, inventory, "ceiling"))]
         yield _one_per_machine(found) + labs
-
-
-@contextmanager
-def _lab_path(study: Any) -> Iterator[Where]:
-    """A lab of its own for the study's lab path: its server and client, the first point's
-    MTU and queues, no shaping, no nodes, no knobs; removed afterwards."""
-    from ..plan.points import expand_and_check  # noqa: PLC0415
-    from ..studyfile.models import Study  # noqa: PLC0415
-    from ..targets.lab.lab import LabTarget  # noqa: PLC0415 - pyroute2, only for the lab
-
-    first = expand_and_check(study)[0]
-    wl = first.workload
-    server, client = (wl.server, wl.client) if wl.pairs is None else tuple(study.target.test_hosts[:2])
-    mtu, queues = first.target.mtu, first.target.queues
-    own = Study.model_validate({"name": f"{study.name[:58]}-ceil", "target": {"kind": "lab", "hosts": [server, client], "mtu": mtu,
-                                                                          "queues": queues},
-                                "workload": {"server": server, "client": client}})
-    target = LabTarget(own)
-    try:
-        target.prepare(expand_and_check(own)[0])
-        s, c = target.hosts[server], target.hosts[client]
-        answers = HostAnswers(target)
-        yield Where(s, c, answers, f"lab mtu={mtu} queues={queues}", f"lab of {study.name} ({server} -> {client}, mtu {mtu}, {queues} queue(s))")
-    finally:
-        target.close()
 
 
 def _one_per_machine(hosts: list[Any]) -> list[Where]:

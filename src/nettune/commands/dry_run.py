@@ -1,10 +1,10 @@
 """`nettune run --dry-run` as data: the plan of a study, with the exact commands a run
 would start, computed with the run's own code and without creating anything.
 
-The same code as the run: points from plan.points, test counts and pair rounds from
-run.study / run.slots, the expected time from run.eta, server addresses as the target
-gives them (targets.footprint.server_address: the lab's layout, an ssh host's address,
-loopback), command lines from the engine's argv builders. The tool version those
+The same code as the run: points from plan.points, each point's test count, time and
+commands from its workload kind (run/workloads/: the network kind's engine argv builders
+with server addresses as the target kind gives them, the lab's layout, an ssh host's
+address, loopback; a command's setup and run), the expected time from commands/eta.py. The tool version those
 builders get is the one the run would get where it can be read without creating
 anything: hosts on this machine (the target spec's on_this_machine: lab, local) run
 this machine's binaries, so it is the installed tool's; a remote host's is only known
@@ -13,51 +13,23 @@ version, and a note says so. The CLI
 (cli/dry_run_output.py) only prints a DryRun."""
 from __future__ import annotations
 
-import shlex
-
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
 
 from ..engines import get_engine
-from ..engines.access import Access, placeholder
-from ..engines.base import Engine
+from ..engines.base import Tool
 from ..knobs.base import Loc
 from ..knobs.keys import summary as knob_summary
+from ..knobs.kinds.sysctl_unsafe import danger_notes
 from ..plan.points import ResolvedPoint, expand_and_check
-from ..studyfile.models import Study, Workload
-from ..targets.footprint import planned_port, server_address
-from .dry_run_knobs import knob_lines
 from ..run.engine_choice import planned_choices
+from ..run.workloads import workload_run
+from ..run.workloads.base import PlannedTest as PlannedTest, ToolVersion as ToolVersion
+from ..studyfile.models import Study
+from ..targets.base import Host
+from ..targets.local import LocalHost
+from .dry_run_knobs import knob_lines
 from .eta import MAX_HOURS, describe, plan_seconds
-from ..run.slots import pair_rounds
-
-DEFAULT_PORT = 5201  # built into the command, then shown as FREE_PORT where the run picks one itself
-FREE_PORT = "<port>"  # the run asks the server host for a free port when the test starts
-
-
-@dataclass
-class PlannedTest:
-    """One point: the commands of its (first) test, and what to know about them."""
-
-    index: int
-    label: str  # the point's parameters, e.g. "streams=4"
-    target: str  # the target settings that vary per point, e.g. "mtu=9000, queues=2" ('' if none)
-    server_host: str
-    client_host: str
-    server_argv: list[str]
-    client_argv: list[str]
-    client_env: dict[str, str]
-    notes: list[str] = field(default_factory=list)  # every note of this point
-    own_notes: list[str] = field(default_factory=list)  # those not common to every point
-    roles: tuple[str, str] = ("server", "client")  # what the two commands are (a command workload: setup, run)
-
-
-@dataclass
-class ToolVersion:
-    """The version the commands are built for ('' = unknown: version-dependent options left out)."""
-
-    version: str
-    note: str = ""
 
 
 @dataclass
@@ -76,11 +48,10 @@ class DryRun:
     common_notes: list[str]  # notes every point has, said once
 
 
-def dry_run(study: Study, text: str, file: str, db: Any = None) -> DryRun:
+def dry_run(study: Study, text: str, file: str, db: Path | None = None) -> DryRun:
     """The whole plan of `study` (the file's text and name for error messages); `db`: the
     results database the run would use (read, never created: its loopback ceilings
     decide engine = "auto" as in the run)."""
-    from ..run.study import tests_per_slot  # noqa: PLC0415 - run.study pulls in scipy; the CLI starts without it
     from ..store.instrument_tables import open_read_only  # noqa: PLC0415
 
     conn = open_read_only(db)
@@ -90,18 +61,19 @@ def dry_run(study: Study, text: str, file: str, db: Any = None) -> DryRun:
         if conn is not None:
             conn.close()
     per_point = study.repeat.warmup + study.repeat.min_counted
-    per_run = [tests_per_slot(rp, rp.target) for rp in resolved]  # every host pair is a test of its own
+    per_run = [workload_run(rp.workload).tests_per_slot(rp.workload, list(rp.target.test_hosts)) for rp in resolved]  # every host pair is a test of its own
     tests = per_point * sum(per_run)
     pairs = per_run[0] if study.workload.pairs is not None and len(set(per_run)) == 1 else None
     versions: dict[str, ToolVersion] = {}
     planned = []
     for rp in resolved:
-        engine = get_engine(rp.workload.engine)
+        engine = get_engine(str(rp.workload.engine))
         tool = versions.setdefault(engine.name, tool_version(study, engine))
-        planned.append(planned_test(study, rp, engine, tool))
+        planned.append(planned_test(study, rp, tool))
     boot_notes(study, resolved, planned, text, file)
     common = [n for n in planned[0].notes if all(n in p.notes for p in planned)] if len(planned) > 1 else []
     common += choice_notes
+    common += danger_notes(list(study.knobs.knobs()) if study.knobs else [])  # sysctl_unsafe: the denylist's override, said loudly
     for p in planned:
         p.own_notes = [n for n in p.notes if n not in common]
     return DryRun(
@@ -137,62 +109,25 @@ def boot_notes(study: Study, resolved: list[ResolvedPoint], planned: list[Planne
                             "then reboot, wait for SSH, check /proc/cmdline")
 
 
-def planned_test(study: Study, rp: ResolvedPoint, engine: Engine, tool: ToolVersion) -> PlannedTest:
-    """A point's commands as the run builds them (engine.warnings first, as run.driver does)."""
-    wl, notes = engine.warnings(rp.workload)
+def planned_test(study: Study, rp: ResolvedPoint, tool: ToolVersion) -> PlannedTest:
+    """A point's commands as the run builds them (its workload kind's), after the point's
+    knob lines."""
     knobs = rp.extra.get("knobs")
-    notes += [f"knobs: {knob_summary(knobs)}"] + knob_lines(study, rp) if knobs else []  # each host's own OS's commands
-    if not engine.network:  # engine = "command": setup and the timed run on one host
-        from ..run.command_driver import planned_steps  # noqa: PLC0415
-
-        return PlannedTest(rp.point.index, rp.point.label(), "", *planned_steps(engine, wl, rp.target), dict(wl.env),
-                           notes=notes + planned_cleanup(engine, wl), roles=("setup", "run"))
-    notes += [tool.note] if tool.note else []
-    server, client = wl.server, wl.client
-    if wl.pairs is not None:
-        rounds = pair_rounds(wl, rp.target)
-        server, client = rounds[0][0]
-        shown = " | ".join(", ".join(f"{a}->{b}" for a, b in rnd) for rnd in rounds)
-        mode = "pairs of a round at once" if wl.parallel_pairs else "one pair at a time"
-        notes.insert(0, f"{sum(map(len, rounds))} pairs in {len(rounds)} rounds ({mode}): {shown}; commands shown for {server}->{client}")
-    address = server_address(study, server)
-    access, note = planned_access(engine, wl, address)
-    notes += [note] if note else []
-    port = wl.port or planned_port(study)
-    target = ", ".join(f"{k}={v}" for k, v in rp.target.model_dump().items() if k in ("mtu", "queues"))
-    return PlannedTest(
-        index=rp.point.index, label=rp.point.label(), target=target, server_host=server, client_host=client,
-        server_argv=_port_shown(engine.server_argv(wl, port or DEFAULT_PORT, tool.version, access), port),
-        client_argv=_port_shown(engine.client_argv(wl, address, port or DEFAULT_PORT, tool.version, access), port),
-        client_env=engine.client_env(access), notes=notes,
-    )
+    notes = [f"knobs: {knob_summary(knobs)}"] + knob_lines(study, rp) if knobs else []  # each host's own OS's commands
+    return workload_run(rp.workload).planned(study, rp, tool, notes)
 
 
-def _port_shown(argv: list[str], port: int | None) -> list[str]:
-    """The command with FREE_PORT where the run puts a port it picks itself."""
-    if port is not None:
-        return argv
-    return [FREE_PORT if i and argv[i - 1] in ("-p", "--port") and a == str(DEFAULT_PORT) else a for i, a in enumerate(argv)]
-
-
-def planned_cleanup(engine: Any, wl: Workload) -> list[str]:
-    argv = engine.step_argv(wl, "cleanup")
-    return [f"cleanup: {' '.join(shlex.quote(a) for a in argv)}"] if argv else []
-
-
-def tool_version(study: Study, engine: Engine) -> ToolVersion:
+def tool_version(study: Study, engine: Tool) -> ToolVersion:
     """The version the run would find (run.study.preflight asks the client host the same
     way): this machine's installed tool for the lab and loopback, whose hosts run this
     machine's binaries; unknown for remote hosts until connected (a dry run connects to none)."""
     if not study.target.on_this_machine:
         return ToolVersion("", f"{engine.name} version unknown until connected: commands shown without the options "
                                "that depend on it (each host's own version decides them at run time)")
-    from ..targets.local import LocalHost  # noqa: PLC0415
-
     return installed_version(engine, LocalHost("machine"))
 
 
-def installed_version(engine: Engine, host: Any) -> ToolVersion:
+def installed_version(engine: Tool, host: Host) -> ToolVersion:
     """The engine's tool version on `host`, as the run's preflight reads it."""
     if host.which(engine.binary) is None:
         return ToolVersion("", f"{engine.binary} is not installed here (the run would stop: {engine.install_hint}); "
@@ -203,16 +138,3 @@ def installed_version(engine: Engine, host: Any) -> ToolVersion:
         return ToolVersion(found)
     return ToolVersion("", f"cannot tell the version of {engine.binary} (the run would stop); "
                            "commands shown without the options that depend on it")
-
-
-def planned_access(engine: Engine, wl: Workload, bind: str) -> tuple[Access, str]:
-    """The server's binding and credentials as a run would use them (secrets as names),
-    and a note on them ('' if none)."""
-    bound = bind if wl.bind else None
-    if wl.auth is False:
-        return Access(bind=bound), "auth = false: servers accept any client"
-    if engine.auth == "password":
-        note = "" if wl.auth is True else f"auth auto: credentials used if every host's {engine.name} has authentication"
-        return replace(placeholder(bound), permit_key=None), note
-    why = engine.permit_key_usable(wl)
-    return (Access(bind=bound), why) if why else (replace(placeholder(bound), user=None, public_key=None), "")

@@ -7,24 +7,21 @@ device of an interface knob is the lab host's veth, an ssh host's `interface`, e
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..knobs.keys import knob_items, parse_key
 from ..knobs.os_commands import NEUTRAL, OSES, knob_commands
-from ..targets.lab.labnet import study_layout
+from ..plan.points import ResolvedPoint
+from ..studyfile.models import Study
+from ..targets import target_kind
 
 
-def host_forms(study: Any, host: str) -> tuple[list[str], bool, str | None]:
-    """(OSes to show, whether the OS is known, default device) of a host of the study."""
-    spec = study.target
-    if spec.kind == "lab":
-        return ["linux"], True, study_layout(study).ns_if(host)
-    if spec.on_this_machine:
-        return ["linux"], True, None
-    return list(OSES), False, spec.hosts[host].interface
+def host_forms(study: Study, host: str) -> tuple[list[str], bool, str | None]:
+    """(OSes to show, whether the OS is known, default device) of a host of the study, as
+    its target kind knows them from the study alone."""
+    known, device = target_kind(study).knob_os(study, host)
+    return ([known], True, device) if known is not None else (list(OSES), False, device)
 
 
-def knob_lines(study: Any, rp: Any) -> list[str]:
+def knob_lines(study: Study, rp: ResolvedPoint) -> list[str]:
     """One line per host and OS: 'knobs on freebsd-a (freebsd, if it is): ifconfig vmx0 mtu 9000; ...'."""
     knobs, hosts_map = knob_items(rp.extra.get("knobs"))
     neutral = {k: v for k, v in knobs.items() if parse_key(k).kind in NEUTRAL}

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import NettuneError
 from ..plan.points import expand_and_check
 from ..plan.study_file import load_study
+from ..targets import require_kind
 
 
 @dataclass
@@ -37,15 +37,13 @@ def lab_up(file: Path) -> LabUp:
     from ..targets.lab.lab import LabTarget  # noqa: PLC0415 - pyroute2, only for the lab
 
     study = load_study(file)
-    if study.target.kind != "lab":
-        raise NettuneError(f"{file}: target.kind is {study.target.kind!r}; `lab up` needs kind = \"lab\"")
+    require_kind(study, "lab", str(file), "`lab up`")
     first = expand_and_check(study, file.read_text(), str(file))[0]
     target = LabTarget(study)
     state = target.prepare(first)
     target.keep()  # the user's lab: a run of this study uses it and leaves it up; `nettune lab down` removes it
     layout = target.layout
-    rows = [LabHostRow(h, layout.ns(h), str(s["interface"]), str(s["address"]), str(s["mtu"]), str(s["tx_queues"]))
-            for h, s in state["hosts"].items()]
+    rows = [LabHostRow(h, layout.ns(h), str(s.interface), str(s.address), str(s.mtu), str(s.tx_queues)) for h, s in state.hosts.items()]
     return LabUp(study.name, rows, f"{layout.bridge} {layout.bridge_address}/{layout.subnet.prefixlen}",
                  layout.ns(study.target.hosts[0]), layout)
 

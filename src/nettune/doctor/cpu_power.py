@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from ..knobs.cpu_files import natural_key
-from .base import Check, Finding, HostView
+from .base import Check, Finding, HostView, cannot
 
 BASE = "/sys/devices/system/cpu/"
 CPUFREQ = BASE + "cpu*/cpufreq/"
@@ -33,12 +33,18 @@ class CpuDriver(Check):
     source = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver, .../amd_pstate/status, .../intel_pstate/status, /proc/cpuinfo vendor_id"
 
     def run(self, h: HostView) -> list[Finding]:
-        drv = h.read(BASE + "cpu0/cpufreq/scaling_driver")
-        vendor = re.search(r"^vendor_id\s*:\s*(\S+)", h.read("/proc/cpuinfo") or "", re.M)
+        got = h.get(BASE + "cpu0/cpufreq/scaling_driver")
+        if not got.known:
+            return [cannot(self.id, h.name, "the CPU frequency driver", got)]
+        drv = got.text
+        info = h.get("/proc/cpuinfo")
+        vendor = re.search(r"^vendor_id\s*:\s*(\S+)", info.text or "", re.M)
         amd = bool(vendor and vendor.group(1) == "AuthenticAMD")
         if drv is None:
-            return [Finding(self.id, h.name, "info", "no CPU frequency scaling exposed (cpufreq absent: a VM, or disabled)",
+            return [Finding(self.id, h.name, "info", "this host exposes no CPU frequency scaling (no cpufreq in sysfs: a VM, or disabled in firmware)",
                             f"{BASE}cpu0/cpufreq/scaling_driver: absent", "the hypervisor or firmware decides the clock; tune it there")]
+        if drv == "acpi-cpufreq" and not info.known:
+            return [cannot(self.id, h.name, "whether acpi-cpufreq runs on an AMD CPU (amd-pstate would be better there)", info)]
         amd_mode = h.read(BASE + "amd_pstate/status")
         intel_mode = h.read(BASE + "intel_pstate/status")
         ev = f"{BASE}cpu0/cpufreq/scaling_driver: {drv}" + (f"; amd_pstate/status: {amd_mode}" if amd_mode else "") + (f"; intel_pstate/status: {intel_mode}" if intel_mode else "")
@@ -68,7 +74,13 @@ class PerCpuFile(Check):
         return ""
 
     def run(self, h: HostView) -> list[Finding]:
-        values = h.files(CPUFREQ + self.file)
+        got = h.files(CPUFREQ + self.file)
+        if not got.known:
+            drv = h.get(BASE + "cpu0/cpufreq/scaling_driver")
+            if drv.absent:
+                return []  # no cpufreq at all: cpu.driver says so
+            return [cannot(self.id, h.name, f"the {self.label} of the CPUs", got)]
+        values = got.texts
         if not values:
             return []
         count = Counter(values.values())
@@ -98,7 +110,7 @@ class CpuEpp(PerCpuFile):
     why = "a power-leaning EPP makes the CPU clock up late under load"
 
     def note(self, h: HostView) -> str:
-        govs = set(h.files(CPUFREQ + "scaling_governor").values())
+        govs = set(h.files(CPUFREQ + "scaling_governor").texts.values())
         return " (set it after the governor: with governor performance the driver pins EPP)" if "performance" in govs else ""
 
 
@@ -108,9 +120,12 @@ class Tuned(Check):
     CALM = ("balanced", "powersave", "desktop", "laptop-battery-powersave", "laptop-ac-powersave")
 
     def run(self, h: HostView) -> list[Finding]:
-        if h.host.which("tuned-adm") is None:
-            return [Finding(self.id, h.name, "info", "tuned not installed", "command -v tuned-adm: not found")]
-        r = h.run(["tuned-adm", "active"])
+        w = h.which("tuned-adm")
+        if w.absent:
+            return [Finding(self.id, h.name, "info", "tuned is not installed", "command -v tuned-adm: not found")]
+        r = h.cmd(["tuned-adm", "active"])
+        if not r.known:
+            return [cannot(self.id, h.name, "whether a tuned profile is active", w, r)]
         m = re.search(r"Current active profile:\s*(.+)", r.stdout)
         profile = " ".join(m.group(1).split()) if m else "off"
         out = []
@@ -123,12 +138,16 @@ class Tuned(Check):
         else:
             out.append(Finding(self.id, h.name, "info", f"tuned profile {profile}", ev))
         if profile != "off":
-            v = h.run(["tuned-adm", "verify", "--ignore-missing"], timeout=60)
-            if v.returncode != 0:
-                lines = [ln.strip() for ln in (v.stdout + v.stderr).splitlines() if ln.strip()]
-                said = lines[0][:200] if lines else "no output"  # tuned-adm's verdict line; the details are in its log
+            v = h.first(["tuned-adm", "verify", "--ignore-missing"], ["tuned-adm", "verify"])
+            lines = [ln.strip() for ln in (v.stdout + v.stderr).splitlines() if ln.strip()]
+            said = lines[0][:200] if lines else "no output"  # tuned-adm's verdict line; the details are in its log
+            # a sosreport keeps the text, not the exit code: its verdict line says it
+            failed = v.known and (v.rc != 0 or "Verification failed" in v.stdout)
+            if not v.known:
+                out.append(cannot(self.id, h.name, f"whether profile {profile} is fully in force (tuned-adm verify)", v))
+            elif failed:
                 out.append(Finding("cpu.tuned", h.name, "problem", f"tuned-adm verify fails for {profile}: the profile is not fully in force",
-                                   f"tuned-adm verify: exit {v.returncode}: {said}",
+                                   f"tuned-adm verify: exit {v.rc}: {said}",
                                    "some settings of the profile were changed behind tuned's back; the numbers are not those of the profile",
                                    f"tuned-adm profile {profile}   (re-applies it; the log /var/log/tuned/tuned.log lists what differed)", ""))
         return out
@@ -139,7 +158,10 @@ class Smt(Check):
     source = "/sys/devices/system/cpu/smt/control, smt/active"
 
     def run(self, h: HostView) -> list[Finding]:
-        control = h.read(BASE + "smt/control")
+        got = h.get(BASE + "smt/control")
+        if not got.known:
+            return [cannot(self.id, h.name, "whether SMT is on", got)]
+        control = got.text
         if control is None or control in ("notsupported", "notimplemented"):
             return []
         active = h.read(BASE + "smt/active")
@@ -152,12 +174,16 @@ class Mitigations(Check):
     source = "/sys/devices/system/cpu/vulnerabilities/*, /proc/cmdline (mitigations=)"
 
     def run(self, h: HostView) -> list[Finding]:
-        vul = h.files(BASE + "vulnerabilities/*")
+        got = h.files(BASE + "vulnerabilities/*")
+        if not got.known:
+            return [cannot(self.id, h.name, "the speculative-execution mitigations", got)]
+        vul = got.texts
         if not vul:
             return []
         state = Counter("not affected" if v.startswith("Not affected") else "vulnerable" if v.startswith("Vulnerable") else "mitigated" for v in vul.values())
-        cmd = re.search(r"(?:^|\s)mitigations=(\S+)", h.read("/proc/cmdline") or "")
-        mode = cmd.group(1) if cmd else "auto (default)"
+        cmdline = h.get("/proc/cmdline")
+        cmd = re.search(r"(?:^|\s)mitigations=(\S+)", cmdline.text or "")
+        mode = cmd.group(1) if cmd else "auto (default)" if cmdline.text is not None else "? (kernel command line not read)"
         seen = f"mitigations={mode}: " + ", ".join(f"{n} {s}" for s, n in state.most_common())
         open_ = sorted(p.rsplit("/", 1)[1] for p, v in vul.items() if v.startswith("Vulnerable"))
         fix, revert = _cmdline_fix("mitigations=off")
@@ -173,11 +199,14 @@ class CState(Check):
     DEEP_US = 50  # exit latency above this adds visibly to a ping-pong RTT at low load
 
     def run(self, h: HostView) -> list[Finding]:
-        names = h.files(BASE + "cpu0/cpuidle/state*/name")
+        got = h.files(BASE + "cpu0/cpuidle/state*/name")
+        if not got.known:
+            return [cannot(self.id, h.name, "the CPU idle states", got)]
+        names = got.texts
         if not names:
             return []
-        lat = h.files(BASE + "cpu0/cpuidle/state*/latency")
-        dis = h.files(BASE + "cpu0/cpuidle/state*/disable")
+        lat = h.files(BASE + "cpu0/cpuidle/state*/latency").texts
+        dis = h.files(BASE + "cpu0/cpuidle/state*/disable").texts
         states = []
         for p, name in names.items():
             d = p.rsplit("/", 1)[0]

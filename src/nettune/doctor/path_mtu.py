@@ -9,22 +9,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Finding, HostView, StudyCheck
+from .base import Finding, HostView, StudyCheck, cannot, q
 
 HEADERS = 28
 
 
-def _ping(v: HostView, address: str, size: int) -> tuple[bool, float | None]:
+def _ping(v: HostView, address: str, size: int) -> tuple[bool | None, float | None]:
+    """(the reply came back, its RTT); None: not known (a capture without this ping)."""
     argv = (["ping", "-D", "-s", str(size), "-c", "1", "-t", "2", address] if v.os == "freebsd"
             else ["ping", "-M", "do", "-s", str(size), "-c", "1", "-W", "1", address])
-    r = v.host.run(argv, timeout=10)
+    r = v.cmd(argv, timeout=10)
+    if not r.known:
+        return None, None
     m = re.search(r"time[=<]([\d.]+) ms", r.stdout)
-    return r.returncode == 0 and " 0% packet loss" in r.stdout, float(m.group(1)) if m else None
+    return r.rc == 0 and " 0% packet loss" in r.stdout, float(m.group(1)) if m else None
 
 
 def _mtu(v: HostView) -> int | None:
     if v.os == "freebsd":
-        m = re.search(r"mtu (\d+)", v.run(["ifconfig", v.interface]).stdout) if v.interface else None
+        m = re.search(r"mtu (\d+)", v.cmd(["ifconfig", v.interface]).stdout) if v.interface else None
         return int(m.group(1)) if m else None
     text = v.read(f"/sys/class/net/{v.interface}/mtu") if v.interface else None
     return int(text) if text and text.isdigit() else None
@@ -48,12 +51,17 @@ class PathMtu(StudyCheck):
                 if known.get(v.name) and known[v.name] < top:
                     out.append(Finding(self.id, v.name, "problem", f"MTU mismatch: {listing}", f"/sys/class/net/{v.interface}/mtu: {known[v.name]} (peers: {listing})",
                                        "a host with the larger MTU sends frames the smaller one drops: stalls, retransmits, or TCP falling back to small segments",
-                                       f"ip link set dev {v.interface} mtu {top}   (or lower the others; every device on the path must carry it)",
-                                       f"ip link set dev {v.interface} mtu {known[v.name]}", {"key": f"mtu@{v.interface}", "value": top}))
+                                       f"ip link set dev {q(v.interface or '')} mtu {top}   (or lower the others; every device on the path must carry it)",
+                                       f"ip link set dev {q(v.interface or '')} mtu {known[v.name]}", {"key": f"mtu@{v.interface}", "value": top}))
         for a in views:
-            if a.host.which("ping") is None:
-                out.append(Finding(self.id, a.name, "warn", "ping is not installed: path MTU and RTT not measured", "command -v ping: not found",
-                                   "the buffer check then assumes 1 ms", "apt-get install iputils-ping (dnf install iputils; nettune setup)", ""))
+            w = a.which("ping")
+            if not w.known:
+                out.append(cannot(self.id, a.name, "the path MTU and RTT (whether ping is installed is not known)", w))
+                continue
+            if w.absent:
+                out.append(Finding(self.id, a.name, "cannot_tell", "cannot tell the path MTU or the RTT: ping is not installed", "command -v ping: not found",
+                                   "without the RTT net.buffers cannot judge the buffers against the bandwidth-delay product",
+                                   "apt-get install iputils-ping (dnf install iputils; nettune setup)", ""))
                 continue
             for b in views:
                 if b is a or not mtus.get(a.name):
@@ -63,6 +71,8 @@ class PathMtu(StudyCheck):
 
     def _pair(self, a: HostView, peer: str, address: str, mtu: int) -> list[Finding]:
         ok, rtt = _ping(a, address, 56)
+        if ok is None:
+            return [cannot(self.id, a.name, f"the path to {peer} (the capture holds no ping to {address})", f"ping {address}")]
         if not ok:
             return [Finding(self.id, a.name, "problem", f"{peer} ({address}) does not answer ping from {a.name}", f"ping -c 1 {address} on {a.name}: no reply",
                             "without replies neither the path MTU nor the RTT can be checked (a firewall dropping ICMP also breaks path-MTU discovery)", "", "")]

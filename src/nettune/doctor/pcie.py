@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from .base import Check, Finding, HostView
+from .base import Check, Finding, HostView, cannot
+from .link import device_path, link_facts
 
 # GT/s -> usable Gbit/s per lane, and the generation's name
 LANE = {2.5: (2.0, "Gen1"), 5.0: (4.0, "Gen2"), 8.0: (7.877, "Gen3"), 16.0: (15.754, "Gen4"), 32.0: (31.508, "Gen5"), 64.0: (64.0, "Gen6")}
@@ -29,10 +30,19 @@ class PcieLink(Check):
     def run(self, h: HostView) -> list[Finding]:
         dev = h.interface
         if not dev:
-            return []
-        path = h.run(["readlink", "-f", f"/sys/class/net/{dev}/device"]).stdout.strip()
-        if not path.startswith("/sys/devices/pci"):
-            return []  # veth, bridge, or not PCI
+            return [self.no_interface(h)]
+        facts = link_facts(h, dev)
+        if facts.kind in ("virtual", "paravirtual"):
+            return []  # a veth, a bridge, virtio in a VM: no PCIe link of its own
+        path, link = device_path(h, dev)
+        if path is None:
+            if not link.known:
+                return [cannot(self.id, h.name, f"{dev}'s PCIe link", link)]
+            return []  # not a device of its own
+        if path.rsplit("/", 1)[-1].startswith("virtio"):
+            path = path.rsplit("/", 1)[0]
+        if not re.fullmatch(r"/sys/devices/pci[\w:./-]+", path):
+            return []  # not PCI (a name with other characters is not a sysfs path either)
         links = []  # (path, cur GT/s, cur width, max GT/s, max width), NIC first, then its bridges
         p = path
         while p.startswith("/sys/devices/pci") and p.count("/") > 3:
@@ -41,12 +51,15 @@ class PcieLink(Check):
                 links.append((p, cur, int(width), _gts(h.read(p + "/max_link_speed")), int(h.read(p + "/max_link_width") or 0)))
             p = p.rsplit("/", 1)[0]
         if not links:
+            speed = h.get(path + "/current_link_speed")
+            if not speed.known:
+                return [cannot(self.id, h.name, f"{dev}'s PCIe link", speed)]
             return []  # a virtual PCI device (virtio in a VM) reports no link
         nic = links[0]
         func = nic[0].rsplit("/", 1)[1]
         ceil = min(LANE.get(c, (0.0, ""))[0] * w for _, c, w, _, _ in links)
         gen = LANE.get(nic[1], (0, f"{nic[1]} GT/s"))[1]
-        port_names = sorted({x.split("/")[-2] for x in h.files(f"/sys/bus/pci/devices/{func.rsplit('.', 1)[0]}.*/net/*/ifindex")})
+        port_names = sorted({x.split("/")[-2] for x in h.files(f"/sys/bus/pci/devices/{func.rsplit('.', 1)[0]}.*/net/*/ifindex").texts})
         speed = h.read(f"/sys/class/net/{dev}/speed")
         link_gbps = int(speed) / 1000 if speed and speed.isdigit() and int(speed) > 0 else None
         need = link_gbps * max(len(port_names), 1) if link_gbps else None

@@ -14,25 +14,29 @@ class _Strict(BaseModel):
 class FindingJson(_Strict):
     check: str
     host: str
-    severity: Literal["info", "warn", "problem"]
+    severity: Literal["info", "cannot_tell", "warn", "problem"]
     seen: str
     evidence: str
     why: str
     fix: str
     revert: str
     knob: dict[str, Any] | None
+    inputs: list[str]
 
 
 class SummaryJson(_Strict):
     info: int
+    cannot_tell: int
     warn: int
     problem: int
 
 
 class DoctorJson(_Strict):
-    version: Literal[1]
+    version: Literal[2]
+    input: str
     hosts: list[str]
     summary: SummaryJson
     findings: list[FindingJson]
     errors: list[str]
     fixed: list[str] | None = None
+    capture: str | None = None

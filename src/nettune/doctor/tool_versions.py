@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .base import Check, Finding, HostView
+from .base import Check, Finding, HostView, cannot
 
 
 def _version(text: str) -> tuple[str, tuple[int, ...]] | None:
@@ -23,14 +23,21 @@ class Instrument(Check):
     oses = ("linux", "freebsd")
 
     def run(self, h: HostView) -> list[Finding]:
-        r3, r2 = h.run(["iperf3", "--version"]), h.run(["iperf", "-v"])
-        v3, v2 = _version(r3.stdout + r3.stderr), _version(r2.stdout + r2.stderr)
-        ev = f"iperf3 --version: {v3[0] if v3 else 'not found'}; iperf -v: {v2[0] if v2 else 'not found'}"
+        w3, w2 = h.which("iperf3"), h.which("iperf")
+        r3 = h.cmd(["iperf3", "--version"]) if not w3.absent else None
+        r2 = h.cmd(["iperf", "-v"]) if not w2.absent else None
+        v3 = _version(r3.stdout + r3.stderr) if r3 is not None else None
+        v2 = _version(r2.stdout + r2.stderr) if r2 is not None else None
+        unknown = [(w, r) for w, r in ((w3, r3), (w2, r2)) if not w.known and (r is None or not r.known)]
+        if len(unknown) == 2:
+            return [cannot(self.id, h.name, "which iperf3 and iperf are installed", w3, *(r for _, r in unknown if r is not None))]
+        ev = f"iperf3 --version: {v3[0] if v3 else 'not installed' if w3.absent else 'no version'}; iperf -v: {v2[0] if v2 else 'not installed' if w2.absent else 'no version'}"
         out = []
-        missing = [n for n, v in (("iperf3", v3), ("iperf", v2)) if v is None]
+        missing = [n for n, w in (("iperf3", w3), ("iperf", w2)) if w.absent]
         if missing:
-            out.append(Finding(self.id, h.name, "problem" if len(missing) == 2 else "warn", f"{' and '.join(missing)} not installed", ev,
-                               "nettune runs these on every test host", "nettune setup (this machine), or apt-get install iperf3 iperf / pkg install iperf3 iperf", ""))
+            out.append(Finding(self.id, h.name, "warn", f"{' and '.join(missing)} not installed", ev,
+                               "nettune runs these on every test host (the engine a study names must be there)",
+                               "nettune setup (this machine), or apt-get install iperf3 iperf / pkg install iperf3 iperf", ""))
         if v3 and v3[1] < (3, 16):
             streams = f"; this study's -P up to {h.max_streams} all share that one thread" if h.max_streams and h.max_streams > 1 else ""
             out.append(Finding(self.id, h.name, "warn", f"iperf3 {v3[0]} is single-threaded (before 3.16){streams}", ev,

@@ -1,12 +1,18 @@
-"""The engine protocol: how to start each side of a tool and read what it printed.
+"""The engine protocols: the tool a `[workload] engine =` names, and, for the network
+engines, how to start each side and read what it printed.
+
+Every engine is a `Tool` (a program on the hosts with a version; EngineBase). A network
+engine (iperf3, iperf2) is also an `Engine`: server and client command lines, parsing,
+how its servers keep other clients out (NetworkEngineBase gives the defaults). The
+command workload's tool (timed_command.py) is a Tool only: it has no server, no client
+and nothing to parse; its workload kind (run/workloads/command_run.py) runs it.
 
 An engine knows command lines and output formats only. Starting processes, waiting for
 the server's port, timeouts, retries and probes live in run.driver, shared by every
-engine; arithmetic on streams (totals, weighted means) lives in engines.streams.
-
-Everything the driver and the run layer call is declared in `Engine`, and EngineBase
-gives the defaults, so no caller asks an engine what it can do (no getattr/hasattr): a
-new engine subclasses EngineBase and overrides what differs.
+network engine; arithmetic on streams (totals, weighted means) lives in engines.streams.
+Everything the driver and the run layer call is declared here, so no caller asks an
+engine what it can do (no getattr/hasattr): a new engine subclasses a base and
+overrides what differs.
 """
 from __future__ import annotations
 
@@ -23,22 +29,28 @@ def client_budget(wl: Workload) -> float:
     return float(wl.duration + wl.omit + (wl.timeout if wl.timeout is not None else 10.0 + 0.25 * wl.duration))
 
 
-class Engine(Protocol):
-    name: str  # "iperf3", "iperf2"
+class Tool(Protocol):
+    """Every engine: a program on the hosts, with a version the store records."""
+
+    name: str  # "iperf3", "iperf2", "command": the `engine =` value
     binary: str  # executable name on the hosts
     install_hint: str  # e.g. "apt-get install iperf3 (or: nettune setup)"
-    server_exits: bool  # True if the server exits by itself after one test (iperf3 -1)
-    # How its servers keep other clients out (run/credentials.py makes and installs them):
-    # "password": a user, password and RSA key in files (credential_files, password_access);
-    # "permit_key": a key on both command lines (permit_key_usable says when); "": none.
-    auth: str
-    network: bool  # a traffic tool (server and client); False: one timed command (engines/timed_command.py)
 
     def version(self, version_output: str) -> str:
         """Parse the tool's version from `binary --version`/`-v` output (may be on stderr)."""
         ...
 
     def version_argv(self) -> list[str]: ...
+
+
+class Engine(Tool, Protocol):
+    """A network engine: a traffic tool with a server and a client (iperf3, iperf2)."""
+
+    server_exits: bool  # True if the server exits by itself after one test (iperf3 -1)
+    # How its servers keep other clients out (run/credentials.py makes and installs them):
+    # "password": a user, password and RSA key in files (credential_files, password_access);
+    # "permit_key": a key on both command lines (permit_key_usable says when); "": none.
+    auth: str
 
     def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
         """The server's command: bound to `access.bind`, requiring its credentials."""
@@ -116,15 +128,19 @@ class Engine(Protocol):
 
 
 class EngineBase:
-    """Defaults of the Engine protocol: a tool whose server is never busy, never taken
-    by another connection, and that cannot require credentials."""
+    """What every engine declares (the Tool protocol); its members are ENGINES."""
 
     name: str
     binary: str
     install_hint: str
+
+
+class NetworkEngineBase(EngineBase):
+    """Defaults of the Engine protocol: a tool whose server is never busy, never taken
+    by another connection, and that cannot require credentials."""
+
     server_exits = True
     auth = ""
-    network = True
 
     def client_env(self, access: Access | None) -> dict[str, str]:
         return {}

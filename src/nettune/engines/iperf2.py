@@ -30,10 +30,11 @@ from typing import Any
 from ..studyfile.models import Workload
 from ..studyfile.rates import parse_rate, rate_arg
 from .access import Access
-from .base import EngineBase, client_budget
+from .base import NetworkEngineBase, client_budget
 from .iperf2_reader import Row, parse_rows, parse_version
 from .iperf2_enhanced import is_text, parse_text_rows
-from .result import Interval, SideOutput, StreamResult, TestResult
+from ..record.parts import ReverseDirection
+from .result import Interval, IntervalStream, SideOutput, StreamResult, TestResult
 from .streams import offered, rtt_cwnd, tail, total, weighted_mean
 
 # 2.1.8 drops connections with --permit-key when -P > 1 ("read key failed: Resource
@@ -82,7 +83,7 @@ def interval_arg(wl: Workload) -> str:
     return f"{v:g}"
 
 
-class Iperf2Engine(EngineBase):
+class Iperf2Engine(NetworkEngineBase):
     name = "iperf2"
     binary = "iperf"
     install_hint = "apt-get install iperf (or: nettune setup)"
@@ -200,7 +201,7 @@ def _parse(wl: Workload, client: SideOutput, server: SideOutput, res: TestResult
     udp = res.protocol == "udp"
     crows, cbad = report_rows(client.stdout, udp)
     srows, sbad = report_rows(server.stdout, udp)
-    res.extra["unparsed_lines"] = {"client": cbad, "server": sbad}
+    res.tool.unparsed_lines = {"client": cbad, "server": sbad}
     # a UDP client's text relays each stream's final server report: the receiver's numbers
     # when the server's own output is missing (an imported client log)
     relayed = [r for r in crows if "relay" in r.ext]
@@ -355,16 +356,17 @@ def _direction(res: TestResult, d: str, label: str, finals: dict[tuple[str, str,
         "jitter_ms": sum(sr.jitter_ms or 0.0 for sr in u) / len(u) if udp and u else None,
     }
     named = {"writecnt": "write_count", "writeerr": "write_errors", "readcnt": "read_count", "outoforder": "udp_out_of_order"}
-    extra = {named[k]: int(v) for k, v in counts.items()}
+    counted = {named[k]: int(v) for k, v in counts.items()}
     if label == "forward":
         for k, v in agg.items():
             setattr(res, k, v)
-        res.extra.update(extra)
-    else:  # the result record has fields for the reverse rates only; the rest in extra
+        res.tool = res.tool.model_copy(update=counted)
+    else:  # the table has the reverse rates only; the rest is the result's reverse part
         res.reverse_sender_bps, res.reverse_receiver_bps = agg.pop("sender_bps"), agg.pop("receiver_bps")
         res.reverse_retransmits = agg.pop("retransmits")
-        res.extra["reverse"] = agg | extra
-    res.intervals += _intervals([r for r in ivals if r.side == "client" and r.direction == d], keys, label)
+        res.reverse = ReverseDirection(**agg, **counted)
+    ids = {key: client_tid.get(key, n) for n, key in enumerate(keys, 1)}
+    res.intervals += _intervals([r for r in ivals if r.side == "client" and r.direction == d], keys, label, ids)
 
 
 def _int(x: float | None) -> int | None:
@@ -385,7 +387,7 @@ def _tcp_info(sr: StreamResult, final: Row, ivals: list[Row]) -> None:
         sr.rtt_mean_us, sr.rtt_min_us, sr.rtt_max_us = sum(rtts) / len(rtts), min(rtts), max(rtts)
 
 
-def _intervals(rows: list[Row], keys: list[Any], label: str) -> list[Interval]:
+def _intervals(rows: list[Row], keys: list[Any], label: str, ids: dict[Any, int]) -> list[Interval]:
     groups: dict[tuple[float, float], list[Row]] = {}
     for r in rows:
         if r.end > r.start:
@@ -408,6 +410,9 @@ def _intervals(rows: list[Row], keys: list[Any], label: str) -> list[Interval]:
                 cwnd=int(max(cw)) if cw else None,
                 rtt_us=weighted_mean(rtt),
                 stream_bps=[r.bps for r in per],
+                streams=[IntervalStream(id=ids.get(r.key, 0), bps=r.bps, bytes=r.nbytes, retransmits=_int(r.ext.get("tcpretry")),
+                                        cwnd=int(r.ext["tcpcwnd"] * 1024) if r.ext.get("tcpcwnd", 0) > 0 else None,
+                                        rtt_us=r.ext["tcprtt"] if r.ext.get("tcprtt", 0) > 0 else None) for r in per],
             )
         )
     return out

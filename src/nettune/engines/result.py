@@ -1,9 +1,14 @@
 """The one result record every engine produces, whatever the tool."""
 from __future__ import annotations
 
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from ..record.fields import Measures
+from ..record.legacy import PARTS, join, split
+from ..record.parts import CommandRun, EngineChoice, EnergyRun, FanOut, PairPlace, ReverseDirection, ToolDetails
 
 
 class SideOutput(BaseModel):
@@ -29,6 +34,7 @@ class StreamResult(BaseModel):
     receiver_bytes: int | None = None
     retransmits: int | None = None
     max_cwnd: int | None = None  # bytes
+    max_snd_wnd: int | None = None  # bytes (iperf3 3.12+: the sender's largest send window)
     rtt_mean_us: float | None = None
     rtt_min_us: float | None = None
     rtt_max_us: float | None = None
@@ -36,6 +42,22 @@ class StreamResult(BaseModel):
     lost_packets: int | None = None
     packets: int | None = None
     lost_percent: float | None = None
+
+
+class IntervalStream(BaseModel):
+    """One stream over one interval: joins `StreamResult.id` of the same direction. The
+    sender-side TCP values come from the side that sends (the server's with -R)."""
+
+    id: int
+    bps: float
+    bytes: int | None = None
+    retransmits: int | None = None
+    cwnd: int | None = None  # snd_cwnd, bytes
+    snd_wnd: int | None = None  # bytes
+    rtt_us: float | None = None
+    rttvar_us: float | None = None
+    pmtu: int | None = None
+    omitted: bool = False
 
 
 class Interval(BaseModel):
@@ -47,77 +69,63 @@ class Interval(BaseModel):
     cwnd: int | None = None  # max over streams in the interval, bytes
     rtt_us: float | None = None
     omitted: bool = False
-    stream_bps: list[float] = Field(default_factory=list)
+    stream_bps: list[float] = Field(default_factory=list)  # per stream, in `streams` order (kept for older readers)
+    streams: list[IntervalStream] = Field(default_factory=list)  # per stream, with its id
 
 
-class TestResult(BaseModel):
+class TestResult(Measures):
+    """One test as an engine (and the probes, and the run layer) leave it.
+
+    The flat values are the field table's `Measures` (record/fields.py); the rest are typed
+    parts, None where this kind of test has none. `details` keeps what no code reads;
+    `extra` is the JSON shape the store keeps (record/legacy.py), read-only. A result built
+    with `extra={...}` (older scripts, stored rows) has it split into the parts."""
+
     engine: str
     tool_version: str = ""
     ok: bool = True
     error: str | None = None
     protocol: str = "tcp"
-    duration: float | None = None
-    # main direction (client->server; server->client with reverse)
-    sender_bps: float | None = None
-    receiver_bps: float | None = None
-    sender_bytes: int | None = None
-    receiver_bytes: int | None = None
-    retransmits: int | None = None
-    max_cwnd: int | None = None
-    rtt_mean_us: float | None = None
-    rtt_min_us: float | None = None
-    rtt_max_us: float | None = None
-    jitter_ms: float | None = None
-    lost_packets: int | None = None
-    packets: int | None = None
-    lost_percent: float | None = None
-    # the rate the main direction's sender was asked for (all its streams): -b times the
-    # streams, or the tool's UDP default; None when nothing limited it (TCP without -b)
-    offered_bps: float | None = None
-    # the other direction of a bidirectional test
-    reverse_sender_bps: float | None = None
-    reverse_receiver_bps: float | None = None
-    reverse_retransmits: int | None = None
     streams: list[StreamResult] = Field(default_factory=list)
     intervals: list[Interval] = Field(default_factory=list)
-    # filled by probes (percent of one core for processes, of all cores for the host)
-    cpu_client: float | None = None
-    cpu_server: float | None = None
-    cpu_host: float | None = None
-    cpu_host_softirq: float | None = None
     cpu_extra: dict[str, float] = Field(default_factory=dict)  # other sampled hosts (e.g. hypervisor)
     tool_cpu: dict[str, float] = Field(default_factory=dict)  # what the tool itself reported
+    cpu_units: dict[str, str] = Field(default_factory=dict)  # declared units of its CPU figures (an import's)
     warnings: list[str] = Field(default_factory=list)
     client: SideOutput | None = None
     server: SideOutput | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
+    pair: PairPlace | None = None  # [workload] pairs: which pair, which round
+    command: CommandRun | None = None  # engine = "command"
+    energy: EnergyRun | None = None  # the energy probes
+    reverse: ReverseDirection | None = None  # a bidir test's other direction, beyond the table's rates
+    tool: ToolDetails = Field(default_factory=ToolDetails)
+    fanout: FanOut | None = None  # [workload] processes > 1
+    engine_choice: EngineChoice | None = None  # engine = "auto"
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_extra(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "extra" in data:
+            data = dict(data)
+            data = split(data.pop("extra") or {}) | data
+        return data
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "TestResult":
+        """A copy; `update={"extra": {...}}` (older scripts) replaces every part, as it replaced
+        the whole `extra` dict before the parts existed."""
+        if update and "extra" in update:
+            rest = {k: v for k, v in update.items() if k != "extra"}
+            update = {k: None for k in PARTS} | {"tool": ToolDetails(), "cpu_units": {}} | split(dict(update["extra"] or {})) | rest
+        return super().model_copy(update=update, deep=deep)
 
     @property
-    def total_bps(self) -> float | None:
-        """Receiver throughput of both directions (just the main one unless bidir)."""
-        return total_throughput(self.receiver_bps, self.reverse_receiver_bps)
+    def extra(self) -> Mapping[str, Any]:
+        """The stored `extra` JSON of this result (parts and details), read-only."""
+        return MappingProxyType(join({k: self.__dict__[k] for k in PARTS}, self.details))
 
-
-# Where a test sat in a study over many host pairs (`[workload] pairs`): run.slots puts
-# these in `extra` ("pair" = "server->client", "round" 0-based, "round_total_bps" the sum of
-# a parallel round's ok pairs); the store keeps them as real columns of the same names.
-PAIR_COLUMNS = ("pair", "server", "client", "round", "round_total_bps")
-
-
-def pair_columns(extra: dict[str, Any]) -> dict[str, Any]:
-    """The pair columns of a result, from its `extra` (None where the test ran no pair)."""
-    out: dict[str, Any] = {k: extra.get(k) for k in PAIR_COLUMNS}
-    for k in ("pair", "server", "client"):
-        out[k] = None if out[k] is None else str(out[k])
-    out["round"] = None if out["round"] is None else int(out["round"])
-    out["round_total_bps"] = None if out["round_total_bps"] is None else float(out["round_total_bps"])
-    return out
-
-
-def total_throughput(receiver_bps: float | None, reverse_receiver_bps: float | None) -> float | None:
-    """The one definition of a test's total throughput, for live results and stored runs
-    alike: what the receiver got in the main direction plus, in a bidir test, what the
-    other direction's receiver got. None when the main direction has no rate (a failure)."""
-    if receiver_bps is None:
-        return None
-    return float(receiver_bps) + float(reverse_receiver_bps or 0.0)
+    def energy_part(self) -> EnergyRun:
+        """The energy part, created empty when the first probe writes to it."""
+        if self.energy is None:
+            self.energy = EnergyRun()
+        return self.energy

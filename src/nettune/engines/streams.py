@@ -39,13 +39,15 @@ def total(values: Iterable[float | int | None]) -> float | int | None:
 
 
 def rtt_cwnd(streams: list[StreamResult]) -> dict[str, Any]:
-    """max_cwnd and rtt_mean/min/max_us of one direction's streams; the mean RTT is
+    """max_cwnd, max_snd_wnd and rtt_mean/min/max_us of one direction's streams; the mean RTT is
     weighted by the bytes each stream sent. Streams without an RTT sample are left out
     (iperf3 reports 0 for "no sample"; iperf2's parser sets an RTT only from samples > 0)."""
     cw = [s.max_cwnd for s in streams if s.max_cwnd]
+    wnd = [s.max_snd_wnd for s in streams if s.max_snd_wnd]
     rtt = [s for s in streams if s.rtt_mean_us]
     return {
         "max_cwnd": max(cw) if cw else None,
+        "max_snd_wnd": max(wnd) if wnd else None,
         "rtt_mean_us": weighted_mean([(s.rtt_mean_us or 0.0, float(s.sender_bytes or 0)) for s in rtt]),
         "rtt_min_us": min((s.rtt_min_us for s in rtt if s.rtt_min_us is not None), default=None),
         "rtt_max_us": max((s.rtt_max_us for s in rtt if s.rtt_max_us is not None), default=None),

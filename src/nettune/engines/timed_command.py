@@ -1,23 +1,25 @@
 """A workload that is any command (`[workload] engine = "command"`): a timed build, a
 benchmark script. One host runs setup (untimed), run (timed) and cleanup (untimed).
 
-This engine only builds command lines and the result; run/command_driver.py starts the
-processes and measures them. An argv list is run as written (no shell); a string runs
+This tool (a Tool, not a network Engine: no server, no client, nothing to parse) only
+builds command lines and the result; the command workload kind
+(run/workloads/command_run.py, run/command_driver.py) starts the processes and measures them. An argv list is run as written (no shell); a string runs
 with `sh -c` (its sweep values were shell-quoted when the point was resolved, see
 studyfile/command_workload.py). `cwd` is entered by a fixed `sh -c 'cd -- "$1" ...' ` line that
 takes the directory as an argument, so it never becomes shell text either.
 
 The primary metric is the wall seconds of `run` (lower is better), stored as the test's
-`duration` and in extra["command"] with the CPU seconds of its process tree, peak RSS
-and exit status; a non-zero exit is a failed run carrying its last stderr lines.
+`duration` and in its `command` part (record/parts.CommandRun) with the CPU seconds of its
+process tree, peak RSS and exit status; a non-zero exit is a failed run carrying its last
+stderr lines.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ..studyfile.models import Workload
-from .access import Access
+from ..studyfile.workload import Workload
 from .base import EngineBase
+from ..record.parts import CommandRun
 from .result import SideOutput, TestResult
 
 DEFAULT_TIMEOUT = 3600.0  # seconds each step may take when [workload] timeout is not set
@@ -30,23 +32,12 @@ class CommandEngine(EngineBase):
     name = "command"
     binary = "sh"  # string commands and cwd need a POSIX sh on the host
     install_hint = "a POSIX sh (every Linux and FreeBSD has one)"
-    server_exits = True
-    network = False  # no server, no client, no traffic: engine "auto", cross-check and ceilings leave it alone
 
     def version(self, version_output: str) -> str:
         return "sh"
 
     def version_argv(self) -> list[str]:
         return ["sh", "-c", "exit 0"]
-
-    def server_argv(self, wl: Workload, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        raise NotImplementedError('engine = "command" has no server (run/command_driver.py runs it)')
-
-    def client_argv(self, wl: Workload, server_address: str, port: int, tool_version: str, access: Access | None = None) -> list[str]:
-        raise NotImplementedError('engine = "command" has no client (run/command_driver.py runs it)')
-
-    def parse(self, wl: Workload, client: SideOutput, server: SideOutput) -> TestResult:
-        raise NotImplementedError("run/command_driver.py builds the result with CommandEngine.result")
 
     # -- what the command driver asks ---------------------------------------------------
     def step_argv(self, wl: Workload, step: str) -> list[str] | None:
@@ -62,13 +53,14 @@ class CommandEngine(EngineBase):
     def timeout(self, wl: Workload) -> float:
         return float(wl.timeout) if wl.timeout is not None else DEFAULT_TIMEOUT
 
-    def result(self, wl: Workload, run: SideOutput | None, measured: dict[str, Any], error: str | None) -> TestResult:
+    def result(self, wl: Workload, run: SideOutput | None, measured: CommandRun, error: str | None) -> TestResult:
         """The TestResult of one run: ok unless `error` (setup failed, run exited non-zero or
         timed out). `measured` holds wall_s, cpu_s, cpu_user_s, cpu_sys_s, peak_rss_kb,
-        exit_code, host and the setup/cleanup summaries (extra["command"])."""
-        wall = measured.get("wall_s")
+        exit_code, host and the setup/cleanup summaries."""
+        if measured.timed_out:
+            measured.wall_s = None  # a run stopped at the timeout has no wall time of its own
         return TestResult(engine=self.name, tool_version="sh", ok=error is None, error=error, protocol="",
-                          duration=wall if error is None else None, client=run, extra={"command": measured})
+                          duration=measured.wall_s if error is None else None, client=run, command=measured)
 
 
 def word_text(word: Any) -> str:

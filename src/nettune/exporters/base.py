@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Literal, Protocol
 
 from ..errors import NettuneError
+from ..store.private_file import private_file
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Table:
     columns: list[str]
     rows: list[dict[str, Any]]
     left: frozenset[str] = field(default_factory=frozenset)
+    units: dict[str, str] = field(default_factory=dict)  # column -> unit (Parquet keeps them: df.attrs["units"])
 
     def values(self, row: dict[str, Any]) -> list[Any]:
         return [row.get(c) for c in self.columns]
@@ -80,7 +82,7 @@ class TextExporter(ExporterBase):
 
 
 # name -> module of this package holding EXPORTER (the registry), in the order messages list them
-MEMBERS = {"markdown": ".markdown", "csv": ".csv", "json": ".json", "parquet": ".parquet"}
+MEMBERS = {"markdown": ".markdown", "csv-raw": ".csv_raw", "csv": ".csv", "json": ".json", "parquet": ".parquet"}
 
 
 def one_of(names: Iterable[str]) -> str:
@@ -108,6 +110,7 @@ def export_table(table: Table, fmt: str, out: Path | None) -> str | None:
         exporter.write(table, buf)
         return buf.getvalue()
     try:
+        private_file(out)  # a new export is the owner's alone (0600); an existing file keeps its mode
         exporter.write(table, out)
     except OSError as e:
         raise NettuneError(f"--out {out}: cannot write ({e.strerror})") from None

@@ -1,5 +1,7 @@
 """Markdown: a pipe table. Prose columns (`Table.left`) are left-aligned, numbers right;
-a '|' in a cell is escaped and a line break becomes a space, so a row stays one line."""
+a '|' in a cell is escaped and a line break becomes a space, so a row stays one line;
+'<', '>' and '&' are written as entities, so HTML in a cell (a host's fact, an error
+text) is shown, never rendered."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +10,8 @@ from .base import Table, TextExporter
 
 
 def escape(v: Any) -> str:
-    return ("" if v is None else str(v)).replace("|", "\\|").replace("\n", " ")
+    text = "" if v is None else str(v)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
 
 
 class MarkdownExporter(TextExporter):

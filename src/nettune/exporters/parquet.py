@@ -1,4 +1,5 @@
-"""Parquet (binary, needs a file): one column per table column, typed by pandas/pyarrow.
+"""Parquet (binary, needs a file): one column per table column, typed by pandas/pyarrow,
+the unit of each column in the file's metadata (`pd.read_parquet(f).attrs["units"]`).
 
 A column whose values mix kinds (a parameter that is 1 at one point and "auto" at
 another) is written as text: parquet needs one type per column."""
@@ -20,6 +21,8 @@ def frame(table: Table) -> pd.DataFrame:
         kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
         if len(kinds) > 1 and not kinds <= {int, float}:
             df[c] = [None if v is None else str(v) for v in df[c]]
+    if table.units:
+        df.attrs["units"] = {c: u for c, u in table.units.items() if c in table.columns}
     return df
 
 

@@ -5,6 +5,7 @@
 - `export_table`: `nettune export`, one flat row per run with the parameters as columns,
   the same columns in every format.
 
+The value columns are the field table's exported rows (record/fields.py), in its order.
 The column rule, in every format: a sweep parameter gets its own column named after it,
 unless a run column has that name (`protocol`, `duration`, `run`...): then it is
 `param_<name>`, so no column appears twice.
@@ -14,29 +15,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..engines.result import PAIR_COLUMNS
 from ..errors import NettuneError
+from ..record.fields import EXPORTED
 from ..store.cpu_units import units_text
 from ..store.records import RunRecord
-from ..store.sqlite import METRICS
 from .base import MEMBERS, Table, export_table as write_table, one_of
+from .series import StudyExport, nested, write_bundle
 
+VALUES = [f.name for f in EXPORTED]  # the field table's columns, in its order
 # Fields every `results --format json` record carries (docs/results.md lists them; a test
 # checks that the doc and these lists agree).
-JSON_FIELDS = [
-    "study", "study_id", "point", "run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "duration",
-    "sender_bps", "receiver_bps", "total_bps", "sender_bytes", "receiver_bytes", "retransmits", "max_cwnd",
-    "rtt_mean_us", "rtt_min_us", "rtt_max_us", "jitter_ms", "lost_packets", "packets", "lost_percent",
-    "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits",
-    "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq", "cpu_units", "cpu_extra", "tool_cpu", "warnings", "settings", "streams",
-    *PAIR_COLUMNS,
-]
+JSON_FIELDS = ["study", "study_id", "point", "run", "warmup", "ok", "error", "engine", "tool_version", "protocol",
+               *VALUES, "cpu_units", "cpu_extra", "tool_cpu", "warnings", "settings", "streams"]
 # The JSON fields a CSV cell can hold (after the parameters; warnings joined with '; ').
 CSV_FIELDS = [f for f in JSON_FIELDS if f not in ("point", "cpu_extra", "tool_cpu", "settings", "streams")]
 
 EXPORT_BASE = ["study", "study_id", "point_idx"]
-EXPORT_RUN = ["run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started", "duration", *PAIR_COLUMNS]
-EXPORT_AFTER = ["total_bps", *METRICS, "cpu_units", "n_streams", "warnings"]  # cpu_units: the unit of each CPU figure
+EXPORT_RUN = ["run_id", "run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started"]
+# cpu_units, cpu_extra, tool_cpu: one flat cell each ("key=value;key=value", store/cpu_units.py);
+# processes: tool processes of a fanned-out test; engine_choice(_reason): what engine = "auto" picked and why
+EXPORT_AFTER = [*VALUES, "cpu_units", "cpu_extra", "tool_cpu", "n_streams", "processes", "engine_choice", "engine_choice_reason", "warnings"]
+UNITS = {"started": "s"} | {f.name: f.row.unit for f in EXPORTED if f.row.unit}  # Unix time; the table's units
+SERIES_KEY = "series"  # JSON --series: each run's series under this key (a parameter of that name is param_series)
 
 
 def param_names(runs: list[RunRecord]) -> list[str]:
@@ -52,8 +52,13 @@ def param_column(name: str, taken: Iterable[str]) -> str:
     return f"param_{name}" if name in taken else name
 
 
+def values(r: RunRecord) -> dict[str, Any]:
+    """The field table's exported values of one run (derived ones computed)."""
+    return {f.name: f.of(r) for f in EXPORTED}
+
+
 def _record(r: RunRecord) -> dict[str, Any]:
-    return r.to_dict() | {"total_bps": r.total_bps}
+    return r.to_dict() | values(r)
 
 
 def results_table(runs: list[RunRecord], flat: bool = False) -> Table:
@@ -70,21 +75,22 @@ def results_table(runs: list[RunRecord], flat: bool = False) -> Table:
 def export_table(runs: list[RunRecord]) -> Table:
     """`nettune export`: every run (warm-up and failed ones too, with their flags)."""
     params = param_names(runs)
-    taken = EXPORT_BASE + EXPORT_RUN + EXPORT_AFTER
+    taken = EXPORT_BASE + EXPORT_RUN + EXPORT_AFTER + [SERIES_KEY]
     cols = [param_column(p, taken) for p in params]
     rows = []
     for r in runs:
-        d = r.to_dict()
         row: dict[str, Any] = {"study": r.study, "study_id": r.study_id, "point_idx": r.point_idx}
         row |= {c: r.point.get(p) for c, p in zip(cols, params)}
-        row |= {k: d[k] for k in EXPORT_RUN}
-        row["total_bps"] = r.total_bps
-        row |= {k: d[k] for k in METRICS}
-        row["cpu_units"] = units_text(r.cpu_units)
-        row["n_streams"] = len(r.forward_streams) or None
+        row |= {"run_id": r.id} | {k: r[k] for k in EXPORT_RUN[1:]}
+        row |= values(r)
+        row |= {"cpu_units": units_text(r.cpu_units), "cpu_extra": units_text(r.cpu_extra), "tool_cpu": units_text(r.tool_cpu)}
+        row["n_streams"] = r.n_streams or None
+        row["processes"] = r.processes
+        choice = r.engine_choice
+        row["engine_choice"], row["engine_choice_reason"] = (choice.label, choice.reason) if choice is not None else (None, None)
         row["warnings"] = "; ".join(r.warnings)
         rows.append(row)
-    return Table(EXPORT_BASE + cols + EXPORT_RUN + EXPORT_AFTER, rows)
+    return Table(EXPORT_BASE + cols + EXPORT_RUN + EXPORT_AFTER, rows, units=UNITS)
 
 
 def frame(runs: list[RunRecord]) -> Any:
@@ -99,3 +105,17 @@ def export(runs: list[RunRecord], fmt: str, out: Path | None) -> str | None:
     if fmt not in MEMBERS:
         raise NettuneError(f"--format {fmt!r}: use {one_of(MEMBERS)}")
     return write_table(export_table(runs), fmt, out)
+
+
+def export_series(runs: list[RunRecord], fmt: str, out: Path | None, study: StudyExport) -> str | list[Path]:
+    """`nettune export --series` (and every Parquet export): the runs with their series,
+    idle power and study (exporters/series.py); the files written, or JSON text without `out`."""
+    if fmt not in MEMBERS or fmt == "markdown":
+        raise NettuneError(f"--series: --format {fmt!r} cannot carry series; use csv, json or parquet")
+    if out is None:
+        if fmt != "json":
+            raise NettuneError(f"--series with --format {fmt} writes several files: give --out FILE.{fmt}")
+        text = write_table(nested(export_table(runs), runs, SERIES_KEY), fmt, None)
+        assert text is not None
+        return text
+    return write_bundle(runs, export_table(runs), fmt, out, study, SERIES_KEY)

@@ -30,6 +30,7 @@ class Importer(Protocol):
     name: str
     describes: str  # "iperf3 JSON (-J)": what a file that no member recognises is not
     auto: bool
+    logs: bool  # a tool's log: needs a throughput, its streams are checked against --set parallel
 
     def detect(self, text: str) -> bool:
         """Whether `text` (a whole file, decoded) is in this importer's format."""
@@ -56,6 +57,7 @@ class ImporterBase:
     name = ""
     describes = ""
     auto = True  # asked by detect(); False: only when the user names it (a table with --columns)
+    logs = True  # False: a table, whose columns are whatever the user measured
 
     def detect(self, text: str) -> bool:
         return False

@@ -34,7 +34,9 @@ from ..studyfile.load import read_bytes
 from ..studyfile.models import Workload
 from ..store.sqlite import Store
 from .base import WORKLOAD_HINTS, Importer, importers
-from .params import from_header, from_name
+from ..record.fields import FIELDS
+from .decode import text_of, unpack
+from .params import from_header, from_name, parse_value
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 64 * 1024 * 1024  # a log bigger than this is not an iperf report
@@ -59,6 +61,7 @@ class FileOutcome:
     ok: bool
     message: str  # "run 3 at queues=8" or why it was rejected
     run_id: int | None = None
+    warnings: list[str] = field(default_factory=list)  # what the import had to assume or leave out
 
 
 @dataclass
@@ -74,19 +77,6 @@ class ImportOutcome:
     @property
     def rejected(self) -> list[FileOutcome]:
         return [f for f in self.files if not f.ok]
-
-
-def parse_value(text: str) -> Any:
-    """'8' -> 8, '1.5' -> 1.5, 'true' -> True, anything else stays a string."""
-    t = text.strip()
-    if t.lower() in ("true", "false"):
-        return t.lower() == "true"
-    for conv in (int, float):
-        try:
-            return conv(t)
-        except ValueError:
-            pass
-    return t
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
@@ -128,7 +118,8 @@ def read_file(path: Path, hints: dict[str, Any]) -> TestResult:
     return res
 
 
-def _load(path: Path) -> str:
+def _load(path: Path) -> tuple[str, list[str]]:
+    """The file's text and what was done to read it (unpacked, UTF-16): notes for its runs."""
     try:
         if stat.S_ISDIR(path.stat().st_mode):
             raise NettuneError(f"{path}: is a directory; give the files (e.g. {path}/*.json)")
@@ -139,10 +130,13 @@ def _load(path: Path) -> str:
         raise NettuneError(f"{path}: cannot read ({e.strerror})") from None
     if len(data) > MAX_BYTES:
         raise NettuneError(f"{path}: larger than {MAX_BYTES >> 20} MiB, not an iperf report")
-    text = _text(path, data)
+    data, packed = unpack(path, data, MAX_BYTES)
+    text, notes = text_of(path, data)
+    if packed:
+        notes.insert(0, f"read from the {packed} file")
     if not text.strip():
-        raise NettuneError(f"{path}: empty file")
-    return text
+        raise NettuneError(f"{path}: empty file" + (f" (once unpacked from {packed})" if packed else ""))
+    return text, notes
 
 
 def read_runs(path: Path, params: dict[str, Any], name_rules: list[re.Pattern[str]] | None = None,
@@ -150,7 +144,7 @@ def read_runs(path: Path, params: dict[str, Any], name_rules: list[re.Pattern[st
     """Every test in one file with its point parameters (--set, then the file's name, then
     the lines before the test); NettuneError (one line) when the file itself is unusable.
     A test that cannot be read is (source, None, reason, params)."""
-    text = _load(path)
+    text, notes = _load(path)
     members = importers()
     if member is None:
         member = next((m for m in members if m.auto and m.detect(text)), None)
@@ -167,13 +161,26 @@ def read_runs(path: Path, params: dict[str, Any], name_rules: list[re.Pattern[st
             res = member.read(where, body, point)
             if not res.ok:
                 raise NettuneError(f"{where}: {res.error}")
-            if res.receiver_bps is None:
-                raise NettuneError(f"{where}: no throughput in this report")
-            _check_streams(where, res, point)
+            if member.logs:
+                if res.receiver_bps is None:
+                    raise NettuneError(f"{where}: no throughput in this report")
+                _check_streams(where, res, point)
+                res.warnings += _zero_receiver(res)
+            res.warnings[:0] = notes
             out.append((str(where), res, "", point))
         except NettuneError as e:
             out.append((str(where), None, str(e), point))
     return out
+
+
+def _zero_receiver(res: TestResult) -> list[str]:
+    """A receiver that reports nothing while its sender sent data: the receiver's numbers
+    are missing (iperf3 prints 0 when the server's counts did not come back), not zero."""
+    if res.receiver_bytes == 0 or res.receiver_bps == 0:
+        sent = f" while the sender sent {res.sender_bytes} bytes" if res.sender_bytes else ""
+        return [f"the receiver reports 0 bytes{sent}: its numbers are missing from this report, not a measured zero; "
+                "throughput 0 is what is stored"]
+    return []
 
 
 def _hint(text: str) -> str:
@@ -184,17 +191,6 @@ def _hint(text: str) -> str:
         return (f" (line 1 is a table header: {', '.join(cols[:8])}; import a table with --columns {','.join(cols[:8])} "
                 "and METRIC after each measured column, e.g. gbps=receiver_gbps; see docs/importing.md)")
     return ""
-
-
-def _text(path: Path, data: bytes) -> str:
-    """iperf3 -J logs and iperf2 -y C outputs are ASCII; anything else is the wrong file."""
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise NettuneError(f"{path}: binary data (a NUL byte at offset {nul}), not an iperf3 -J log or iperf2 -y C output")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise NettuneError(f"{path}: not text (byte 0x{data[e.start]:02x} at offset {e.start} is not UTF-8), not an iperf3 -J log or iperf2 -y C output") from None
 
 
 def _check_streams(path: Path, res: TestResult, hints: dict[str, Any]) -> None:
@@ -210,15 +206,53 @@ def _check_streams(path: Path, res: TestResult, hints: dict[str, Any]) -> None:
 
 def read_files(files: list[Path], params: dict[str, Any], name_rules: list[re.Pattern[str]] | None = None,
                header_rules: list[re.Pattern[str]] | None = None, member: Importer | None = None) -> list[Read]:
-    """Every test of every file: (source, result, "", params) for each usable one,
-    (source, None, "FILE: reason", params) for the others."""
+    """Every test of every file: (source, result, "", params) for each usable one, and for
+    each file with unusable tests one (FILE, None, "FILE: reason", params): one line per
+    file, however many tests it holds (docs/results.md)."""
     results: list[Read] = []
+    seen: dict[str, str] = {}  # iperf3's cookie of each test read -> where
     for f in files:
         try:
-            results += read_runs(f, params, name_rules, header_rules, member)
+            runs = [_once(r, seen) for r in read_runs(f, params, name_rules, header_rules, member)]
         except NettuneError as e:
             results.append((str(f), None, str(e), params))
+            continue
+        results += [r for r in runs if r[1] is not None]
+        bad = [r for r in runs if r[1] is None]
+        if len(runs) == 1 or not bad:
+            results += bad
+            continue
+        results.append((str(f), None, _failed_tests(f, runs, bad), params))
     return results
+
+
+def _once(read: Read, seen: dict[str, str]) -> Read:
+    """A test already read (the same iperf3 cookie: a log written twice, or kept in two
+    files) is refused, so no run is counted twice."""
+    src, res, why, point = read
+    cookie = res.tool.iperf3_cookie if res is not None else None
+    if not isinstance(cookie, str):
+        return read
+    if cookie in seen:
+        return src, None, f"{src}: the same test as {seen[cookie]} (iperf3 cookie {cookie}); not imported twice", point
+    seen[cookie] = src
+    return read
+
+
+def _failed_tests(path: Path, runs: list[Read], bad: list[Read]) -> str:
+    """One line for the unusable tests of a file holding several: how many, and why."""
+    reasons: dict[str, list[int]] = {}
+    for n, (src, res, why, _) in enumerate(runs, 1):
+        if res is None:
+            reasons.setdefault(why.removeprefix(f"{src}: "), []).append(n)
+    shown = "; ".join(f"test{'s' if len(ns) > 1 else ''} {_numbers(ns)}: {why}" for why, ns in list(reasons.items())[:3])
+    more = f"; {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+    what = f"none of its {len(runs)} tests is usable" if len(bad) == len(runs) else f"{len(bad)} of its {len(runs)} tests not imported"
+    return f"{path}: {what}: {shown}{more}"
+
+
+def _numbers(ns: list[int]) -> str:
+    return ", ".join(map(str, ns)) if len(ns) <= 4 else f"{ns[0]}, {ns[1]}, ... {ns[-1]} ({len(ns)} tests)"
 
 
 def import_files(store: Store, files: list[Path], study: str, params: dict[str, Any], description: str = "",
@@ -263,7 +297,7 @@ def store_files(store: Store, results: list[Read], study: str, description: str 
         out = out or ImportOutcome(sid, study)
         run_id = store.add_run(sid, point_id, run, False, res, {"imported_from": source})
         where = ", ".join(f"{k}={v}" for k, v in params.items()) or "the single point"
-        out.files.append(FileOutcome(source, True, f"run {run + 1} at {where}: {res.total_bps / 1e9:.2f} Gbit/s", run_id))  # type: ignore[operator]
+        out.files.append(FileOutcome(source, True, f"run {run} at {where}: {measured(res)}", run_id, list(res.warnings)))
     if out is None:
         raise NettuneError("nothing imported: " + "; ".join(msg for _, _, msg, _ in results))
     # rejected ones read before the first usable one
@@ -271,6 +305,14 @@ def store_files(store: Store, results: list[Read], study: str, description: str 
     _log_files(store, out.study_id, [x for x in out.files if x.ok])
     store.finish_study(out.study_id, "imported")
     return out
+
+
+def measured(res: TestResult) -> str:
+    """What an imported run measured, for the line that reports it."""
+    if res.total_bps is not None:
+        return f"{res.total_bps / 1e9:.2f} Gbit/s"
+    held = {f.name: v for f in FIELDS.values() if f.stored and f.type in (int, float) and (v := f.of_result(res)) is not None}
+    return ", ".join(f"{k}={v:g}" for k, v in held.items()) or "no throughput"
 
 
 def _study_and_point(store: Store, name: str, params: dict[str, Any], description: str) -> tuple[int, int, int]:

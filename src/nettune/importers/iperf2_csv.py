@@ -1,67 +1,26 @@
-"""iperf2 `-y C` outputs (2.1.x rows, 2.2.x with a header row): one side's report, or
-both sides' rows in one file."""
+"""iperf2 `-y C` outputs (2.0.x and 2.1.x rows, 2.2.x with a header row): one side's
+report, both sides' rows in one file, a UDP client's rows with the server's relayed
+report, a server's log of several clients (one test each). iperf2_csv_rows.py sorts the
+rows out; the engine's parser (engines.iperf2) reads them, as for a live test."""
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 
 from ..engines.iperf2 import Iperf2Engine, parse_rows
 from ..engines.result import TestResult
 from ..errors import NettuneError
+from ..studyfile.models import Workload
 from .base import Hints, ImporterBase, side, workload
-
-TIMESTAMP = re.compile(r"\d{8,}(\.\d+)?")  # the first field of every iperf2 CSV data row
-
-
-def _rows(text: str) -> list[list[str]]:
-    return [ln.split(",") for ln in text.splitlines() if ln.count(",") >= 7]
-
-
-def _own_header(f: list[str]) -> bool:
-    return f[0].strip().lower() == "time"  # 2.2's header row
-
-
-def _data(rows: list[list[str]]) -> list[list[str]]:
-    """The report rows: iperf2's own header rows (2.2) and a header line a user put first
-    (any first row whose first field is not a timestamp) left out."""
-    out = [f for f in rows if not _own_header(f)]
-    if out and not TIMESTAMP.fullmatch(out[0][0].strip()):
-        out = out[1:]
-    return out
+from .iperf2_csv_rows import TIMESTAMP, CsvRow, as_int, data_rows, layout, one_after_the_other, own_header, tests
+from .one_side import one_side
 
 
 def _user_header(text: str) -> str:
     """The first line, when it is a header a user added (not iperf2's own)."""
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     f = first.split(",")
-    return first if len(f) >= 8 and not _own_header(f) and not TIMESTAMP.fullmatch(f[0].strip()) else ""
-
-
-def _server_row(f: list[str]) -> bool:
-    """2.1.8's server stamps its final rows 19700101000000 (its clock is not read), so rows
-    of both sides joined in one file are told apart by that."""
-    return f[0].strip().startswith("19700101")
-
-
-def _layout(data: list[list[str]]) -> tuple[bool, int | None]:
-    """(both directions?, the server's port) from the ports, which 2.1.8 writes sender
-    first: --full-duplex has a port that is a destination in some rows and a source in
-    others (or the client's "::,0" receive rows); -d has two listening ports, the
-    server's and the client's own, whose connections share no port."""
-    pairs = [(int(f[2]), int(f[4])) for f in data if f[2].strip().isdigit() and f[4].strip().isdigit() and int(f[5]) >= 0]
-    if not pairs:
-        return False, None
-    srcs, dsts = {a for a, _ in pairs}, {b for _, b in pairs if b}
-    seen = Counter(p for pair in set(pairs) for p in pair if p)
-    both = (srcs & dsts) - {0}
-    if both:  # the server's port is in every connection
-        return True, max(both, key=lambda p: seen[p])
-    if any(b == 0 for _, b in pairs):
-        return True, pairs[[b for _, b in pairs].index(0)][0]
-    if len(dsts) >= 2 and len(srcs) >= 2:  # -d (a -R test has one source port, the server's)
-        return True, pairs[0][1]  # the client's first row is its own connection to the server
-    return False, None
+    return first if len(f) >= 8 and not own_header(f) and not TIMESTAMP.fullmatch(f[0].strip()) else ""
 
 
 class Iperf2CsvImporter(ImporterBase):
@@ -69,57 +28,82 @@ class Iperf2CsvImporter(ImporterBase):
     describes = "iperf2 CSV (-y C)"
 
     def detect(self, text: str) -> bool:
-        data = _data(_rows(text))
-        return bool(data) and all(TIMESTAMP.fullmatch(f[0].strip()) for f in data[:3])
+        data = data_rows(text)
+        return bool(data) and all(TIMESTAMP.fullmatch(r.f[0]) for r in data[:3])
+
+    def split(self, text: str) -> list[tuple[str, str]]:
+        """A server's log of several clients (or a log appended to test after test): one
+        test each, with the file's header lines (a user's, 2.2's) in front of each."""
+        rows = data_rows(text)
+        groups = tests(rows)
+        if len(groups) <= 1:
+            return [("", text)]
+        head = "".join(ln + "\n" for ln in text.splitlines() if ln.count(",") >= 7 and (own_header(ln.split(",")) or ln == _user_header(text)))
+        return [("", head + "".join(r.line + "\n" for r in g)) for g in groups]
 
     def read(self, path: Path, text: str, hints: Hints) -> TestResult:
-        rows = _rows(text)
-        data = _data(rows)
-        header = next((f for f in rows if _own_header(f)), None)
-        # the protocol from every row, not the first: UDP rows have 14 (2.1) or 17 fields
-        udp = any("jitter" in x.lower() for x in header) if header else any(len(f) in (14, 17) for f in data)
+        rows = data_rows(text)
+        header = next((ln.split(",") for ln in text.splitlines() if ln.count(",") >= 7 and own_header(ln.split(","))), None)
+        # the protocol from every row, not the first: UDP rows have 14 (2.x) or 17 fields
+        udp = any("jitter" in x.lower() for x in header) if header else any(len(r.f) in (14, 17) for r in rows)
         user = _user_header(text)
-        if user:
-            text = text.replace(user + "\n", "", 1)
-        lines = text.splitlines(keepends=True)
-        srv = "".join(ln for ln in lines if ln.count(",") >= 7 and _server_row(ln.split(",")))
-        cli = "".join(ln for ln in lines if not (ln.count(",") >= 7 and _server_row(ln.split(","))))
-        check_complete(path, text, udp, hints, [cli, srv] if srv and _data(_rows(cli)) else [text])
-        both, port = _layout(data)
+        if not text.rstrip(" \t").endswith("\n"):
+            raise NettuneError(f"{path}: cut off: the last line has no newline at its end (if the file is complete, add one)")
+        lay = layout(rows, udp)
+        head = "".join(ln + "\n" for ln in text.splitlines() if ln.count(",") >= 7 and own_header(ln.split(",")))
+        cli = head + "".join(r.line + "\n" for r in lay.client)
+        srv = head + "".join(r.line + "\n" for r in lay.server)
+        for part in (cli, srv):
+            _check_side(path, part, udp, hints)
         parsed, _ = parse_rows(text, udp)
         end = max((r.end for r in parsed), default=0.0)
-        wl = workload(path, "iperf2", hints, protocol="udp" if udp else None, bidir=True if both else None, port=port,
+        wl = workload(path, "iperf2", hints, protocol="udp" if udp else None, bidir=True if lay.both else None, port=lay.port,
                       duration=max(1, round(end)) if end else None)
         eng = Iperf2Engine()
-        if srv and _data(_rows(cli)):  # both sides' rows in one file: each side's numbers from its own rows
+        if lay.client and lay.server:  # both sides' rows: each side's numbers from its own rows
             res = eng.parse(wl, side(path, cli), side(path, srv, role="server"))
         else:
-            res = eng.parse(wl, side(path, text), side(path, "", role="server"))
-            if not res.ok and res.sender_bps is not None or srv:
-                # One side's report only (the usual case for old logs): let the same rows stand
-                # for both sides, and say so, rather than leave the run without a rate.
-                res = eng.parse(wl, side(path, text), side(path, text, role="server"))
-                if res.ok:
-                    res.warnings.append("one side's iperf2 report only: sender and receiver rates both come from it")
+            res = _one_side(path, eng, wl, cli or srv, udp, lay.client or lay.server)
+        if lay.both and one_after_the_other(rows, lay.port):
+            res.warnings.append("the two directions ran one after the other (-r): each direction's rate is its own, "
+                                "but the run's total adds rates measured at different times")
+        if lay.relayed:
+            res.warnings.append(f"{lay.relayed} receiver report(s) relayed to the client (the server's): its numbers are the receiver's")
         if user:
             res.warnings.append(f"line 1 ({user[:60]!r}) is not an iperf2 row: read as a header and left out")
         if end:
             res.duration = float(end)  # what the report covers, not the workload's default
-        res.client, res.server = side(path, text if not user else user + "\n" + text), None
+        res.client, res.server = side(path, text), None
         return res
 
 
-def check_complete(path: Path, text: str, udp: bool, hints: Hints, sides: list[str] | None = None) -> None:
-    """A CSV report cut off at any byte: its last line is unfinished, a stream's interval
-    rows have no final row after them, or (with --set duration) the report is too short.
-    Each side's rows are checked on their own (`sides`: a file joining both)."""
-    if not text.rstrip(" \t").endswith("\n"):
-        raise NettuneError(f"{path}: cut off: the last line has no newline at its end (if the file is complete, add one)")
-    for part in sides or [text]:
-        _check_side(path, part, udp, hints)
+def _one_side(path: Path, eng: Iperf2Engine, wl: Workload, text: str, udp: bool, rows: list[CsvRow]) -> TestResult:
+    """One side's report only (the usual case for old logs). TCP delivers what was sent,
+    so its rows stand for both sender and receiver, and the run says so. A UDP receiver's
+    rows (jitter, loss) leave the sender's rate unknown; a UDP sender's rows alone have no
+    receiver's numbers at all, and are refused."""
+    last = {(r.ports, r.f[5]): r for r in rows if as_int(r.f[5]) >= 0}  # each stream's final row is its last
+    if udp and all(_sender(r) for r in last.values()):
+        raise NettuneError(f"{path}: a UDP sender's report only (iperf2's client CSV leaves out the server's report): the "
+                           "receiver's rate, loss and jitter are not in it; import the server's output (or both in one file)")
+    res = eng.parse(wl, side(path, text), side(path, "", role="server"))
+    if not res.ok and res.sender_bps is not None or not res.ok and udp:
+        res = eng.parse(wl, side(path, text), side(path, text, role="server"))
+        if res.ok:
+            one_side(res, udp)
+    return res
+
+
+def _sender(r: CsvRow) -> bool:
+    d = r.datagrams()
+    return d is None or d < 0
 
 
 def _check_side(path: Path, text: str, udp: bool, hints: Hints) -> None:
+    """A side's report cut off at a line's end: a stream's interval rows without a final
+    row after them, streams with different numbers of rows, or (with --set duration) a
+    report too short. Receiver reports relayed to a client are final rows only: their
+    side is checked on its own."""
     rows, _ = parse_rows(text, udp)
     if not rows:
         return  # the parser says what is wrong

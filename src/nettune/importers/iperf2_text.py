@@ -8,13 +8,19 @@ from collections import Counter
 from pathlib import Path
 
 from ..engines.iperf2 import Iperf2Engine
-from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, is_text, parse_text_rows
+from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, REPORT, is_text, parse_text_rows
 from ..engines.iperf2_reader import Row
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from .base import Hints, ImporterBase, side, workload
+from .one_side import one_side
 
 CLIENT_START = re.compile(r"^-+\n(?=Client connecting to )", re.M)
+# what only iperf2's text has (a report pasted without its banner still says so), and what
+# only iperf3's has: a file of report lines is read as iperf2's only with the one, not the other
+IPERF2_MARKS = re.compile(r"^\[ ID\] Interval\s+Transfer\s+Bandwidth|^\[\s*(?:\d+|SUM)\]\s+\d+\.\d-\s*\d+\.\d sec|Server Report:"
+                          r"|datagrams received out-of-order|^\[\s*\d+\] Sent \d+ datagrams", re.M)
+IPERF3_MARKS = re.compile(r"Bitrate|\b(?:sender|receiver)\s*$|^- - - -|^iperf Done\.|\(omitted\)|\[[TR]X-[CS]\]", re.M)
 
 
 class Iperf2TextImporter(ImporterBase):
@@ -22,7 +28,9 @@ class Iperf2TextImporter(ImporterBase):
     describes = "iperf2 text"
 
     def detect(self, text: str) -> bool:
-        return is_text(text) and any(CONNECTS_TO.match(ln) or LISTENS.match(ln) or CONNECTED.match(ln.strip()) for ln in text.splitlines())
+        if not is_text(text):
+            return False
+        return any(CONNECTS_TO.match(ln) or LISTENS.match(ln) or CONNECTED.match(ln.strip()) for ln in text.splitlines()) or bare(text)
 
     def split(self, text: str) -> list[tuple[str, str]]:
         """A client's log with several tests: each starts at its "Client connecting to"
@@ -45,11 +53,14 @@ class Iperf2TextImporter(ImporterBase):
     def read(self, path: Path, text: str, hints: Hints) -> TestResult:
         if not text.rstrip(" \t").endswith("\n"):
             raise NettuneError(f"{path}: cut off: the last line has no newline at its end (if the file is complete, add one)")
-        rows, _ = parse_text_rows(text)
+        pasted = bare(text)
+        given = _with_connections(text) if pasted else text  # report lines only: each id is a stream of one side
+        rows, _ = parse_text_rows(given)
         if not rows:
             raise NettuneError(f"{path}: iperf2 text without report lines (did the test run?)")
-        lines = text.splitlines()
+        lines = given.splitlines()
         client, port, dual = _role(lines)
+        client = client and not pasted  # whose lines they are is not said
         _check_complete(path, rows, hints, client)
         conns = [CONNECTED.match(ln.strip()) for ln in lines]
         flags = " ".join(c["flags"] for c in conns if c)
@@ -62,16 +73,35 @@ class Iperf2TextImporter(ImporterBase):
         wl = workload(path, "iperf2", hints, protocol="udp" if udp else None, parallel=parallel, reverse=reverse or None,
                       bidir=bidir or None, duration=max(1, round(end)), port=port)
         eng = Iperf2Engine()
-        res = eng.parse(wl, side(path, text), side(path, "", role="server"))
+        res = eng.parse(wl, side(path, given), side(path, "", role="server"))
         if not client or not res.ok and (res.sender_bps is not None or wl.reverse is True):
             # one side's report only: let its rows stand for both sides, and say so
-            both = eng.parse(wl, side(path, text), side(path, text, role="server"))
+            both = eng.parse(wl, side(path, given), side(path, given, role="server"))
             if both.ok:
                 res = both
-                res.warnings.append("one side's iperf2 report only: sender and receiver rates both come from it")
+                one_side(res, udp and not any("relay" in r.ext for r in rows))
+        if pasted:
+            res.warnings.append("report lines without iperf2's banner or connection lines: each [ id] read as one stream of one side")
         res.duration = float(end)
         res.client, res.server = side(path, text), None
         return res
+
+
+def bare(text: str) -> bool:
+    """iperf2 report lines pasted without the banner and connection lines: iperf2's marks
+    (its header, one-decimal intervals, UDP's server report), none of iperf3's."""
+    lines = text.splitlines()
+    if any(CONNECTS_TO.match(ln) or LISTENS.match(ln) or CONNECTED.match(ln.strip()) for ln in lines):
+        return False
+    return bool(IPERF2_MARKS.search(text)) and not IPERF3_MARKS.search(text)
+
+
+def _with_connections(text: str) -> str:
+    """The report with a connection line for each stream id, so the parser can place its
+    lines (the ports are made up: 40000 + id on this side, 5001 on the other)."""
+    ids = sorted({int(m["id"]) for ln in text.splitlines() if (m := REPORT.match(ln.strip())) and m["id"].isdigit()})
+    made = "".join(f"[{i:3d}] local 0.0.0.0 port {40000 + i} connected with 0.0.0.0 port 5001\n" for i in ids)
+    return made + text
 
 
 def _role(lines: list[str]) -> tuple[bool, int | None, bool]:

@@ -150,7 +150,7 @@ def _read(doc: _Doc) -> TestResult:
             res.reverse_retransmits = sum(retr) if retr and not doc.udp else None
         res.streams += streams
         res.intervals += _intervals(ivals, ids, label, doc.udp)
-    res.extra["num_streams"] = len({ln.sid for ln in finals if ln.sid != "SUM" and ln.forward})
+    res.tool.num_streams = len({ln.sid for ln in finals if ln.sid != "SUM" and ln.forward})
     return res
 
 
@@ -225,7 +225,7 @@ class Iperf3TextImporter(ImporterBase):
         doc = _parse(text)
         _check(path, text, doc)
         res = _read(doc)
-        wl = workload(path, "iperf3", hints, protocol="udp" if doc.udp else None, parallel=res.extra["num_streams"] or None,
+        wl = workload(path, "iperf3", hints, protocol="udp" if doc.udp else None, parallel=res.tool.num_streams or None,
                       reverse=doc.reverse or None, bidir=doc.bidir or None,
                       duration=max(1, round(res.duration)) if res.duration else None,
                       omit=sum(1 for ln in doc.lines if ln.omitted and ln.sid != "SUM") // max(1, len(doc.streams)) or None)

@@ -10,6 +10,19 @@ from typing import Any
 from ..errors import NettuneError
 
 
+def parse_value(text: str) -> Any:
+    """'8' -> 8, '1.5' -> 1.5, 'true' -> True, anything else stays a string."""
+    t = text.strip()
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            pass
+    return t
+
+
 def compile_rules(option: str, patterns: list[str]) -> list[re.Pattern[str]]:
     """Each pattern must compile and name at least one group (the parameter)."""
     out = []
@@ -25,8 +38,6 @@ def compile_rules(option: str, patterns: list[str]) -> list[re.Pattern[str]]:
 
 
 def from_name(path: Path, rules: list[re.Pattern[str]]) -> dict[str, Any]:
-    from .intake import parse_value
-
     out: dict[str, Any] = {}
     for rx in rules:
         m = rx.search(path.name)
@@ -38,8 +49,6 @@ def from_name(path: Path, rules: list[re.Pattern[str]]) -> dict[str, Any]:
 
 def from_header(path: Path, n: int, header: str, body: str, rules: list[re.Pattern[str]]) -> dict[str, Any]:
     """Searched in the lines before the test, then in the test's own text."""
-    from .intake import parse_value
-
     out: dict[str, Any] = {}
     for rx in rules:
         m = rx.search(header) or rx.search(body)

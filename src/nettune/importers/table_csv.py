@@ -4,8 +4,14 @@ the user names the columns (`nettune import table.csv --columns queues,streams,g
 so old studies get the same analyze, compare and report as new ones.
 
 --columns lists the file's columns in order: NAME (a parameter of the point), NAME=METRIC
-(a measured value, in the unit the metric's name says) or - (ignored). When the first line
-is a header, columns are found by NAME in it (in any order); otherwise by position.
+(a measured value, in the unit the metric's name says: table_metrics.py lists them) or -
+(ignored). When the first line is a header, columns are found by NAME in it (in any
+order); otherwise by position. A column is a parameter unless mapped, whatever its name
+(a `parallel` column is the point's parameter, never a hint to a parser), and any metric
+can be the table's measurement: a timed command's seconds (wall_s), a throughput, a CPU
+figure. A table of summaries (N, mean, sd per configuration) maps its columns to `n`,
+the metric and `sd`: each row is stored as one run holding the mean, with N and sd kept
+beside it and a warning (compare such a table with `nettune compare --a-table`).
 """
 from __future__ import annotations
 
@@ -18,21 +24,17 @@ from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..store.cpu_units import CPU_COLUMNS, check_unit
 from .base import Hints, ImporterBase
+from .params import parse_value
+from .table_metrics import COMMAND, table_metrics
 
-# metric name in --columns -> (TestResult field, factor to its unit)
-METRICS: dict[str, tuple[str, float]] = {
-    **{f"{side}_{u}": (f"{side}_bps", f) for side in ("receiver", "sender", "reverse_receiver") for u, f in (("gbps", 1e9), ("mbps", 1e6), ("bps", 1.0))},
-    "cpu_client": ("cpu_client", 1.0), "cpu_server": ("cpu_server", 1.0), "cpu_host": ("cpu_host", 1.0),
-    "retransmits": ("retransmits", 1.0), "jitter_ms": ("jitter_ms", 1.0), "lost_percent": ("lost_percent", 1.0),
-    "rtt_us": ("rtt_mean_us", 1.0), "rtt_ms": ("rtt_mean_us", 1e3), "duration": ("duration", 1.0),
-}
-INTS = {"retransmits"}
+SUMMARY = ("n", "sd")  # --columns roles of a summary table: its N and its standard deviation
 
 
 class TableCsvImporter(ImporterBase):
     name = "table-csv"
     describes = "a results table (CSV with --columns)"
     auto = False  # a table could be anything: read only when the user names its columns
+    logs = False  # its columns are what the user measured: no throughput required, no stream count
 
     def __init__(self, columns: list[tuple[str, str | None]] | None = None, cpu_units: dict[str, str] | None = None) -> None:
         self.columns = columns or []
@@ -62,8 +64,6 @@ class TableCsvImporter(ImporterBase):
         return {n: v.strip() for n, v in zip(names, row) if n != "-"}, int(mark)
 
     def point(self, text: str) -> dict[str, Any]:
-        from .intake import parse_value
-
         try:
             cells, _ = self._row(text)
         except NettuneError:
@@ -75,21 +75,30 @@ class TableCsvImporter(ImporterBase):
             cells, line = self._row(text)
         except NettuneError as e:
             raise NettuneError(f"{path}: {e}") from None
-        res = TestResult(engine="table", warnings=["imported from a results table: no per-stream or per-interval data"])
+        measured = [(n, m) for n, m in self.columns if m is not None and m not in SUMMARY]
+        timed = any(table_metrics()[m].field in COMMAND for _, m in measured)  # a table of a timed command's measures
+        res = TestResult(engine="command" if timed else "table", protocol="" if timed else "tcp",
+                         warnings=["imported from a results table: no per-stream or per-interval data"])
+        values: dict[str, float] = {}
         for n, metric in self.columns:
             if metric is None or n not in cells or cells[n] == "":
                 continue
-            field, factor = METRICS[metric]
             try:
                 value = float(cells[n].replace("%", ""))
             except ValueError:
                 raise NettuneError(f"{path}: line {line}, column {n}: {cells[n]!r} is not a number; fix the cell or map {n} as a parameter (--columns ...,{n},...)") from None
-            setattr(res, field, int(value) if metric in INTS else value * factor)
+            values[metric] = value
+            if metric not in SUMMARY:
+                table_metrics()[metric].put(res, value)
+        if not any(m in values for _, m in measured):
+            raise NettuneError(f"{path}: line {line}: no measurement in this row (its {', '.join(n for n, _ in measured)} cell is empty)")
+        if "n" in values or "sd" in values:
+            res.details["summary"] = {"n": values.get("n"), "sd": values.get("sd"), "of": measured[0][1]}
+            res.warnings.append(f"a summary row (N={values.get('n', '?'):g}, sd={values.get('sd', float('nan')):g}) stored as one run holding "
+                                f"the mean: statistics here see one value per row; `nettune compare --a-table` uses N and sd")
         declared = {f: u for f, u in self.cpu_units.items() if cpu_value(res, f) is not None}
         if declared:
-            res.extra["cpu_units"] = declared  # stored with the run (store/cpu_units.py)
-        if res.receiver_bps is None:
-            raise NettuneError(f"{path}: line {line}: no throughput; map a column to receiver_gbps (or receiver_mbps, receiver_bps)")
+            res.cpu_units = declared  # stored with the run (store/cpu_units.py)
         return res
 
 
@@ -132,15 +141,22 @@ def _number(cell: str) -> bool:
 def table_importer(spec: str, cpu_unit: str | None = None) -> TableCsvImporter:
     """--columns NAME,NAME=METRIC,-,... checked once, before any file is read."""
     cols: list[tuple[str, str | None]] = []
+    known = table_metrics()
     for item in (x.strip() for x in spec.split(",")):
         name, sep, metric = item.partition("=")
         if not name.strip():
             raise NettuneError(f"--columns {spec!r}: an empty column name; write NAME, NAME=METRIC or - for each column")
-        if sep and metric.strip() not in METRICS:
-            raise NettuneError(f"--columns {item!r}: unknown metric {metric.strip()!r}; use one of {', '.join(METRICS)}")
+        if sep and metric.strip() not in known and metric.strip() not in SUMMARY:
+            raise NettuneError(f"--columns {item!r}: unknown metric {metric.strip()!r}; use one of {', '.join(known)} (or n and sd for a summary table)")
         cols.append((name.strip(), metric.strip() if sep else None))
-    if not any(m in ("receiver_gbps", "receiver_mbps", "receiver_bps") for _, m in cols):
-        raise NettuneError(f"--columns {spec!r}: no throughput column; map one, e.g. gbps=receiver_gbps")
+    measured = [m for _, m in cols if m is not None and m not in SUMMARY]
+    if not measured:
+        raise NettuneError(f"--columns {spec!r}: no column is mapped to a metric; map what the table measured, e.g. gbps=receiver_gbps or seconds=wall_s")
+    roles = [m for _, m in cols if m in SUMMARY]
+    if roles and len(measured) != 1:
+        raise NettuneError(f"--columns {spec!r}: a summary table (n, sd) has one measured column, the mean; it maps {len(measured)}")
+    if len(roles) != len(set(roles)) or len(measured) != len(set(measured)):
+        raise NettuneError(f"--columns {spec!r}: a metric is mapped twice")
     return TableCsvImporter(cols, cpu_units(cpu_unit, cols))
 
 

@@ -10,18 +10,37 @@ interrupt at any moment leaves restore_all, or `nettune restore` after kill -9, 
 """
 from __future__ import annotations
 
+import hashlib
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NettuneError, PointFailed
 from ..studyfile.models import Study
 from ..targets.base import Target
-from .base import Ctx, Kind, KnobError, Loc, NotInForce
+from .base import Ctx, Kind, KnobError, NotInForce
 from .boot_batch import BootBatch
 from .items import Item, SpecLocator, lab_queues, point_items
 from .journal import Journal
+from .journal_records import JournalChange
 from .places import CpuCounts, Place, ident_changed, identity
 from .restore import critical, restore_changes
+
+
+@dataclass
+class Active:
+    """A journaled change in force, with what this run keeps beside its record: the live
+    place it was made at and the setting it changes (never written to the journal)."""
+
+    change: JournalChange
+    place: Place
+    slot: tuple[Any, ...]
+
+
+def study_source(study: Study) -> tuple[str, str] | None:
+    """(absolute path, SHA-256 of the text) of the study file this run read, if it read one."""
+    src = study.source if isinstance(study, Study) else None  # doctor --fix names a session, reads no file
+    return (src[0], hashlib.sha256(src[1].encode()).hexdigest()) if src else None
 
 
 class KnobSession:
@@ -30,9 +49,9 @@ class KnobSession:
         nothing restores them but `nettune restore`."""
         self.study, self.target = study, target
         self.journal = Journal()
-        self.sid = self.journal.begin(study.name, study_id, kept=kept)
+        self.sid = self.journal.begin(study.name, study_id, kept=kept, source=study_source(study))
         self.seq = 0
-        self.active: list[dict[str, Any]] = []  # journaled changes in force, oldest first
+        self.active: list[Active] = []  # journaled changes in force, oldest first
         self.messages: list[str] = []
         self.warnings: list[str] = []
         self._said: set[str] = set()
@@ -69,7 +88,7 @@ class KnobSession:
         # point leaves restore_all (or `nettune restore`) knowing about it.
         self._drop_stale()
         wanted = {it.slot for it in items}
-        stale = [r for r in self.active if r["_slot"] not in wanted]
+        stale = [a for a in self.active if a.slot not in wanted]
         if stale:
             self._restore(stale)
         return self._set_all(items)
@@ -143,40 +162,40 @@ class KnobSession:
 
     def _in_force(self, it: Item, cur: Any) -> bool:
         """Is the item's value already there (this session's own change, or before it)?"""
-        top = next((r for r in reversed(self.active) if r["_slot"] == it.slot), None)
+        top = next((a.change for a in reversed(self.active) if a.slot == it.slot), None)
         if top is not None:
-            return it.kind.same(top["new"], it.value) and it.kind.same(cur, top.get("actual", top["new"]))
+            return it.kind.same(top.new, it.value) and it.kind.same(cur, top.made)
         return it.kind.same(cur, it.value)
 
-    def _journaled(self, it: Item, cur: Any) -> dict[str, Any]:
+    def _journaled(self, it: Item, cur: Any) -> Active:
         """The change's record, fsynced and listed in self.active before it is made."""
         self.seq += 1
         rec = self.journal.change(self.sid, self.seq, self.study.name, it.place.label, it.loc.record(), it.place.record(), cur, it.value,
                                   identity(it.place, it.loc))
-        rec["_place"], rec["_slot"] = it.place, it.slot
-        self.active.append(rec)  # before the change: restore_all must know about it
-        return rec
+        active = Active(rec, it.place, it.slot)
+        self.active.append(active)  # before the change: restore_all must know about it
+        return active
 
-    def _failed(self, it: Item, rec: dict[str, Any], cur: Any, e: KnobError) -> NettuneError:
+    def _failed(self, it: Item, rec: Active, cur: Any, e: KnobError) -> NettuneError:
         """A change that raised: settled as not-applied when nothing changed, else kept for the restore."""
         try:
             now = it.kind.read(it.place.ex, it.loc)
         except KnobError:
             now = None
         if now is not None and it.kind.same(now, cur):
-            self.journal.done(self.sid, rec["seq"], "not-applied", str(e))
+            self.journal.done(self.sid, rec.change.seq, "not-applied", str(e))
             self.active.remove(rec)
         return NettuneError(f"knob {it.loc.key} on {it.place.label}: {e}")
 
-    def _read_back(self, it: Item, rec: dict[str, Any], cur: Any) -> Any:
+    def _read_back(self, it: Item, rec: Active, cur: Any) -> Any:
         kind, ex, loc = it.kind, it.place.ex, it.loc
         after = kind.read(ex, loc)
-        self.journal.actual(self.sid, rec["seq"], after)
-        rec["actual"] = after
+        self.journal.actual(self.sid, rec.change.seq, after)
+        rec.change.set_actual(after)
         if not kind.looks_like(after, it.value):
             if kind.must_read_back:  # the tool said yes but nothing changed: measuring it would lie
                 if kind.same(after, cur):
-                    self.journal.done(self.sid, rec["seq"], "not-applied", "did not read back")
+                    self.journal.done(self.sid, rec.change.seq, "not-applied", "did not read back")
                     self.active.remove(rec)
                 raise PointFailed(f"knob {loc.key} on {it.place.label}: set {kind.show(it.value)} but it reads back {kind.show(after)} (the host accepted the command and kept the old value)")
             self._say(f"knob {loc.key} on {it.place.label}: set {it.value!r} but it reads back {after!r}")
@@ -191,25 +210,27 @@ class KnobSession:
         starts from defaults (nothing to restore there), and this point sets it again."""
         keep = []
         for rec in self.active:
-            place: Place = rec["_place"]
-            why = place.gone() or ident_changed(place, Loc.from_record(rec["loc"]), rec.get("ident") or {})
+            place = rec.place
+            why = place.gone() or ident_changed(place, rec.change.loc, rec.change.ident)
             if why:
-                self.journal.done(self.sid, rec["seq"], "void", why)
+                self.journal.done(self.sid, rec.change.seq, "void", why)
                 self._say(f"{place.label}: {why}; its knobs are applied again")
             else:
                 keep.append(rec)
         self.active = keep
 
-    def _restore(self, records: list[dict[str, Any]]) -> None:
-        def place_of(rec: dict[str, Any]) -> tuple[Place | None, str]:
-            why = rec["_place"].gone()
-            return (None, why) if why else (rec["_place"], "")
+    def _restore(self, records: list[Active]) -> None:
+        places = {a.change.seq: a.place for a in records}
 
-        out = restore_changes(self.journal, self.sid, records, place_of)
+        def place_of(rec: JournalChange) -> tuple[Place | None, str]:
+            why = places[rec.seq].gone()
+            return (None, why) if why else (places[rec.seq], "")
+
+        out = restore_changes(self.journal, self.sid, [a.change for a in records], place_of)
         self.warnings += out.warnings
         failed = set(out.failed_seqs)
-        gone = {id(r) for r in records if r["seq"] not in failed}
-        self.active = [r for r in self.active if id(r) not in gone]
+        gone = {a.change.seq for a in records if a.change.seq not in failed}
+        self.active = [a for a in self.active if a.change.seq not in gone]
 
     def restore_all(self) -> list[str]:
         """Put every value back, newest first; returns warnings (never raises for a knob)."""

@@ -13,6 +13,8 @@ original values go to an on-disk journal instead of RAM).
     needs_boot(ex, loc, v)     is the running system without v (default: False)
     check_booted(ex, loc, v)   NotInForce unless the host now runs with v (default: nothing)
     same(a, b)                 are two values equal once normalised
+    check_loc(loc)             static checks of the ARG and device (load, dry run, restore)
+    check_value / check_reading  a journaled value, untrusted, re-checked before restore acts
     commands(loc, v)           shell lines that set v by hand (persist, manual restore)
     show(v)                    a value as one short line (messages, `nettune knobs show`)
     persisted(loc, v)          the value as sysctl.d / tuned / udev / NetworkManager / shell forms
@@ -31,6 +33,7 @@ Scope and place are decided by the knobs layer (items.py, places.py), not by the
 """
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +70,32 @@ class Loc:
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> "Loc":
         return cls(rec["key"], rec["kind"], rec.get("arg"), rec.get("device"), rec.get("spec"))
+
+
+# an ARG nettune acts on (a sysctl's kind checks its own names): one word, never an option
+# (leading '-'), never a path ('/', or a leading '.')
+SAFE_ARG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,:+-]{0,127}")
+# an interface name as the kernel takes it (IFNAMSIZ 16 with its NUL), never '.' or '..'
+IFNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,14}")
+
+
+def check_plain(loc: Loc, value: Any, depth: int = 0) -> None:
+    """A journaled value is plain data of a few levels: texts of one line (a file's text
+    is the one multi-line value, kept by its kind), numbers, true/false, lists, tables."""
+    if depth > 4:
+        raise KnobError(f"{loc.key}: the journaled value is nested deeper than any reading nettune writes")
+    if isinstance(value, str):
+        if len(value) > 4096 or any(ord(c) < 32 and c != "\t" or c == "\x7f" for c in value):
+            raise KnobError(f"{loc.key}: the journaled value {value[:40]!r} is not one line of text")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_plain(loc, k, depth + 1)
+            check_plain(loc, v, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            check_plain(loc, v, depth + 1)
+    elif value is not None and not isinstance(value, (bool, int, float)):
+        raise KnobError(f"{loc.key}: the journaled value is not plain data")
 
 
 @dataclass
@@ -106,8 +135,45 @@ class Kind:
     # is rebooted once for all of them (boot_batch.py); apply/restore alone reboot too
     at_boot = False
 
+    # restore runs this kind's commands only as the study file declares them: a journal
+    # record of it is acted on only while that file is unchanged and names it (verify.py)
+    declared_only = False
+
     def parse(self, loc: Loc, raw: Any) -> Any:
         return raw
+
+    def check_loc(self, loc: Loc) -> None:
+        """Static checks of where a knob acts, from the key alone: when the study file is
+        read (keys.parse_key), in the dry run and before a restore acts on a journal
+        record. KnobError (one line) for a place the kind must never act on. Default: an
+        ARG as the kind takes it, one word that cannot read as an option or a path; a
+        device that is an interface name."""
+        if self.takes_arg == "required" and not loc.arg:
+            raise KnobError(f"{loc.key}: {self.name} needs a name after ':', e.g. '{self.name}:{self.example_arg}'")
+        if self.takes_arg == "never" and loc.arg:
+            raise KnobError(f"{loc.key}: {self.name} takes no ':{loc.arg}' part")
+        if loc.arg is not None and not SAFE_ARG.fullmatch(loc.arg):
+            raise KnobError(f"{loc.key}: {loc.arg!r} is not a name nettune acts on (letters, digits and _ . , : + -, "
+                            "not starting with '-' or '.', no '/')")
+        if loc.device is not None and not IFNAME.fullmatch(loc.device):
+            raise KnobError(f"{loc.key}: {loc.device!r} is not an interface name")
+        if loc.device is not None and not self.needs_device:
+            raise KnobError(f"{loc.key}: {self.name} is not per interface")
+
+    def check_value(self, loc: Loc, value: Any) -> None:
+        """A value nettune wrote, read back from the journal (a record's `new`): KnobError
+        unless the kind's parse accepts it. Default: parse."""
+        self.parse(loc, value)
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """A value nettune read from a host, read back from the journal (an original, or
+        what it read after its change): KnobError unless it has the shape this kind's read
+        gives, with nothing in it that could name another place. Default: a scalar that
+        the kind's parse accepts (a kind whose read gives a table checks its own)."""
+        check_plain(loc, value)
+        if isinstance(value, (dict, list)):
+            raise KnobError(f"{loc.key}: the journaled reading is a {type(value).__name__}; this knob reads one value")
+        self.parse(loc, value)
 
     def split(self, loc: Loc, parsed: Any) -> tuple[Loc, Any]:
         """(loc, value) from a parsed value; command knobs move their commands into loc."""

@@ -16,14 +16,12 @@ one's, and the reboot has to bring the older one's original, the value before ne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from ..targets.base import Host
 from ..targets.reboot import RebootError, reboot_and_wait
 from .base import Kind, KnobError, Loc
-
-if TYPE_CHECKING:  # places imports the registry, which imports the kinds that import this
-    from .places import Place
+from .place_record import Place
 
 
 def reboot(ex: Host) -> None:

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ..targets.base import Host
-from .base import Kind, KnobError, Loc, Persisted, read_file, run_ok, write_file
+from .base import Kind, KnobError, Loc, Persisted, check_plain, read_file, run_ok, write_file
 
 BASE = "/sys/devices/system/cpu/"
 
@@ -31,6 +31,22 @@ class CpuFiles(Kind):
     def rel_files(self, ex: Host, loc: Loc) -> list[str]:
         """Relative paths ("cpu0/cpufreq/scaling_governor") of the files this knob writes."""
         raise NotImplementedError
+
+    def rel_pattern(self, loc: Loc) -> str:
+        """A regular expression of the relative paths rel_files gives (a journaled reading
+        naming any other path is refused)."""
+        raise NotImplementedError
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        check_plain(loc, value)
+        if not isinstance(value, dict):
+            self.parse(loc, value)
+            return
+        for rel, v in value.items():
+            if not re.fullmatch(r"cpu\d{1,5}/" + self.rel_pattern(loc), rel) or ".." in rel:
+                raise KnobError(f"{loc.key}: the journaled reading names {rel!r}, not a file of this knob")
+            if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", v):
+                raise KnobError(f"{loc.key}: the journaled reading {v!r} of {rel} is not a value of this knob")
 
     def matches(self, rel: str, current: str, value: Any) -> bool:
         """Does one file's value `current` mean `value` (a scalar for every CPU)?"""

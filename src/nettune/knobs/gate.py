@@ -13,19 +13,21 @@ restore_journal is `nettune restore [HOST] [--forget]`; settle_labs runs before 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import NettuneError
-from ..targets.footprint import footprint
-from .journal import Journal, OpenSession
+from ..targets import footprint
+from ..targets.procs import stop_dead_runs
+from .journal import Journal
+from .journal_records import JournalChange, OpenSession
 from .remote import host_label, reach_of
 from .restore import RestoreOutcome, Select, forget, pending, restore_pending
 
 
-def _remote(rec: dict[str, Any]) -> tuple[str, int | None] | None:
-    place = rec.get("place") or {}
+def _remote(rec: JournalChange) -> tuple[str, int | None] | None:
+    place = rec.place
     if place.get("type") != "remote":
         return None
     r = reach_of(place)
@@ -37,8 +39,8 @@ def study_touches(study: Any) -> Select:
     fp = footprint(study)
     remote_addresses = {a for a, _ in fp.remotes}
 
-    def touches(rec: dict[str, Any]) -> bool:
-        place = rec.get("place") or {}
+    def touches(rec: JournalChange) -> bool:
+        place = rec.place
         if place.get("type") == "netns":
             return place.get("netns") in fp.namespaces
         where = _remote(rec)
@@ -59,9 +61,9 @@ def for_host(name: str) -> Select:
     """A host as the user names it: its name in the study, its address, or `machine`."""
     want = name.lower()
 
-    def match(rec: dict[str, Any]) -> bool:
-        place = rec.get("place") or {}
-        names = {str(place.get("label", "")).lower(), str(rec.get("host", "")).lower()}
+    def match(rec: JournalChange) -> bool:
+        place = rec.place
+        names = {str(place.get("label", "")).lower(), rec.host.lower()}
         if place.get("type") == "remote":
             names.add(str(reach_of(place).get("address") or "").lower())
         elif place.get("type") == "netns":
@@ -75,8 +77,8 @@ def in_labs(namespaces: set[str], subnets: list[Any]) -> Select:
     """Changes on lab hosts about to be removed: in their namespaces, or reached over SSH
     at one of their addresses (the lab's sshd)."""
 
-    def match(rec: dict[str, Any]) -> bool:
-        place = rec.get("place") or {}
+    def match(rec: JournalChange) -> bool:
+        place = rec.place
         if place.get("type") == "netns":
             return place.get("netns") in namespaces
         where = _remote(rec)
@@ -94,7 +96,7 @@ def in_labs(namespaces: set[str], subnets: list[Any]) -> Select:
 def pending_hosts(journal: Journal, only: Select | None = None) -> list[str]:
     """Hosts with pending changes of dead runs (those `only` selects), as the user knows them."""
     dead, _ = pending(journal)
-    return sorted({host_label(c) for s in dead for c in s.changes if only is None or only(c)})
+    return sorted({host_label(c) for s in dead for c in s.pending if only is None or only(c)})
 
 
 def journal_gate(has_knobs: bool, restore_first: bool = False, journal: Journal | None = None, study: Any = None) -> list[str]:
@@ -109,17 +111,18 @@ def journal_gate(has_knobs: bool, restore_first: bool = False, journal: Journal 
         return []  # cannot read root's journal (not root): a study without knobs changes nothing
     touches: Select = study_touches(study) if study is not None else (lambda rec: True)
     notes: list[str] = []
-    kept = [s for s in dead if s.kept and s.changes]
+    kept = [s for s in dead if s.kept and s.pending]
     if kept:  # doctor fixes: in force on purpose; the study measures with them
-        hosts = sorted({host_label(c) for s in kept for c in s.changes})
-        notes.append(f"note: `nettune doctor --fix` changes are in force on {', '.join(hosts)} ({sum(len(s.changes) for s in kept)} setting(s)); "
+        hosts = sorted({host_label(c) for s in kept for c in s.pending})
+        notes.append(f"note: `nettune doctor --fix` changes are in force on {', '.join(hosts)} ({sum(len(s.pending) for s in kept)} setting(s)); "
                      "`nettune restore` puts them back")
     dead = [s for s in dead if not s.kept]
     kept_ids = {s.id for s in kept}
-    ours: Select = lambda rec: touches(rec) and rec.get("session") not in kept_ids  # noqa: E731
-    mine = [s for s in dead if any(touches(c) for c in s.changes)]
+    ours: Select = lambda rec: touches(rec) and rec.session not in kept_ids  # noqa: E731
+    # a record not even readable as a change could be anywhere: it blocks every study until restored or given up
+    mine = [s for s in dead if s.unreadable or any(touches(c) for c in s.pending)]
     if mine:
-        hosts = ", ".join(pending_hosts(journal, ours))
+        hosts = ", ".join(pending_hosts(journal, ours)) or "a host a journal record does not say (it is unreadable)"
         if not restore_first:
             raise NettuneError(
                 f"an earlier run was interrupted and left settings changed on {hosts}, which this study uses "
@@ -130,10 +133,10 @@ def journal_gate(has_knobs: bool, restore_first: bool = False, journal: Journal 
         if out.failed:
             raise NettuneError(f"--restore-first: {out.failed} setting(s) could not be restored ({out.warnings[0]}); fix that and run `nettune restore`")
     for s in dead:
-        if not s.changes:
+        if not s.changes and not s.refused:
             journal.end(s.id)  # died before changing anything
     still = pending(journal)[0] if mine else dead  # only a restore changed what is pending
-    others = sorted({host_label(c) for s in still if not s.kept for c in s.changes})
+    others = sorted({host_label(c) for s in still if not s.kept for c in s.pending})
     if others:
         notes.append(f"note: an interrupted run left settings changed on {', '.join(others)}; this study does not use "
                      "them, so it runs (`nettune restore` puts them back, `nettune restore --forget HOST` gives them up)")
@@ -164,12 +167,16 @@ class RestoreReport:
     alive: list[OpenSession]  # sessions left alone: their run is still going
     given_up: list[tuple[str, str]] | None  # (host, command) lines forgotten with --forget; None: nothing forgotten
     journal: Path
+    stopped: list[int] = field(default_factory=list)  # processes of killed runs stopped first
 
 
 def restore_journal(host: str | None = None, forget_failed: bool = False, journal: Journal | None = None) -> RestoreReport:
     """Restore what interrupted runs left changed (only HOST's, if given); with
-    forget_failed, give up what could not be restored. NettuneError when HOST has nothing."""
+    forget_failed, give up what could not be restored. NettuneError when HOST has nothing.
+    First, every process a killed run left on this machine is stopped (an iperf3 server
+    of the run would hold its port, and its knobs' values would be measured meanwhile)."""
     journal = journal or Journal()
+    stopped = stop_dead_runs()
     only = None
     if host:
         only = for_host(host)
@@ -178,4 +185,4 @@ def restore_journal(host: str | None = None, forget_failed: bool = False, journa
             raise NettuneError(f"no pending change on {host!r}" + (f"; hosts with pending changes: {', '.join(others)}" if others else "; nothing is pending"))
     out, alive = restore_pending(journal, only)
     given_up = forget(journal, only) if out.failed and forget_failed else None
-    return RestoreReport(out, alive, given_up, journal.path)
+    return RestoreReport(out, alive, given_up, journal.path, stopped)

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .base import KnobError, Loc
 from .registry import KINDS, NEVER
 
 _KEY = re.compile(r"^(?P<kind>[a-z_]+)(?::(?P<arg>[^@\s]+))?(?:@(?P<device>[A-Za-z0-9_.:-]{1,15}))?$")
@@ -53,6 +54,10 @@ def parse_key(key: str) -> KnobKey:
         raise ValueError(f"{key!r}: {kind} takes no ':{arg}' part")
     if not k.needs_device and device:
         raise ValueError(f"{key!r}: {kind} is not per interface; remove '@{device}'")
+    try:  # the kind's own checks of what the key names (a sysctl's one spelling, its denylist)
+        k.check_loc(Loc(key, kind, arg, device))
+    except KnobError as e:
+        raise ValueError(str(e)) from None
     return KnobKey(key, kind, arg, device)
 
 

@@ -23,6 +23,7 @@ from .kinds.rps import Rps
 from .kinds.sockbuf import SockBuf
 from .kinds.sysctl import Sysctl
 from .kinds.sysctl_field import SysctlField
+from .kinds.sysctl_unsafe import UnsafeSysctl
 from .kinds.tuned import Tuned
 from .kinds.txqueuelen import TxQueueLen
 from .kinds.xps import Xps
@@ -35,6 +36,7 @@ KINDS: dict[str, Kind] = {
         CpuFreq(), CpuIdle(), AmdPstate(), Smt(),
         ProxmoxQueues(), LibvirtQueues(), LibvirtVcpupin(), Cmdline(),
         SockBuf(), SysctlField(),  # OS-neutral socket buffers and the sysctl field they use on Linux
+        UnsafeSysctl(),  # the denylist's override, by name
     )
 }
 

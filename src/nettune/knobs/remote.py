@@ -12,6 +12,7 @@ from typing import Any
 
 from ..targets.reconnect import NoWayToReach, Reconnector
 from .base import KnobError
+from .journal_records import JournalChange
 from .places import Place
 
 
@@ -20,9 +21,9 @@ def reach_of(place: dict[str, Any]) -> dict[str, Any]:
     return place.get("reach") or {"address": place.get("address")}
 
 
-def host_label(rec: dict[str, Any]) -> str:
+def host_label(rec: JournalChange) -> str:
     """`name (address)` of the host a change lives on, as the user knows it."""
-    place = rec.get("place") or {}
+    place = rec.place
     if place.get("type") == "remote":
         r = reach_of(place)
         port = r.get("port")

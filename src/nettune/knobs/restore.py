@@ -26,12 +26,14 @@ from typing import Any, Callable, Iterator
 
 from .base import Kind, KnobError, Loc
 from .boot_batch import BootBatch
-from .journal import Journal, OpenSession
+from .journal import Journal
+from .journal_records import JournalChange, OpenSession, Refused
 from .places import Place, ident_changed, place_from_record
 from .registry import KINDS
 from .remote import RemotePlaces, host_label
+from .verify import Verifier
 
-Select = Callable[[dict[str, Any]], bool]  # which pending changes an operation is about
+Select = Callable[[JournalChange], bool]  # which pending changes an operation is about
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
@@ -67,44 +69,44 @@ class RestoreOutcome:
 
 
 def restore_changes(
-    journal: Journal, session: str, changes: list[dict[str, Any]], place_of: Callable[[dict[str, Any]], tuple[Place | None, str]]
+    journal: Journal, session: str, changes: list[JournalChange], place_of: Callable[[JournalChange], tuple[Place | None, str]]
 ) -> RestoreOutcome:
     out = RestoreOutcome()
     boots = BootBatch()  # boot-time changes configured back, waiting for their host's one reboot
     left: set[tuple[str, str]] = set()
     first: dict[tuple[str, str], Any] = {}  # the value before nettune's first change of a setting
     for rec in changes:
-        first.setdefault(_slot(rec), rec["original"])
+        first.setdefault(_slot(rec), rec.original)
     for rec in reversed(changes):
-        loc = Loc.from_record(rec["loc"])
+        loc = rec.loc
         kind = KINDS[loc.kind]
-        who = f"{rec.get('host', '?')}: {loc.key}" + (f" ({loc.device})" if loc.device and "@" not in loc.key else "")
+        who = _who(rec)
         slot = _slot(rec)
         try:
             place, why = place_of(rec)
         except KnobError as e:
-            by_hand = "; ".join(kind.commands(loc, rec["original"])) or "see the journal"
-            forget = f"--forget {rec.get('host')}" if (rec.get("place") or {}).get("type") == "remote" else "--forget"
-            msg = f"{who}: {e}; it stays pending: run `nettune restore` again once that is fixed, or put back {kind.show(rec['original'])} by hand ({by_hand}), then `nettune restore {forget}`"
+            by_hand = "; ".join(kind.commands(loc, rec.original)) or "see the journal"
+            forget = f"--forget {rec.host}" if rec.place.get("type") == "remote" else "--forget"
+            msg = f"{who}: {e}; it stays pending: run `nettune restore` again once that is fixed, or put back {kind.show(rec.original)} by hand ({by_hand}), then `nettune restore {forget}`"
             out.failed += 1
-            out.failed_seqs.append(rec["seq"])
+            out.failed_seqs.append(rec.seq)
             out.lines.append(("failed", msg))
             out.warnings.append(msg)
             continue
         if place is None:
-            journal.done(session, rec["seq"], "gone", why)
+            journal.done(session, rec.seq, "gone", why)
             out.lines.append(("gone", f"{who}: nothing to restore: {why}"))
             continue
-        why = ident_changed(place, loc, rec.get("ident") or {})
+        why = ident_changed(place, loc, rec.ident)
         if why:
-            journal.done(session, rec["seq"], "gone", why)
+            journal.done(session, rec.seq, "gone", why)
             out.lines.append(("gone", f"{who}: nothing to restore: {why}"))
             continue
         if slot in left:
-            journal.done(session, rec["seq"], "left", "a later value was changed by someone else")
+            journal.done(session, rec.seq, "left", "a later value was changed by someone else")
             continue
-        original = rec["original"]
-        made = rec.get("actual", rec["new"])
+        original = rec.original
+        made = rec.made
         try:
             cur = kind.read(place.ex, loc)
             waiting = boots.waiting(place, slot)
@@ -112,10 +114,10 @@ def restore_changes(
                 boots.add(place, kind, loc, slot, original, (rec, who, cur))  # configured as before already: the reboot decides
                 continue
             if kind.same(cur, original):
-                journal.done(session, rec["seq"], "unchanged", "already the original value")
+                journal.done(session, rec.seq, "unchanged", "already the original value")
                 out.lines.append(("unchanged", f"{who}: already {kind.show(original)}"))
                 continue
-            ours = kind.same(cur, rec["actual"]) if "actual" in rec else kind.looks_like(cur, rec["new"])
+            ours = kind.same(cur, rec.actual) if rec.read_back else kind.looks_like(cur, rec.new)
             ours = ours or kind.between(cur, original, made)  # a kill mid-write
             if kind.at_boot:
                 # the host's reboot is still to come in this restore: what runs is stale, the configuration tells
@@ -124,9 +126,9 @@ def restore_changes(
                 ours = ours or kind.between(cur, first[slot], made)
             if not ours:
                 left.add(slot)
-                msg = (f"{who} is now {kind.show(cur)}, not the {kind.show(rec.get('actual', rec['new']))} nettune set: "
+                msg = (f"{who} is now {kind.show(cur)}, not the {kind.show(made)} nettune set: "
                        f"changed by someone else since; left as is (before nettune it was {kind.show(first[slot])})")
-                journal.done(session, rec["seq"], "left", msg)
+                journal.done(session, rec.seq, "left", msg)
                 out.lines.append(("left", msg))
                 out.warnings.append(msg)
                 continue
@@ -149,15 +151,20 @@ def restore_changes(
                 err = e
         for rec, who, cur in w.entries:
             if err is not None:
-                _not_restored(journal, session, out, w.place, w.loc, rec, who, w.kind.show(rec["original"]), err)
+                _not_restored(journal, session, out, w.place, w.loc, rec, who, w.kind.show(rec.original), err)
             else:  # the oldest change's original is in force: every change of the setting is back
-                _restored(journal, session, out, w.kind, rec, who, cur, after if rec is w.entries[-1][0] else rec["original"])
+                _restored(journal, session, out, w.kind, rec, who, cur, after if rec is w.entries[-1][0] else rec.original)
     return out
 
 
-def _restored(journal: Journal, session: str, out: RestoreOutcome, kind: Kind, rec: dict[str, Any], who: str, cur: Any, after: Any) -> None:
-    journal.done(session, rec["seq"], "restored")
-    original = rec["original"]
+def _who(rec: JournalChange) -> str:
+    loc = rec.loc
+    return f"{rec.host or '?'}: {loc.key}" + (f" ({loc.device})" if loc.device and "@" not in loc.key else "")
+
+
+def _restored(journal: Journal, session: str, out: RestoreOutcome, kind: Kind, rec: JournalChange, who: str, cur: Any, after: Any) -> None:
+    journal.done(session, rec.seq, "restored")
+    original = rec.original
     if kind.same(after, original):
         out.lines.append(("restored", f"{who}: {kind.show(cur)} -> {kind.show(original)}"))
     else:
@@ -166,24 +173,24 @@ def _restored(journal: Journal, session: str, out: RestoreOutcome, kind: Kind, r
         out.warnings.append(msg)
 
 
-def _not_restored(journal: Journal, session: str, out: RestoreOutcome, place: Place, loc: Loc, rec: dict[str, Any], who: str, shown: str,
+def _not_restored(journal: Journal, session: str, out: RestoreOutcome, place: Place, loc: Loc, rec: JournalChange, who: str, shown: str,
                   e: Exception) -> None:
     """A restore that raised: gone if its place vanished meanwhile, else pending (failed)."""
-    why = place.gone() or ident_changed(place, loc, rec.get("ident") or {})
+    why = place.gone() or ident_changed(place, loc, rec.ident)
     if why:  # vanished while we were at it (the lab was being removed)
-        journal.done(session, rec["seq"], "gone", why)
+        journal.done(session, rec.seq, "gone", why)
         out.lines.append(("gone", f"{who}: nothing to restore: {why}"))
         return
     out.failed += 1
-    out.failed_seqs.append(rec["seq"])
+    out.failed_seqs.append(rec.seq)
     msg = f"{who}: could not restore {shown}: {e}; run `nettune restore` again once fixed"
     out.lines.append(("failed", msg))
     out.warnings.append(msg)
 
 
-def _slot(rec: dict[str, Any]) -> tuple[str, str]:
-    loc = Loc.from_record(rec["loc"])
-    return (rec["place"].get("key", ""), f"{loc.kind}|{loc.arg}|{loc.device}|{KINDS[loc.kind].slot_key(loc)}")
+def _slot(rec: JournalChange) -> tuple[str, str]:
+    loc = rec.loc
+    return (str(rec.place.get("key", "")), f"{loc.kind}|{loc.arg}|{loc.device}|{KINDS[loc.kind].slot_key(loc)}")
 
 
 def pending(journal: Journal | None = None) -> tuple[list[OpenSession], list[OpenSession]]:
@@ -199,38 +206,73 @@ def pending(journal: Journal | None = None) -> tuple[list[OpenSession], list[Ope
 
 def restore_pending(journal: Journal | None = None, only: Select | None = None) -> tuple[RestoreOutcome, list[OpenSession]]:
     """Restore every session whose runner died (kill -9, power loss), or only the changes
-    `only` selects; remote hosts are reconnected, one connection each. Returns the
-    outcome and the sessions left alone because their runner is still running."""
+    `only` selects; remote hosts are reconnected, one connection each. Every record is
+    checked first (verify.py): one that fails is reported and left, never acted on.
+    Returns the outcome and the sessions left alone because their runner is still running."""
     journal = journal or Journal()
     dead, alive = pending(journal)
     out = RestoreOutcome()
+    verifier = Verifier()
     with RemotePlaces() as remote:
         for s in dead:
             changes = [c for c in s.changes if only is None or only(c)]
-            if s.changes and not changes:
+            refused = [r for r in s.refused if only is None or r.change is None or only(r.change)]
+            if (s.changes or s.refused) and not changes and not refused:
                 continue  # none of its changes is asked for (a session with none left just ends)
+            trusted = []
+            for c in changes:
+                why = verifier.check(c, s)
+                if why is None:
+                    trusted.append(c)
+                else:
+                    refused.append(Refused(s.id, None, 0, why, c))
+            for r in refused:
+                _refused(out, journal, r)
             with critical():
-                res = restore_changes(journal, s.id, changes, lambda rec: place_from_record(rec["place"], remote))
-                if not res.failed and len(changes) == len(s.changes):
+                res = restore_changes(journal, s.id, trusted, lambda rec: place_from_record(rec.place, remote))
+                if not res.failed and not refused and len(changes) == len(s.changes) and not s.refused:
                     journal.end(s.id)
             out.add(res)
         out.unreachable |= remote.unreachable
     return out, alive
 
 
+def _refused(out: RestoreOutcome, journal: Journal, r: Refused) -> None:
+    """A record that failed its checks: reported, left pending, never acted on."""
+    who = _who(r.change) if r.change is not None else "a record"
+    where = r.describe() if r.change is None or r.line else f"session {r.session}, change {r.change.seq}"
+    where = f"journal {journal.path}, {where}"
+    msg = (f"{who}: not acted on: {r.why} ({where}); check the setting by hand, then `nettune restore --forget"
+           + (f" {r.change.host}`" if r.change is not None and r.change.place.get("type") == "remote" else "`"))
+    out.failed += 1
+    out.lines.append(("refused", msg))
+    out.warnings.append(msg)
+
+
 def forget(journal: Journal | None = None, only: Select | None = None, why: str = "given up by `nettune restore --forget`") -> list[tuple[str, str]]:
     """Give up pending changes (all, or those `only` selects): mark them done and return
-    (host, command) lines that put each original back by hand, newest change first."""
+    (host, command) lines that put each original back by hand, newest change first. A
+    record that fails its checks (verify.py) is given up too, but its commands are never
+    offered: a line says to check that setting by hand."""
     journal = journal or Journal()
     dead, _ = pending(journal)
+    verifier = Verifier()
     lines: list[tuple[str, str]] = []
     for s in dead:
         chosen = [c for c in s.changes if only is None or only(c)]
+        refused = [r for r in s.refused if only is None or r.change is None or only(r.change)]
         for rec in reversed(chosen):
-            loc = Loc.from_record(rec["loc"])
-            for cmd in KINDS[loc.kind].commands(loc, rec["original"]):
-                lines.append((host_label(rec), cmd))
-            journal.done(s.id, rec["seq"], "forgotten", why)
-        if len(chosen) == len(s.changes):
+            bad = verifier.check(rec, s)
+            if bad is None:
+                for cmd in KINDS[rec.loc.kind].commands(rec.loc, rec.original):
+                    lines.append((host_label(rec), cmd))
+            else:
+                lines.append((host_label(rec), f"# {rec.loc.key}: the record is not shown ({bad}); check this setting by hand"))
+            journal.done(s.id, rec.seq, "forgotten", why)
+        for r in refused:
+            lines.append((host_label(r.change) if r.change else "?", f"# {r.describe()}; check this setting by hand"))
+            if r.change is not None:
+                journal.done(s.id, r.change.seq, "forgotten", why)
+        if len(chosen) == len(s.changes) and len(refused) == len(s.refused):
             journal.end(s.id)
     return lines

@@ -21,7 +21,6 @@ from typing import Any
 from ..errors import SpecError
 from ..studyfile.load import find_line
 from ..studyfile.models import Study
-from ..studyfile.ssh_hosts import SshTargetSpec
 from .points import Slot
 
 BOOT_KINDS = ("cmdline",)
@@ -82,13 +81,6 @@ def check_boot_hosts(study: Study, resolved: list[Any], text: str = "", file: st
     for rp in resolved:
         for key, _v, hosts in boot_values(rp):
             where = ["knobs", key]
-            if not isinstance(study.target, SshTargetSpec):
-                raise SpecError(file, ".".join(where), f"needs a reboot, and a {study.target.kind} target's hosts are this machine, "
-                                "the one nettune runs on, which is never rebooted; use an ssh target host with allow_reboot = true",
-                                find_line(text, where))
-            for name in hosts or tuple(study.target.hosts):
-                spec = study.target.hosts.get(name)
-                if spec is not None and not spec.allow_reboot:
-                    raise SpecError(file, ".".join(where), f"needs a reboot of {name}, which does not allow one: add allow_reboot = true "
-                                    f"to [target.hosts.{name}] (inventory: allow_reboot = true; Ansible: nettune_allow_reboot=true)",
-                                    find_line(text, where))
+            why = study.target.reboot_refusal(tuple(hosts or ()))  # the target spec knows which of its hosts may reboot
+            if why:
+                raise SpecError(file, ".".join(where), why, find_line(text, where))

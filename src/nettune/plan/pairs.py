@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..studyfile.models import pairs_problem
+from ..studyfile.network_workload import pairs_problem
 
 Pair = tuple[str, str]  # (server, client)
 

@@ -17,15 +17,13 @@ from typing import Any
 from ..errors import SpecError
 from ..studyfile.expr import has_placeholder
 from ..studyfile.load import find_line
-from ..studyfile.models import Study, pairs_hosts, pairs_problem
+from ..studyfile.models import Study, workload_kind
 
 
 def selection_follows_sweep(study: Study) -> bool:
-    """Does the sweep choose the hosts (a template in server, client, pairs, or a command's host)?"""
-    wl = study.workload
-    if wl.engine == "command":
-        return has_placeholder(wl.host)
-    return has_placeholder([wl.server, wl.client]) or (wl.pairs is not None and has_placeholder(wl.pairs))
+    """Does the sweep choose the hosts (a template in a field the workload kind names hosts
+    with: server, client, pairs, or a command's host)?"""
+    return workload_kind(str(study.workload.engine)).follows_sweep(study.workload)
 
 
 def check_point_hosts(study: Study, rp: Any, text: str, file: str) -> None:
@@ -34,7 +32,9 @@ def check_point_hosts(study: Study, rp: Any, text: str, file: str) -> None:
     test_hosts = list(study.target.test_hosts)
     every = list(study.target.hosts)
     wl = rp.workload
+    kind = workload_kind(str(wl.engine))
     where = f"at point {rp.point.label()}"
+    written_workload = study.workload.model_dump()
 
     def bad(field: str, name: Any, known: list[str], written: Any) -> SpecError:
         fix = (f"the template {written!r} must give one of them at every point: change the sweep values or the template"
@@ -42,20 +42,13 @@ def check_point_hosts(study: Study, rp: Any, text: str, file: str) -> None:
         return SpecError(file, field, f"{name!r} ({where}) is not a target host{' that runs tests' if known is test_hosts else ''} "
                          f"({', '.join(known)}); {fix}", find_line(text, field.split(".")))
 
-    if wl.engine == "command":  # one host runs it; server/client do not apply
-        if wl.host is not None and wl.host not in test_hosts:
-            raise bad("workload.host", wl.host, test_hosts, study.workload.host)
-    elif wl.pairs is not None:
-        for h in pairs_hosts(wl.pairs):
-            if h not in test_hosts:
-                raise bad("workload.pairs", h, test_hosts, study.workload.pairs)
-        problem = pairs_problem(wl.pairs, test_hosts)
-        if problem:
-            raise SpecError(file, "workload.pairs", f"{problem} ({where})", find_line(text, ["workload", "pairs"]))
-    else:
-        for role, h, written in (("server", wl.server, study.workload.server), ("client", wl.client, study.workload.client)):
-            if h not in test_hosts:
-                raise bad(f"workload.{role}", h, test_hosts, written)
+    for named in kind.host_fields(wl):
+        if named.name not in test_hosts:
+            raise bad(named.field, named.name, test_hosts, written_workload[named.field.removeprefix("workload.")])
+    problem = kind.hosts_problem(wl, test_hosts)
+    if problem is not None:
+        field, why = problem
+        raise SpecError(file, field, f"{why} ({where})", find_line(text, field.split(".")))
     knobs = rp.extra.get("knobs")
     if not knobs:
         return
@@ -76,13 +69,6 @@ def check_point_hosts(study: Study, rp: Any, text: str, file: str) -> None:
 
 
 def point_hosts(rp: Any) -> list[str]:
-    """The hosts a resolved point runs its tests on (server and client, or its pairs')."""
-    wl = rp.workload
-    if wl.engine == "command":
-        return [wl.host or rp.target.test_hosts[0]]
-    if wl.pairs is None:
-        return [wl.server, wl.client]
-    from .pairs import expand_pairs  # noqa: PLC0415
-
-    names = list(rp.target.test_hosts)
-    return list(dict.fromkeys(h for pair in expand_pairs(wl.pairs, names) for h in pair))
+    """The hosts a resolved point runs its tests on (server and client, its pairs', or a
+    command's one host)."""
+    return workload_kind(str(rp.workload.engine)).point_hosts(rp.workload, list(rp.target.test_hosts))

@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 from ..errors import SpecError
 from ..studyfile import expr
-from ..studyfile.command_workload import fill_workload
+from ..studyfile.command_fields import fill_workload
 from ..studyfile.load import find_line, spec_error
-from ..studyfile.models import Study, Workload
+from ..studyfile.models import Study, Workload, workload_kind
 from .point_hosts import check_point_hosts
 
 
@@ -128,18 +128,21 @@ def expand_and_check(study: Study, text: str = "", file: str = "<study>") -> lis
         except expr.ExprError as e:
             raise SpecError(file, "", f"at point {p.label()}: {e}") from None
         except ValidationError as e:
-            section = _section_of(e)
+            section = _section_of(e, study)
             model = {"workload": Workload, "target": type(study.target)}.get(section, type(study))
             err = spec_error(e, model, text, file)
             field = f"{section}.{err.field}" if section else err.field
             raise SpecError(file, field, f"{err.problem} (at point {p.label()})", find_line(text, field.split("."))) from None
+        problem = workload_kind(str(resolved[-1].workload.engine)).check(resolved[-1].workload)  # the kind's rules, on this point's values
+        if problem:
+            raise SpecError(file, "workload", f"{problem} (at point {p.label()})", find_line(text, ["workload"]))
         check_point_hosts(study, resolved[-1], text, file)  # hosts the sweep names ("{os}-a") exist at this point
     return resolved
 
 
-def _section_of(e: ValidationError) -> str:
-    title = e.title
-    return {"Workload": "workload", "LabTargetSpec": "target", "LocalTargetSpec": "target", "SshTargetSpec": "target", "KubernetesTargetSpec": "target"}.get(title, "")
+def _section_of(e: ValidationError, study: Study) -> str:
+    """The section whose model failed: the workload, or the study's own target spec."""
+    return {Workload.__name__: "workload", type(study.target).__name__: "target"}.get(e.title, "")
 
 
 def schedule(study: Study, points: list[Point]) -> list[Slot]:

@@ -1,8 +1,8 @@
 """An external power meter (`[probes] power_command = ["/usr/local/bin/plug-watts"]`): a
 command run on the machine nettune runs on that prints the watts a smart plug (or any
 meter) reads. Sampled once a second from the start of the window to its end; written to
-extra["energy"]["meter"] = {"watts": mean, "joules": mean x seconds, "min_w", "max_w",
-"samples"}, or {"why": reason} when no sample could be read.
+the result's energy part as its `meter` (watts: mean, joules: mean x seconds, min_w, max_w,
+samples), or why no sample could be read.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..engines.result import TestResult
+from ..record.parts import MeterReading
 from ..targets.procs import run_local
 from .base import ProbeBase
 
@@ -78,7 +79,9 @@ class PowerCommandProbe(ProbeBase):
         self.sampler.stop()
 
     def write(self, res: TestResult) -> None:
-        res.extra.setdefault("energy", {})["meter"] = meter_summary(self.sampler)
+        energy = res.energy_part()
+        energy.meter = MeterReading.model_validate(meter_summary(self.sampler))
+        energy.settle()
 
 
 def meter_summary(s: Sampler) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engines.result import TestResult
+from ..record.parts import HostEnergy
 from .base import ProbeBase
 
 ROOT = "/sys/class/powercap/"
@@ -105,8 +106,8 @@ def close_window(host: Any, w: EnergyWindow) -> dict[str, float] | None:
 
 class PowercapProbe(ProbeBase):
     """Joules per domain and average watts of one machine over the test window, written to
-    extra["energy"][key] = {"joules": {...}, "watts": W} (key "machine" for the test
-    machine, "hypervisor:NAME" for an extra one), or {"why": reason} when it has none."""
+    the result's energy part: `energy.hosts[key]` = HostEnergy(joules={...}, watts=W) (key
+    "machine" for the test machine, "hypervisor:NAME" for an extra one), or why it has none."""
 
     def __init__(self, host: Any, key: str = "machine"):
         self.host, self.key = host, key
@@ -124,12 +125,13 @@ class PowercapProbe(ProbeBase):
                 self.why = "powercap energy_uj could not be read at the end of the test"
 
     def write(self, res: TestResult) -> None:
-        energy = res.extra.setdefault("energy", {})
+        energy = res.energy_part()
         w = self.window
         if self.measured is not None and w is not None and w.t1 > w.t0:
-            energy[self.key] = {"joules": self.measured, "watts": round(sum(self.measured.values()) / (w.t1 - w.t0), 2)}
+            energy.hosts[self.key] = HostEnergy(joules=self.measured, watts=round(sum(self.measured.values()) / (w.t1 - w.t0), 2))
         else:
-            energy[self.key] = {"why": self.why}
+            energy.hosts[self.key] = HostEnergy(why=self.why)
+        energy.settle()
 
 
 # -- idle power ([probes] idle_power = SECONDS) ---------------------------------------

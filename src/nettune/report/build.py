@@ -7,7 +7,9 @@ uncertainty.
 from __future__ import annotations
 
 import datetime as dt
+import html as html_lib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from ..analysis.sweep import SATURATION, num
 from ..analysis.verdicts import Analysis, PointRow
 from ..errors import NettuneError
 from ..exporters.base import Table, export_table
+from ..store.private_file import write_private
 from .charts import Chart, all_charts
 from .audit_section import audit_rows
 from .cross_check_section import cross_check_md
@@ -50,7 +53,9 @@ def _cpu(row: PointRow, side: str) -> Cell:
 def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], list[list[Cell]]]:
     unit = analysis.unit
     cpu = [f"{side} CPU ({analysis.cpu_units.get(side, '%')})" for side in ("client", "server", "host")]  # the unit in every header
-    head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %", *cpu, "failed", "outlier runs"]
+    split = any(r.bands for r in analysis.points)  # two regimes under one mean: said next to it (analysis/modes.py)
+    head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %", *(["two bands"] if split else []),
+                     *cpu, "failed", "outlier runs"]
     rows = []
     for r in analysis.points:
         cells: list[Cell] = [(str(r.point.get(p, "")), r.point.get(p)) for p in params]
@@ -60,7 +65,7 @@ def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], lis
                   (num(r.half_width) if r.half_width is not None else "", r.half_width), (ci, r.ci_low),
                   (num(r.median) if r.n else "", r.median), (num(r.stdev) if r.stdev is not None else "", r.stdev),
                   (rng, r.min), (f"{r.cv * 100:.1f}" if r.cv is not None else "", r.cv),
-                  _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"), (str(r.failed or ""), r.failed),
+                  *([(r.bands or "", r.bands)] if split else []), _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"), (str(r.failed or ""), r.failed),
                   (", ".join(str(x + 1) for x in r.outlier_runs), len(r.outlier_runs))]
         rows.append(cells)
     return head, rows
@@ -120,14 +125,20 @@ def _boot_security(data: StudyData) -> list[str]:
     return []
 
 
+def md_text(text: Any) -> str:
+    """Text from the database as Markdown prose: HTML in it is shown, never rendered."""
+    return html_lib.escape(str(text), quote=False)
+
+
 def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
     started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
     engines = sorted({f"{r.engine} {r.tool_version or ''}".strip() for r in data.runs})
-    lines = [f"# {s['name']}", ""]
+    # the database may come from anyone: its texts are text in the report, never HTML
+    lines = [f"# {md_text(s['name'])}", ""]
     if s.get("description"):
-        lines += [s["description"], ""]
+        lines += [md_text(s["description"]), ""]
     lines += [f"Study #{s['id']}, {s['status']}, started {started}; target {s.get('target_kind') or '?'}; "
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
               f"with 95% intervals: {analysis.interval}" + (f", because {analysis.interval_why}" if analysis.interval_why else "") + ".",
@@ -154,7 +165,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
         lines += ["(none recorded)", ""]
     lines += ["## Study file", ""]
     text = s.get("spec_text") or json.dumps(data.spec(), indent=2)
-    fence = "````" if "```" in text else "```"
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))  # longer than any run of ` in it
     lines += [f"{fence}{'toml' if s.get('spec_text') else 'json'}", text.rstrip("\n"), fence, ""]
     return "\n".join(lines)
 
@@ -166,16 +177,16 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
     analysis = analyze(data, metric, threshold, share)  # checks --share before anything is written
     chosen = pick_point(data, point or {}, analysis)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True, mode=0o700)  # a new report folder (charts too) is the owner's alone
     except OSError as e:
         raise NettuneError(f"--out {out}: cannot create the directory ({e.strerror})") from None
-    charts = all_charts(data, out / "charts", m, chosen, analysis.efficiency)
+    charts = all_charts(data, out / "charts", m, chosen, analysis.efficiency, [cc for p in analysis.parameters for cc in p.cost_curves])
     charts += [c for c in [stability_chart(data, analysis, out / "charts")] if c is not None]  # every point's intervals over time
     pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
     charts += [pairs] if pairs else []
     md = out / "report.md"
-    md.write_text(render_markdown(data, analysis, charts, out))
+    write_private(md, render_markdown(data, analysis, charts, out))  # 0600 (store/private_file.py)
     head, rows = summary_table(analysis, data.params)
     html = out / "report.html"
-    html.write_text(render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis)))
+    write_private(html, render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis)))
     return Report(out, md, html, charts, analysis)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import matplotlib
 
@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # before pyplot: reports are built on headless machines
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from ..analysis.cost_curves import cost_curve  # noqa: E402
+from ..analysis.cost_curves import CostCurve  # noqa: E402
 from ..analysis.costs import Cost, costs  # noqa: E402
 from ..analysis.data import METRICS, Metric, PointData, StudyData  # noqa: E402
 from ..analysis.fairness import jain, stream_rates  # noqa: E402
@@ -38,7 +38,7 @@ class Chart:
     svg: Path
 
 
-def _save(fig: Figure, out: Path, name: str, title: str) -> Chart:
+def save_chart(fig: Figure, out: Path, name: str, title: str) -> Chart:
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{name}.png", out / f"{name}.svg"
     fig.savefig(png, dpi=110, bbox_inches="tight", metadata={"Software": "nettune"})
@@ -112,9 +112,12 @@ def throughput_chart(data: StudyData, out: Path, metric: Metric) -> Chart:
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     _plot_metric(ax, data, metric)
     _floor0(ax)
-    title = f"{data.name}: {metric.label} (mean, 95% CI)"
+    ns = [len(p.values(metric)) for p in data.points if p.values(metric)]
+    what = ("single runs: no interval" if ns and max(ns) < 2 else "mean, 95% CI" if ns and min(ns) >= 2
+            else "mean, 95% CI where N >= 2; single runs have no bar")
+    title = f"{data.name}: {metric.label} ({what})"
     ax.set_title(title)
-    return _save(fig, out, "throughput", title)
+    return save_chart(fig, out, "throughput", title)
 
 
 def _cost_metric(c: Cost) -> Metric:
@@ -122,35 +125,28 @@ def _cost_metric(c: Cost) -> Metric:
     return Metric(c.key, f"{c.name} ({c.unit})", 1.0, False, "cheaper", "dearer", c.run_value)
 
 
-def _climbs(data: StudyData, c: Cost) -> list[float]:
-    """Values of the x parameter from which this cost climbs faster than throughput."""
-    x, lines = series(data)
-    if x is None:
-        return []
-    out = []
-    for _, pts in lines:
-        if len(pts) >= 3 and all(_is_num(p.params.get(x)) for p in pts):
-            cc = cost_curve(x, {}, [p.params[x] for p in pts], pts, c)
-            if cc is not None and cc.climbs_from is not None:
-                out.append(float(cc.climbs_from))
-    return sorted(set(out))
+def _climbs(data: StudyData, c: Cost, curves: Sequence[CostCurve]) -> list[float]:
+    """Values of the x parameter from which this cost climbs faster than throughput, as the
+    analysis found them (its tests, under its multiplicity policy: the chart never disagrees)."""
+    x = data.axes[0] if data.axes else None
+    return sorted({float(cc.climbs_from) for cc in curves if cc.param == x and cc.cost == c.key and cc.climbs_from is not None})
 
 
-def cpu_chart(data: StudyData, out: Path) -> Chart | None:
+def cpu_chart(data: StudyData, out: Path, curves: Sequence[CostCurve] = ()) -> Chart | None:
     found = costs(data)
     if not found:
         return None
     fig, axes = plt.subplots(1, len(found), figsize=(5 * len(found), 4), squeeze=False)
     for ax, c in zip(axes[0], found):
         _plot_metric(ax, data, _cost_metric(c))
-        climbs = _climbs(data, c)
+        climbs = _climbs(data, c, curves)
         for x in climbs:
             ax.axvline(x, color="grey", linestyle=":", linewidth=1)
         ax.set_title(f"{c.name}, {c.unit}" + (" (dotted: climbs faster than throughput)" if climbs else ""), fontsize=9)
         _floor0(ax)
     fig.suptitle(f"{data.name}: cost per side (CPU in cores, converted from each figure's stored unit)")
     fig.tight_layout()
-    return _save(fig, out, "cpu", "Cost per side (CPU in cores)")
+    return save_chart(fig, out, "cpu", "Cost per side (CPU in cores)")
 
 
 def frontier_chart(data: StudyData, out: Path, efficiency: list[Frontier]) -> Chart | None:
@@ -177,7 +173,7 @@ def frontier_chart(data: StudyData, out: Path, efficiency: list[Frontier]) -> Ch
     title = f"{data.name}: throughput vs cost (frontier: no point is both faster and cheaper)"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, out, "frontier", "Throughput vs cost: frontier and recommended point")
+    return save_chart(fig, out, "frontier", "Throughput vs cost: frontier and recommended point")
 
 
 def _dominated(data: StudyData, f: Frontier) -> list[tuple[float, float]]:
@@ -201,7 +197,7 @@ def intervals_chart(data: StudyData, point: PointData, out: Path) -> Chart | Non
         for direction, style in (("forward", "-"), ("reverse", "--")):
             iv = [i for i in r.intervals if i.get("direction", "forward") == direction]
             if iv:
-                label = f"run {r.run + 1}" + (" (reverse)" if direction == "reverse" else "")
+                label = f"run {r.run}" + (" (reverse)" if direction == "reverse" else "")
                 ax.plot([i["end"] for i in iv], [i["bps"] / 1e9 for i in iv], style, marker=".", label=label)
     title = f"{data.name}: per-interval Gbit/s at {point.label(data.params)}"
     ax.set_title(title)
@@ -210,7 +206,7 @@ def intervals_chart(data: StudyData, point: PointData, out: Path) -> Chart | Non
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", ncol=2)
-    return _save(fig, out, "intervals", title)
+    return save_chart(fig, out, "intervals", title)
 
 
 def streams_chart(data: StudyData, out: Path) -> Chart | None:
@@ -236,10 +232,11 @@ def streams_chart(data: StudyData, out: Path) -> Chart | None:
     ax.grid(True, axis="y", alpha=0.3)
     title = f"{data.name}: per-stream rates (every stream of every counted run; J = Jain's index, least fair run)"
     ax.set_title(title, fontsize=9)
-    return _save(fig, out, "streams", "Per-stream spread")
+    return save_chart(fig, out, "streams", "Per-stream spread")
 
 
-def all_charts(data: StudyData, out: Path, metric: Metric, point: PointData | None, efficiency: list[Frontier]) -> list[Chart]:
-    charts = [throughput_chart(data, out, metric), cpu_chart(data, out), frontier_chart(data, out, efficiency),
+def all_charts(data: StudyData, out: Path, metric: Metric, point: PointData | None, efficiency: list[Frontier],
+               cost_curves: Sequence[CostCurve] = ()) -> list[Chart]:
+    charts = [throughput_chart(data, out, metric), cpu_chart(data, out, cost_curves), frontier_chart(data, out, efficiency),
               intervals_chart(data, point, out) if point else None, streams_chart(data, out)]
     return [c for c in charts if c is not None]

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..analysis.links import PairStats  # noqa: E402
 from ..analysis.sweep import num  # noqa: E402
 from ..analysis.verdicts import Analysis  # noqa: E402
-from .charts import Chart, _save  # noqa: E402
+from .charts import Chart, save_chart  # noqa: E402
 
 
 def _ci(mean: float | None, hw: float | None) -> str:
@@ -86,7 +86,7 @@ def _spokes(stats: list[PairStats], unit: str, center: str, where: str, out: Pat
     ax.grid(True, axis="y", alpha=0.3)
     title = f"star: one bar per spoke{where} (mean, 95% CI)"
     ax.set_title(title)
-    return _save(fig, out, "pairs", title)
+    return save_chart(fig, out, "pairs", title)
 
 
 def _natural(name: str) -> list[Any]:
@@ -116,4 +116,4 @@ def _matrix(stats: list[PairStats], unit: str, where: str, out: Path) -> Chart:
     ax.set_ylabel("server")
     title = f"pair matrix{where}: {unit} per link (mean ± 95% CI)"
     ax.set_title(title)
-    return _save(fig, out, "pairs", title)
+    return save_chart(fig, out, "pairs", title)

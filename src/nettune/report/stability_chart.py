@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..analysis.data import StudyData
 from ..analysis.verdicts import Analysis
-from .charts import Chart, _save, plt
+from .charts import Chart, save_chart, plt
 
 MAX_PANELS = 8
 
@@ -34,7 +34,7 @@ def stability_chart(data: StudyData, analysis: Analysis, out: Path) -> Chart | N
                 continue
             iv = sorted((i for i in run.intervals if i.get("direction", "forward") == "forward" and not i.get("omitted")), key=lambda i: i["start"])
             line, = ax.plot([i["end"] for i in iv], [i["bps"] / 1e9 for i in iv], marker=".", markersize=3,
-                            label=f"run {run.run + 1}{' ' + run.pair if run.pair else ''}: {st.verdict}")
+                            label=f"run {run.run}{' ' + run.pair if run.pair else ''}: {st.verdict}")
             if st.step_at_s is not None:
                 ax.axvline(st.step_at_s, linestyle="--", color=line.get_color(), linewidth=1)
         ax.set_title(label or data.name, fontsize=9)
@@ -49,4 +49,4 @@ def stability_chart(data: StudyData, analysis: Analysis, out: Path) -> Chart | N
     title = f"{data.name}: per-interval Gbit/s of each run over time{more}; dashed: where a run stepped"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, out, "stability", "Per-interval throughput and stability per run")
+    return save_chart(fig, out, "stability", "Per-interval throughput and stability per run")

@@ -2,9 +2,12 @@
 same columns are the readable table the markdown exporter writes (exporters.runs)."""
 from __future__ import annotations
 
+from typing import Callable
+
 from ..exporters.runs import param_column, param_names
 from ..store.cpu_units import label as unit_label, native_unit
 from ..store.records import RunRecord
+from ..studyfile.models import workload_kind
 from .fit import Fitted, fit_table
 
 
@@ -40,11 +43,22 @@ FIXED = ["pair", "round", "run", "Gbit/s", "round Gbit/s", "rev Gbit/s", "client
          "retrans", "loss %", "jitter ms", "status"]
 
 
-def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
-    if runs and all(r.engine == "command" for r in runs):  # a timed command: seconds, not Gbit/s
-        from .workload_section import command_columns  # noqa: PLC0415
+def _command_columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
+    from .workload_section import command_columns  # noqa: PLC0415 - its section's statistics load scipy; `nettune results` starts without it
 
-        return command_columns(runs)
+    return command_columns(runs)
+
+
+# The results table of a workload kind with a table of its own (its report part), by the
+# kind's name; every other kind's runs get the network table below (Gbit/s, CPU, loss).
+KIND_TABLES: dict[str, Callable[[list[RunRecord]], tuple[list[str], list[list[str]]]]] = {"command": _command_columns}
+
+
+def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
+    kinds = {workload_kind(r.engine).name for r in runs}
+    own = KIND_TABLES.get(next(iter(kinds))) if len(kinds) == 1 else None
+    if own is not None:  # e.g. a timed command: seconds, not Gbit/s
+        return own(runs)
     params = param_names(runs)
     multi = any(r.run > 0 or r.warmup for r in runs)
     pairs = any(r.pair for r in runs)
@@ -64,7 +78,7 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
         if pairs:
             row += [r.pair or "", "" if r.round is None else str(r.round + 1)]
         if multi:
-            row.append(f"{r.run + 1}" + (" (warm-up)" if r.warmup else ""))
+            row.append(f"{r.run}" + (" (warm-up)" if r.warmup else ""))
         row.append(_g(r.receiver_bps))
         if has_rev:
             row.append(_g(r.reverse_receiver_bps))

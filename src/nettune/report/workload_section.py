@@ -1,4 +1,5 @@
-"""The report's "Timed command" section (engine = "command"): per point, study C's
+"""The command workload kind's report part: the report's "Timed command" section and the
+results table of its runs (report/table.py KIND_TABLES). Per point, study C's
 statistics of the wall time (N, mean, sd, 95% margin, min to max) next to the CPU
 seconds of the process tree, host CPU, peak RSS, energy per run, idle power and failures
 with their exit codes. Energy columns say why they are empty."""
@@ -11,6 +12,12 @@ from ..analysis.energy_verdicts import idle_watts, joules, watts
 from ..analysis.stats import summarize
 from ..analysis.sweep import num
 from ..analysis.verdicts import Analysis
+from ..exporters.runs import param_column, param_names
+from ..store.records import RunRecord
+from ..studyfile.command_workload import CommandWorkload
+from ..studyfile.models import workload_kind
+
+KIND = CommandWorkload.name  # the workload kind this section reports
 
 
 def _mean(vals: list[Any]) -> str:
@@ -39,7 +46,7 @@ def workload_rows(data: StudyData) -> tuple[list[str], list[list[str]]]:
 
 
 def workload_md(data: StudyData, analysis: Analysis, md_table: Callable[[list[str], list[list[str]], bool], list[str]]) -> list[str]:
-    if "command" not in data.engines:
+    if not any(workload_kind(e).name == KIND for e in data.engines):
         return []
     head, rows = workload_rows(data)
     lines = ["", "## Timed command", "", "Wall seconds of `run` (lower is better): mean, sample sd, Student-t 95% margin; "
@@ -48,16 +55,14 @@ def workload_md(data: StudyData, analysis: Analysis, md_table: Callable[[list[st
     why = sorted({r.energy_why for r in data.runs if r.energy_why})
     if why:
         lines += ["", "Energy not measured: " + "; ".join(why)]
-    fails = [r for r in data.runs if not r.ok and r.engine == "command"]
+    fails = [r for r in data.runs if not r.ok and workload_kind(r.engine).name == KIND]
     if fails:
-        lines += ["", "Failed runs:", ""] + [f"- {r.point_idx}/{r.run + 1}: {r.error}" for r in fails[:20]]
+        lines += ["", "Failed runs:", ""] + [f"- {r.point_idx}/{r.run}: {r.error}" for r in fails[:20]]
     return lines
 
 
-def command_columns(runs: list[Any]) -> tuple[list[str], list[list[str]]]:
+def command_columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     """`nettune results` for a command workload: one row per run, its own measurements."""
-    from ..exporters.runs import param_column, param_names  # noqa: PLC0415
-
     fixed = ["run", "wall s", "CPU s", "host CPU%", "peak RSS MiB", "J", "W", "exit", "status"]
     params = param_names(runs)
     head = [param_column(p, fixed) for p in params] + fixed
@@ -65,7 +70,7 @@ def command_columns(runs: list[Any]) -> tuple[list[str], list[list[str]]]:
     for r in runs:
         status = "ok" if r.ok else f"FAILED: {r.error}"
         rows.append([str(r.point.get(p, "")) for p in params] + [
-            f"{r.run + 1}" + (" (warm-up)" if r.warmup else ""), "" if r.wall_s is None else f"{r.wall_s:.3f}",
+            f"{r.run}" + (" (warm-up)" if r.warmup else ""), "" if r.wall_s is None else f"{r.wall_s:.3f}",
             "" if r.cpu_s is None else f"{r.cpu_s:.2f}", "" if r.cpu_host is None else f"{r.cpu_host:.0f}",
             "" if r.peak_rss_kb is None else f"{r.peak_rss_kb / 1024:.1f}", "" if r.energy_j is None else num(r.energy_j),
             "" if r.power_w is None else num(r.power_w), "" if r.exit_code is None else str(r.exit_code), status])

@@ -1,5 +1,5 @@
-"""Runs one test of a command workload (`engine = "command"`): setup, the timed run,
-cleanup, on one host of any target (through the Host protocol: a local process, a lab
+"""Runs one test of a command workload (`engine = "command"`, the command kind:
+run/workloads/command_run.py): setup, the timed run, cleanup, on one host of any target (through the Host protocol: a local process, a lab
 host's namespace, an ssh host).
 
 Measured per run: the wall seconds of `run` (from just before it is started to the
@@ -15,57 +15,37 @@ step leads, by its PID; cleanup runs after every run whose setup started.
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from ..engines.timed_command import CommandEngine, stderr_tail
 from ..engines.result import SideOutput, TestResult
-from ..errors import NettuneError, ToolMissing
+from ..engines.timed_command import CommandEngine, stderr_tail
+from ..errors import NettuneError
+from ..probes.base import Probe
+from ..record.parts import CommandRun, StepSummary
 from ..probes.registry import window_probes
-from ..targets.base import Host, Proc
-from .slots import workload_hosts
+from ..studyfile.models import workload_kind
+from ..studyfile.workload import Workload
+from ..targets.base import Host, HostSet, Proc
 
 POLL_MAX = 0.005  # seconds between looks at a running command: the wall time's resolution
 
 
-def command_host(wl: Any, target: Any) -> Host:
+def command_host(wl: Workload, target: HostSet) -> Host:
     """The host a resolved command workload runs on (default: the target's first test host)."""
-    name = workload_hosts(wl, target)[0]
+    name = workload_kind(str(wl.engine)).point_hosts(wl, list(target.test_hosts))[0]
     if name not in target.hosts:
         raise NettuneError(f"workload.host = {name!r} is not a host of the target ({', '.join(target.hosts)})")
-    return target.hosts[name]  # type: ignore[no-any-return]
+    return target.hosts[name]
 
 
-def planned_steps(engine: CommandEngine, wl: Any, target_spec: Any) -> tuple[str, str, list[str], list[str]]:
-    """For the dry run: (host, host, setup argv or [], run argv) of a resolved point."""
-    host = wl.host or target_spec.test_hosts[0]
-    return host, host, engine.step_argv(wl, "setup") or [], engine.step_argv(wl, "run") or []
-
-
-def check_points(engine: CommandEngine, resolved: list[Any], target: Any) -> str:
-    """Before the study: every point's host exists and has sh, and an argv `run` names a
-    program that host has. Returns the version the store records ("sh")."""
-    seen: set[tuple[str, str]] = set()
-    for rp in resolved:
-        wl = rp.workload
-        host = command_host(wl, target)
-        for prog in ("sh", *([str(wl.run[0])] if isinstance(wl.run, list) and not wl.cwd else [])):
-            if (host.name, prog) in seen:
-                continue
-            seen.add((host.name, prog))
-            if host.which(prog) is None:
-                hint = engine.install_hint if prog == "sh" else "install it, or give its full path in run = [...]"
-                raise ToolMissing(f"workload.run: {prog} is not installed on {host.name}: {hint}")
-    return "sh"
-
-
-def run_command_test(engine: CommandEngine, wl: Any, host: Host, extra_machines: dict[str, Host],
-                     meters: list[Any] | None = None) -> TestResult:
+def run_command_test(engine: CommandEngine, wl: Workload, host: Host, extra_machines: dict[str, Host],
+                     meters: list[Probe] | None = None) -> TestResult:
     """One run: setup, run (timed, probed), cleanup. Never raises for a failing command;
     a lost connection to the host gives a failed result with the reason."""
-    measured: dict[str, Any] = {"host": host.name}
+    measured = CommandRun(host=host.name)
+    warnings: list[str] = []
     error: str | None = None
     run_side: SideOutput | None = None
-    probes: list[Any] = []
+    probes: list[Probe] = []
     env = dict(wl.env) or None
     limit = engine.timeout(wl)
     try:
@@ -73,7 +53,7 @@ def run_command_test(engine: CommandEngine, wl: Any, host: Host, extra_machines:
             setup = engine.step_argv(wl, "setup")
             if setup is not None:
                 side, err = _step(host, setup, env, limit, "setup")
-                measured["setup"] = _summary(side)
+                measured.setup = _summary(side)
                 if err:
                     raise _StepFailed(err)
             run_argv = engine.step_argv(wl, "run")
@@ -86,13 +66,13 @@ def run_command_test(engine: CommandEngine, wl: Any, host: Host, extra_machines:
             cleanup = engine.step_argv(wl, "cleanup")
             if cleanup is not None:  # also after a failed setup or run: it may have left files
                 side, err = _step(host, cleanup, env, limit, "cleanup")
-                measured["cleanup"] = _summary(side)
+                measured.cleanup = _summary(side)
                 if err:
-                    measured.setdefault("warnings", []).append(err)
+                    warnings.append(err)
     except ConnectionError as e:
         error = f"connection lost: {e}"
     res = engine.result(wl, run_side, measured, error)
-    res.warnings += measured.pop("warnings", [])
+    res.warnings += warnings
     for p in probes:
         p.write(res)
     return res
@@ -102,8 +82,8 @@ class _StepFailed(Exception):
     pass
 
 
-def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float, probes: list[Any],
-           measured: dict[str, Any]) -> tuple[SideOutput, str | None]:
+def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float, probes: list[Probe],
+           measured: CommandRun) -> tuple[SideOutput, str | None]:
     """The timed step, inside the probes' window; fills `measured`."""
     side = SideOutput(role="run", host=host.name, argv=list(argv), started=time.time())
     for p in probes:
@@ -125,17 +105,17 @@ def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float
     _finish(proc, side, not exited)
     ru = proc.rusage_tree() or {}
     cpu = proc.cpu_seconds()
-    measured.update(wall_s=round(t1 - t0, 6), exit_code=side.exit_code, timed_out=side.timed_out,
-                    cpu_s=None if cpu is None or side.timed_out else round(cpu, 6),
-                    cpu_user_s=ru.get("user") if not side.timed_out else None,
-                    cpu_sys_s=ru.get("sys") if not side.timed_out else None,
-                    peak_rss_kb=int(ru["max_rss_kb"]) if "max_rss_kb" in ru and not side.timed_out else None)
+    measured.wall_s, measured.exit_code, measured.timed_out = round(t1 - t0, 6), side.exit_code, side.timed_out
+    measured.cpu_s = None if cpu is None or side.timed_out else round(cpu, 6)
+    measured.cpu_user_s = ru.get("user") if not side.timed_out else None
+    measured.cpu_sys_s = ru.get("sys") if not side.timed_out else None
+    measured.peak_rss_kb = int(ru["max_rss_kb"]) if "max_rss_kb" in ru and not side.timed_out else None
     if proc.lost:
         return side, f"connection lost during the run: {proc.lost}"
     if side.timed_out:
         return side, f"run did not finish within {limit:.0f}s; its process group was stopped" + _said(side)
     if side.exit_code != 0:
-        measured["stderr_tail"] = stderr_tail(side.stderr)
+        measured.stderr_tail = stderr_tail(side.stderr)
         return side, f"run exited with code {side.exit_code}" + _said(side)
     return side, None
 
@@ -184,7 +164,6 @@ def _said(side: SideOutput) -> str:
     return f": {' | '.join(tail)}" if tail else ""
 
 
-def _summary(side: SideOutput) -> dict[str, Any]:
+def _summary(side: SideOutput) -> StepSummary:
     """What is kept of an untimed step: its command, how it ended, its last stderr lines."""
-    return {"argv": side.argv, "exit_code": side.exit_code, "timed_out": side.timed_out,
-            "stderr_tail": stderr_tail(side.stderr, 5)}
+    return StepSummary(argv=side.argv, exit_code=side.exit_code, timed_out=side.timed_out, stderr_tail=stderr_tail(side.stderr, 5))

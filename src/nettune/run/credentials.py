@@ -19,14 +19,17 @@ from __future__ import annotations
 import secrets
 import threading
 from dataclasses import dataclass
-from typing import Any
 
-from ..engines import get_engine
+from ..engines import network_engine
 from ..engines.access import Access, Iperf3Credentials, new_iperf3_credentials, new_permit_key
 from ..engines.base import Engine
 from ..errors import SpecError
+from ..plan.points import ResolvedPoint
+from ..studyfile.models import Study
+from ..studyfile.workload import Workload
+from ..targets.base import Host, Target
 from ..targets.procs import forget_dir, record_dir, remove_stale_dirs
-from .slots import workload_hosts
+from .workloads import workload_hosts, workload_run
 
 DIR_PREFIX = "/tmp/nettune-auth."
 
@@ -38,7 +41,7 @@ class _Tool:
 
 
 class StudyAccess:
-    def __init__(self, study: Any, target: Any, resolved: list[Any], spec_file: str = "<study>"):
+    def __init__(self, study: Study, target: Target, resolved: list[ResolvedPoint], spec_file: str = "<study>"):
         self.target, self.file = target, spec_file
         self.auth = study.workload.auth  # "auto", True or False: the same for every point
         self.workloads = [rp.workload for rp in resolved]
@@ -62,7 +65,7 @@ class StudyAccess:
             self._admit(wl, notes)
         return notes
 
-    def admit(self, wl: Any) -> str | None:
+    def admit(self, wl: Workload) -> str | None:
         """A workload the study did not plan (cross-check's other engine or fan-out): its
         tools are probed and its credentials made as for the study's own, so its servers
         are protected the same way. Returns why it cannot be when auth = true (then it
@@ -75,9 +78,9 @@ class StudyAccess:
             return e.problem
         return None
 
-    def _admit(self, wl: Any, notes: list[str]) -> None:
-        engine = get_engine(wl.engine)
-        if not engine.network:  # engine = "command": no server to protect
+    def _admit(self, wl: Workload, notes: list[str]) -> None:
+        engine = workload_run(wl).server_engine(wl)
+        if engine is None:  # its tests start no server (a timed command): nothing to protect
             return
         for name in workload_hosts(wl, self.target):
             self._probe(engine, name)
@@ -114,11 +117,11 @@ class StudyAccess:
         self.tools[(engine.name, name)] = _Tool(engine.version(out), engine.auth_available(out))
 
     # -- per test --------------------------------------------------------------------
-    def for_test(self, wl: Any, server: Any, client: Any) -> Access:
+    def for_test(self, wl: Workload, server: Host, client: Host) -> Access:
         bind = server.address if wl.bind else None
         if self.auth is False:
             return Access(bind=bind)
-        engine = get_engine(wl.engine)
+        engine = network_engine(str(wl.engine))  # only a network test has a server
         s, c = self.tools.get((engine.name, server.name)), self.tools.get((engine.name, client.name))
         if engine.auth == "password":
             if self.creds is None or s is None or c is None or not (s.can_auth and c.can_auth):
@@ -130,7 +133,7 @@ class StudyAccess:
             return Access(bind=bind, permit_key=self.permit_key)
         return Access(bind=bind)
 
-    def _install(self, host: Any, files: tuple[str, ...]) -> str:
+    def _install(self, host: Host, files: tuple[str, ...]) -> str:
         """The host's private directory, with `files` in it (made on first use)."""
         with self._lock:
             d = self._dirs.get(host.name)

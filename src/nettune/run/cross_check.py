@@ -17,30 +17,38 @@ from typing import Any
 from ..analysis.cross_checks import cross_check_verdict
 from ..analysis.data import load
 from ..analysis.instrument import tool_bound_points
-from ..engines import get_engine
+from ..engines import network_engine
 from ..engines.choice import auto_processes, config_label
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint
 from ..store import instrument_tables as tables
+from ..store.sqlite import Store
 from ..targets.procs import owner_token
-from .slots import run_slot, workload_hosts
+from .context import RunContext
+from .engine_choice import HostAnswers
+from .point_runner import PointRunner
+from .slots import run_slot
+from .workloads import workload_hosts, workload_run
 
 
-def tool_bound_indices(store: Any, study_id: int) -> list[int]:
+def tool_bound_indices(store: Store, study_id: int) -> list[int]:
     data = load(store, str(study_id))
     return tool_bound_points(data, data.params)[2]
 
 
-def cross_check(runner: Any, study_id: int, points: list[int] | None = None) -> list[dict[str, Any]]:
+def cross_check(runner: PointRunner, study_id: int, points: list[int] | None = None) -> list[dict[str, Any]]:
     """Cross-check `points` (default: those analysis marks tool-bound) with the study's
     runner (its target, knobs and store); returns what it stored in `cross_checks`."""
-    store, study = runner.store, runner.study
+    ctx = runner.ctx
+    store, study = ctx.store, ctx.study
     idx = tool_bound_indices(store, study_id) if points is None else points
-    if any(not get_engine(runner.by_index[i].workload.engine).network for i in idx):  # a timed command has no other engine
-        runner.progress.message("cross-check: engine = \"command\" points are not network tests; not cross-checked")
-        idx = [i for i in idx if get_engine(runner.by_index[i].workload.engine).network]
+    kinds = {i: workload_run(ctx.by_index[i].workload) for i in idx}
+    left_out = sorted({k.name for k in kinds.values() if not k.cross_checked})
+    if left_out:  # a timed command has no other engine
+        ctx.progress.message(f"cross-check: {', '.join(left_out)} workload points are not network tests; not cross-checked")
+        idx = [i for i in idx if kinds[i].cross_checked]
     if not idx:
-        runner.progress.message("cross-check: no point was tool-bound, nothing to re-run")
+        ctx.progress.message("cross-check: no point was tool-bound, nothing to re-run")
         return []
     check = study.model_copy(update={"name": f"{study.name}.cross-check"[:80],
                                      "description": f"cross-check of study #{study_id} ({study.name})"})
@@ -49,15 +57,15 @@ def cross_check(runner: Any, study_id: int, points: list[int] | None = None) -> 
     try:
         n = 0
         for i in idx:
-            rp = runner.by_index[i]
-            rows = [_stored_row(store, study_id, rp)]
+            rp = ctx.by_index[i]
+            measured: list[dict[str, Any] | None] = [_stored_row(store, study_id, rp)]
             for engine, procs in _configs(runner, rp):
                 n += 1
-                rows.append(_run_config(runner, rp, engine, procs, check_id, n))
-            rows = [r for r in rows if r is not None]
+                measured.append(_run_config(runner, rp, engine, procs, check_id, n))
+            rows = [r for r in measured if r is not None]
             text = verdict(rows)
             tables.add_cross_check(store.db, study_id, i, rp.point.label(), rows, text, check_id)
-            runner.progress.message(f"cross-check {rp.point.label()}: {len(rows)} configurations measured")  # the verdict: in the summary
+            ctx.progress.message(f"cross-check {rp.point.label()}: {len(rows)} configurations measured")  # the verdict: in the summary
             out.append({"point_idx": i, "label": rp.point.label(), "rows": rows, "verdict": text})
         status = "done"
     finally:
@@ -65,15 +73,20 @@ def cross_check(runner: Any, study_id: int, points: list[int] | None = None) -> 
     return out
 
 
-def _configs(runner: Any, rp: ResolvedPoint) -> list[tuple[str, int]]:
+def _answers(ctx: RunContext) -> HostAnswers:
+    return ctx.answers if ctx.answers is not None else HostAnswers(ctx.target)
+
+
+def _configs(runner: PointRunner, rp: ResolvedPoint) -> list[tuple[str, int]]:
     """The other engine and iperf3 fanned out, for this point (what it ran left out)."""
     wl = rp.workload
     streams = int(wl.parallel)
-    client = workload_hosts(wl, runner.target)[-1]
-    cores = runner.answers.cores(client)
-    v3 = runner.answers.version("iperf3", client)
+    client = workload_hosts(wl, runner.ctx.target)[-1]
+    answers = _answers(runner.ctx)
+    cores = answers.cores(client)
+    v3 = answers.version("iperf3", client)
     fan = max(2, auto_processes("iperf3", v3, streams, cores)) if streams > 1 else 1
-    ran = (wl.engine, int(wl.processes or 1))
+    ran = (str(wl.engine), int(wl.processes or 1))
     configs = [("iperf3", fan)] if fan > 1 else []
     configs.append(("iperf2", 1) if wl.engine == "iperf3" else ("iperf3", 1))
     return [c for c in configs if c != ran]
@@ -91,39 +104,40 @@ def _row(engine: str, procs: int, version: str, values: list[float], failed: int
             "values": [v / 1e9 for v in values]}  # every run: the verdict's interval (analysis/cross_checks.py)
 
 
-def _stored_row(store: Any, study_id: int, rp: ResolvedPoint) -> dict[str, Any]:
+def _stored_row(store: Store, study_id: int, rp: ResolvedPoint) -> dict[str, Any]:
     """What the study itself measured at this point (its counted runs)."""
     runs = [r for r in store.runs(study_id, include_warmup=False) if r.point_idx == rp.point.index]
     ok = [r for r in runs if r.ok and r.total_bps is not None]
     version = next((r.tool_version for r in ok if r.tool_version), "")
-    return _row(rp.workload.engine, int(rp.workload.processes or 1), version or "", [float(r.total_bps) for r in ok], len(runs) - len(ok))
+    return _row(str(rp.workload.engine), int(rp.workload.processes or 1), version or "", [float(r.total_bps or 0.0) for r in ok], len(runs) - len(ok))
 
 
-def _run_config(runner: Any, rp: ResolvedPoint, engine_name: str, procs: int, check_id: int, n: int) -> dict[str, Any] | None:
+def _run_config(runner: PointRunner, rp: ResolvedPoint, engine_name: str, procs: int, check_id: int, n: int) -> dict[str, Any] | None:
+    ctx = runner.ctx
     wl = rp.workload.model_copy(update={"engine": engine_name, "processes": procs})
-    client = workload_hosts(wl, runner.target)[-1]
-    version = runner.answers.version(engine_name, client)
+    client = workload_hosts(wl, ctx.target)[-1]
+    version = _answers(ctx).version(engine_name, client)
     if not version:
-        runner.progress.message(f"cross-check {rp.point.label()}: {engine_name} is not installed on {client}, left out")
+        ctx.progress.message(f"cross-check {rp.point.label()}: {engine_name} is not installed on {client}, left out")
         return None
-    refused = runner.access.admit(wl) if runner.access is not None else None  # its servers protected like the study's
+    refused = ctx.access.admit(wl) if ctx.access is not None else None  # its servers protected like the study's
     if refused:
-        runner.progress.message(f"cross-check {rp.point.label()}: {config_label(engine_name, procs)} left out: auth = {refused}")
+        ctx.progress.message(f"cross-check {rp.point.label()}: {config_label(engine_name, procs)} left out: auth = {refused}")
         return None
-    engine = get_engine(engine_name)
+    engine = network_engine(engine_name)
     runner.enter(rp)
-    point = ResolvedPoint(rp.point, rp.target, wl, rp.extra)
     params = dict(rp.point.params) | {"cross_check": config_label(engine_name, procs)}
-    pid = runner.store.add_point(check_id, n, params)
+    pid = ctx.store.add_point(check_id, n, params)
     values: list[float] = []
     failed = 0
-    for run in range(runner.study.repeat.min_counted):
+    for run in range(ctx.study.repeat.min_counted):
         def keep(r: TestResult, run: int = run) -> None:
-            runner.store.add_run(check_id, pid, run, False, r, runner.settings)
+            ctx.store.add_run(check_id, pid, run, False, r, runner.settings)
 
-        results = run_slot(engine, point.workload, runner.target, version, keep,
-                           on_round=lambda rs, run=run: runner.store.add_runs(check_id, pid, run, False, rs, runner.settings),
-                           access=runner.access)
+        def keep_round(rs: list[TestResult], run: int = run) -> None:
+            ctx.store.add_runs(check_id, pid, run, False, rs, runner.settings)
+
+        results = run_slot(engine, wl, ctx.target, version, keep, on_round=keep_round, access=ctx.access)
         ok = [r.total_bps for r in results if r.ok and r.total_bps is not None]
         failed += len(results) - len(ok)
         if ok and len(ok) == len(results):

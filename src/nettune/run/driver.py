@@ -10,22 +10,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..probes.registry import process_probes, server_energy, window_probes
-from ..studyfile.models import Workload
-from ..targets.base import Host, Proc
 from ..engines.access import Access, redact
 from ..engines.base import Engine, client_budget
 from ..engines.result import SideOutput, TestResult
-
-SERVER_START_TIMEOUT = 10.0
-BUSY_RETRIES = 5
-
-
-def pick_port(host: Host, wanted: int | None) -> int:
-    if wanted:
-        return wanted
-    return host.free_port()  # each kind of host knows where to look (its own sockets)
-
+from ..probes.base import Probe
+from ..probes.registry import process_probes, server_energy, window_probes
+from ..studyfile.workload import Workload
+from ..targets.base import Host, Proc
+from .fanout_driver import run_fanout
+from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, retry_reason, wait_listening, wait_server
 
 def run_test(
     engine: Engine,
@@ -36,7 +29,7 @@ def run_test(
     machine: Host | None = None,
     extra_machines: dict[str, Host] | None = None,
     access: Access | None = None,
-    meters: list[Any] | None = None,
+    meters: list[Probe] | None = None,
 ) -> TestResult:
     """Run one test of `wl` between two hosts. `machine` is the host whose CPU counters
     give the machine-wide CPU (default: the client's). `extra_machines` are more hosts
@@ -51,24 +44,22 @@ def run_test(
         access = Access(bind=server.address if wl.bind else None)
     try:
         if isinstance(wl.processes, int) and wl.processes > 1:
-            from .fanout_driver import run_fanout  # noqa: PLC0415 - fanout builds on this module
-
             res = run_fanout(engine, wl, server, client, tool_version, machine, extra_machines or {}, access, wl.processes)
         else:
             res = _run_test(engine, wl, server, client, tool_version, machine, extra_machines or {}, access, meters or [])
     except ConnectionError as e:
-        res = _failed(engine, tool_version, wl, redact(f"connection lost: {e}", access.secrets()), [])
-    res.extra["server_access"] = access.summary()
+        res = failed_result(engine, tool_version, wl, redact(f"connection lost: {e}", access.secrets()), [])
+    res.details["server_access"] = access.summary()  # how the server was kept to our client (no code reads it)
     return res
 
 
 def run_test_failed(engine: Engine, wl: Workload, tool_version: str, error: str) -> TestResult:
     """The result of a test that could not start (its reason recorded, never raised)."""
-    return _failed(engine, tool_version, wl, error, [])
+    return failed_result(engine, tool_version, wl, error, [])
 
 
 def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None, extra_machines: dict[str, Host], access: Access,
-              meters: list[Any] | None = None) -> TestResult:
+              meters: list[Probe] | None = None) -> TestResult:
     wl, warnings = engine.warnings(wl)
     port = pick_port(server, wl.port)
     proto = engine.listen_proto(wl)
@@ -77,16 +68,16 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
     hide = access.secrets()
 
     if server.listening(port, proto):
-        return _failed(engine, tool_version, wl, f"port {port}/{proto} is already in use on {server.name}; set [workload] port to a free one", warnings)
+        return failed_result(engine, tool_version, wl, f"port {port}/{proto} is already in use on {server.name}; set [workload] port to a free one", warnings)
 
     for attempt in range(BUSY_RETRIES):
         srv = server.spawn(engine.server_argv(wl, port, tool_version, access))
         try:  # from the moment it exists: a Ctrl-C anywhere below still stops it
-            srv_side = SideOutput(role="server", host=server.name, argv=_hidden(srv.argv, hide), started=time.time())
-            if not _wait_listening(server, srv, port, proto):
+            srv_side = SideOutput(role="server", host=server.name, argv=hidden(srv.argv, hide), started=time.time())
+            if not wait_listening(server, srv, port, proto):
                 srv.stop()
-                _finish(srv, srv_side, hide)
-                retry = _retry_reason(engine, None, srv_side)
+                finish(srv, srv_side, hide)
+                retry = retry_reason(engine, None, srv_side)
                 if retry and attempt + 1 < BUSY_RETRIES:
                     warnings.append(f"{retry}, retried with a new server (attempt {attempt + 2})")
                     continue
@@ -94,7 +85,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                 detail = [ln.strip() for ln in (srv_side.stderr or srv_side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
                 if access.bind and "assign requested address" in (srv_side.stderr + srv_side.stdout).lower():
                     detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
-                return _failed(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
+                return failed_result(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
             warm = _warm_up(engine, wl, server, client, srv, port, tool_version, access)  # before the probes: not measured
             window = window_probes(machine, extra_machines) + server_energy(server, machine) + list(meters or [])
@@ -103,7 +94,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
             cargv, env = engine.client_argv(wl, server.address, port, tool_version, access), engine.client_env(access)
             cli = client.spawn(cargv, env=env) if env else client.spawn(cargv)
             try:
-                cli_side = SideOutput(role="client", host=client.name, argv=_hidden(cli.argv, hide), started=time.time())
+                cli_side = SideOutput(role="client", host=client.name, argv=hidden(cli.argv, hide), started=time.time())
                 probes = process_probes(client, cli, server, srv)
                 for p in probes:
                     p.start()
@@ -116,24 +107,24 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                 cli.stop()  # no-op once exited; on Ctrl-C, an error or a hang it ends the client
             for p in probes:
                 p.stop()
-            _finish(cli, cli_side, hide)
+            finish(cli, cli_side, hide)
             # a client that failed (refused, error) never reached the server: don't wait
-            _wait_server(engine, wl, srv, srv_side, 10.0 if cli_side.exit_code == 0 and not cli_side.timed_out else 1.0)
+            wait_server(engine, wl, srv, srv_side, 10.0 if cli_side.exit_code == 0 and not cli_side.timed_out else 1.0)
         finally:
             srv.stop()
-        _finish(srv, srv_side, hide)
+        finish(srv, srv_side, hide)
 
-        why = _retry_reason(engine, cli_side, srv_side)
-        if why and attempt + 1 < BUSY_RETRIES:
+        again = retry_reason(engine, cli_side, srv_side)
+        if again and attempt + 1 < BUSY_RETRIES:
             time.sleep(0.5 * 2**attempt)  # backoff: someone else's test holds the server
-            warnings.append(f"{why}, retried with a new server (attempt {attempt + 2})")
+            warnings.append(f"{again}, retried with a new server (attempt {attempt + 2})")
             continue
         break
 
     # the warm-up's part of the server's output is kept in the record, not parsed
     res = engine.parse(wl, cli_side, srv_side.model_copy(update={"stdout": srv_side.stdout[warm.get("offset", 0):]}) if warm else srv_side)
     if warm:
-        res.extra["warm_up"] = warm
+        res.details["warm_up"] = warm  # what ran before the measured test (no code reads it)
     res.tool_version = res.tool_version or tool_version
     res.client, res.server = cli_side, srv_side
     res.warnings = warnings + res.warnings
@@ -167,60 +158,5 @@ def _warm_up(engine: Engine, wl: Workload, server: Host, client: Host, srv: Proc
     while time.monotonic() < end and srv.poll() is None and not engine.server_done(warm, srv.output()[0]):
         time.sleep(0.01)
     hide = access.secrets()
-    return {"argv": _hidden(argv, hide), "seconds": round(time.monotonic() - started, 3),
+    return {"argv": hidden(argv, hide), "seconds": round(time.monotonic() - started, 3),
             "offset": len(redact(srv.output()[0], hide))}
-
-
-def _retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput) -> str | None:
-    """Why a fresh server may succeed: someone else's test holds this one (busy), or
-    another connection ended the one-off server before our client reached it (client
-    None: before our client even started)."""
-    if client is not None and engine.busy(client):
-        return "server busy"
-    if engine.taken(client, server):
-        return "another connection ended the one-off server before our client reached it"
-    return None
-
-
-def _hidden(argv: list[str], secret_values: list[str]) -> list[str]:
-    return [redact(a, secret_values) for a in argv]
-
-
-def _wait_listening(host: Host, proc: Proc, port: int, proto: str) -> bool:
-    end = time.monotonic() + SERVER_START_TIMEOUT
-    delay = 0.002
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        if host.listening(port, proto, pid=proc.pid):
-            return True
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    return False
-
-
-def _wait_server(engine: Engine, wl: Workload, srv: Proc, side: SideOutput, limit: float = 10.0) -> None:
-    """Let the server write its final report: iperf3 -1 exits by itself; iperf2 is done
-    when the engine sees its final report in the output."""
-    if engine.server_exits:  # iperf3 -1: its exit is the signal, and wait() wakes at that moment
-        try:
-            srv.wait(limit)
-        except TimeoutError:
-            side.timed_out = True
-        return
-    end = time.monotonic() + limit
-    while time.monotonic() < end and srv.poll() is None:
-        if engine.server_done(wl, srv.output()[0]):
-            return
-        time.sleep(0.02)
-
-
-def _finish(proc: Proc, side: SideOutput, secret_values: list[str] | None = None) -> None:
-    side.exit_code = proc.poll()
-    out, err = proc.output()
-    side.stdout, side.stderr = redact(out, secret_values or []), redact(err, secret_values or [])
-    side.ended = time.time()
-
-
-def _failed(engine: Engine, version: str, wl: Workload, error: str, warnings: list[str], server: SideOutput | None = None) -> TestResult:
-    return TestResult(engine=engine.name, tool_version=version, ok=False, error=error, protocol=str(wl.protocol), duration=float(wl.duration), warnings=warnings, server=server)

@@ -12,21 +12,24 @@ ceilings. Each point's choice is printed once and stored with every test of the 
 """
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
 
-from ..engines import ENGINES
+from ..engines import ENGINES, NETWORK_ENGINES
 from ..engines.choice import Choice, auto_processes, choose, threaded
 from ..engines.fanout import split_streams
 from ..errors import ToolMissing
 from ..plan.points import ResolvedPoint
 from ..store import instrument_tables as instrument
-from .slots import workload_hosts
+from ..studyfile.models import Study
+from ..targets.base import HostSet
+from ..targets.local import LocalHost
+from .workloads import workload_hosts
 
 
 class HostAnswers:
     """What the hosts said, each asked once: tool versions, cores, machine name."""
 
-    def __init__(self, target: Any):
+    def __init__(self, target: HostSet):
         self.target = target
         self._versions: dict[tuple[str, str], str] = {}
         self._cores: dict[str, int] = {}
@@ -47,7 +50,7 @@ class HostAnswers:
     def versions(self, hosts: list[str]) -> dict[str, str]:
         """engine -> its version on the last host (the client), for engines on every host."""
         out = {}
-        for name in (n for n, e in ENGINES.items() if e.network):
+        for name in NETWORK_ENGINES:
             vs = [self.version(name, h) for h in hosts]
             if all(vs):
                 out[name] = vs[-1]
@@ -75,7 +78,7 @@ class HostAnswers:
         return self._machine[host]
 
 
-def choose_engines(resolved: list[ResolvedPoint], target: Any, db: Any = None, answers: HostAnswers | None = None
+def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: sqlite3.Connection | None = None, answers: HostAnswers | None = None
                    ) -> tuple[list[ResolvedPoint], dict[int, Choice], list[str]]:
     """(the points with a concrete engine and process count, each auto point's choice,
     one note per distinct choice naming its points). db: the results database's
@@ -86,7 +89,7 @@ def choose_engines(resolved: list[ResolvedPoint], target: Any, db: Any = None, a
     for rp in resolved:
         wl = rp.workload
         if wl.engine != "auto" and wl.processes != "auto":
-            out.append(rp if wl.processes is not None else _with(rp, wl.engine, 1))
+            out.append(rp if wl.processes is not None else _with(rp, str(wl.engine), 1))
             continue
         hosts = workload_hosts(wl, target)
         client = hosts[-1]
@@ -101,13 +104,13 @@ def choose_engines(resolved: list[ResolvedPoint], target: Any, db: Any = None, a
             # a loopback ceiling predicts a loopback path only: not a lab's veths on the
             # same cores (measured: iperf2 won on loopback, one iperf3 process on the lab),
             # nor a path between machines (their NICs, not the loopback, carry it)
-            ceil = instrument.ceilings(db, answers.machine(client)) if db is not None and rp.target.kind == "local" else {}
+            ceil = instrument.ceilings(db, answers.machine(client)) if db is not None and rp.target.over_loopback else {}
             c = choose(streams, versions, cores, ceil, wl.processes if isinstance(wl.processes, int) else None, machine_cores)
         else:
-            v = answers.version(wl.engine, client)
-            n = auto_processes(wl.engine, v, streams, cores)
+            v = answers.version(str(wl.engine), client)
+            n = auto_processes(str(wl.engine), v, streams, cores)
             why = f"{wl.engine} {v} is threaded" if wl.engine == "iperf2" or threaded(v) else f"one per core {client} may use"
-            c = Choice(wl.engine, n, f"processes = \"auto\": {n} for {streams} stream(s) ({why})", v)
+            c = Choice(str(wl.engine), n, f"processes = \"auto\": {n} for {streams} stream(s) ({why})", v)
         if shared and c.engine == "iperf3" and c.processes > 1 and not isinstance(wl.processes, int) and not c.reason.startswith("fastest"):
             c = Choice(c.engine, c.processes, c.reason + f" (half of {machine_cores} cores: its servers run on the same machine)", c.version)
         choices[rp.point.index] = c
@@ -138,13 +141,11 @@ class _ThisMachine:
     run its binaries), asked without creating anything."""
 
     def __init__(self, names: list[str]):
-        from ..targets.local import LocalHost  # noqa: PLC0415
-
         self.hosts = {n: LocalHost(n) for n in names}
         self.test_hosts = list(names)
 
 
-def planned_choices(study: Any, resolved: list[ResolvedPoint], db: Any = None) -> tuple[list[ResolvedPoint], list[str]]:
+def planned_choices(study: Study, resolved: list[ResolvedPoint], db: sqlite3.Connection | None = None) -> tuple[list[ResolvedPoint], list[str]]:
     """For `nettune run --dry-run`: the choice a run would make where it can be known
     without connecting (hosts on this machine), from the same inputs as the run
     (choose_engines, with the ceilings of `db`, the results database opened read-only,
@@ -160,15 +161,15 @@ def planned_choices(study: Any, resolved: list[ResolvedPoint], db: Any = None) -
     return out, said
 
 
-def _planned_choices(study: Any, resolved: list[ResolvedPoint], db: Any = None) -> tuple[list[ResolvedPoint], list[str]]:
+def _planned_choices(study: Study, resolved: list[ResolvedPoint], db: sqlite3.Connection | None = None) -> tuple[list[ResolvedPoint], list[str]]:
     if not any(rp.workload.engine == "auto" or rp.workload.processes == "auto" for rp in resolved):
-        return [_with(rp, rp.workload.engine, rp.workload.processes or 1) for rp in resolved], []
+        return [_with(rp, str(rp.workload.engine), int(rp.workload.processes or 1)) for rp in resolved], []
     if study.target.on_this_machine:
         try:
-            out, _, said = choose_engines(resolved, _ThisMachine(study.target.hosts), db)
+            out, _, said = choose_engines(resolved, _ThisMachine(list(study.target.hosts)), db)
             return out, said
         except ToolMissing as e:
-            return [_with(rp, "iperf3" if rp.workload.engine == "auto" else rp.workload.engine, 1) for rp in resolved], [str(e)]
-    shown = [_with(rp, "iperf3" if rp.workload.engine == "auto" else rp.workload.engine,
+            return [_with(rp, "iperf3" if rp.workload.engine == "auto" else str(rp.workload.engine), 1) for rp in resolved], [str(e)]
+    shown = [_with(rp, "iperf3" if rp.workload.engine == "auto" else str(rp.workload.engine),
                    rp.workload.processes if isinstance(rp.workload.processes, int) else 1) for rp in resolved]
     return shown, ["engine/processes \"auto\": decided on each host's tools when connected (commands shown for iperf3, one process)"]

@@ -13,16 +13,17 @@ process missing would be a wrong number.
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
 
 from ..engines.access import Access, redact
 from ..engines.base import Engine, client_budget
 from ..engines.fanout import combine, process_workloads
 from ..engines.result import SideOutput, TestResult
+from ..probes.base import Probe
 from ..probes.registry import process_probes, window_probes
-from ..studyfile.models import Workload
+from ..studyfile.workload import Workload
 from ..targets.base import Host, Proc
-from .driver import BUSY_RETRIES, SERVER_START_TIMEOUT, _failed, _finish, _hidden, _retry_reason, _wait_listening, _wait_server, pick_port
+from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, retry_reason, wait_listening, wait_server
 
 
 def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None,
@@ -36,9 +37,9 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
     proto = engine.listen_proto(wl)
     hide = access.secrets()
     machine = machine or client
-    taken = [w.port for w in wls if w.port is not None and server.listening(w.port, proto)]
+    taken = [int(w.port) for w in wls if w.port is not None and server.listening(int(w.port), proto)]
     if taken:
-        return _failed(engine, tool_version, wl, f"port {taken[0]}/{proto} is already in use on {server.name} (processes = {len(wls)} use "
+        return failed_result(engine, tool_version, wl, f"port {taken[0]}/{proto} is already in use on {server.name} (processes = {len(wls)} use "
                        f"ports {base}..{base + len(wls) - 1}); set [workload] port to the first of {len(wls)} free ones", warnings)
     for attempt in range(BUSY_RETRIES):
         got = _attempt(engine, wl, wls, server, client, tool_version, machine, extra_machines, access, proto, warnings)
@@ -48,9 +49,9 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
             if attempt + 1 < BUSY_RETRIES:
                 warnings.append(f"{got} (one of {len(wls)} processes), retried with new servers (attempt {attempt + 2})")
                 continue
-            return _failed(engine, tool_version, wl, f"{got} ({BUSY_RETRIES} attempts)", warnings)
-        srvs, clis, srv_sides, cli_sides, probes, window = got
-        why = next((w for w in (_retry_reason(engine, c, s) for c, s in zip(cli_sides, srv_sides)) if w), None)
+            return failed_result(engine, tool_version, wl, f"{got} ({BUSY_RETRIES} attempts)", warnings)
+        srvs, clis, srv_sides, cli_sides, probes, window = got.srvs, got.clis, got.srv_sides, got.cli_sides, got.probes, got.window
+        why = next((w for w in (retry_reason(engine, c, s) for c, s in zip(cli_sides, srv_sides)) if w), None)
         if why and attempt + 1 < BUSY_RETRIES:
             time.sleep(0.5 * 2**attempt)  # backoff: someone else's test holds a server
             warnings.append(f"{why} (one of {len(wls)} processes), retried with new servers (attempt {attempt + 2})")
@@ -79,8 +80,20 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
     return res
 
 
+@dataclass
+class _Tried:
+    """One try's processes, their outputs, and the probes that watched them."""
+
+    srvs: list[Proc]
+    clis: list[Proc]
+    srv_sides: list[SideOutput]
+    cli_sides: list[SideOutput]
+    probes: list[tuple[int, list[Probe]]]  # (process index, its probes)
+    window: list[Probe]  # the machine's, over the whole window
+
+
 def _attempt(engine: Engine, wl: Workload, wls: list[Workload], server: Host, client: Host, tool_version: str, machine: Host,
-             extra_machines: dict[str, Host], access: Access, proto: str, warnings: list[str]) -> Any:
+             extra_machines: dict[str, Host], access: Access, proto: str, warnings: list[str]) -> _Tried | TestResult | str:
     """One try: every server, then every client at once; returns the processes, their
     outputs and probes; or the TestResult of a server that never listened; or why a
     server was taken by someone else's connection before our clients started (retry)."""
@@ -89,24 +102,24 @@ def _attempt(engine: Engine, wl: Workload, wls: list[Workload], server: Host, cl
     clis: list[Proc] = []
     srv_sides: list[SideOutput] = []
     cli_sides: list[SideOutput] = []
-    probes: list[tuple[int, list]] = []
-    window: list = []
+    probes: list[tuple[int, list[Probe]]] = []
+    window: list[Probe] = []
     try:
         for w in wls:
             srv = server.spawn(engine.server_argv(w, int(w.port or 0), tool_version, access))
             srvs.append(srv)
-            srv_sides.append(SideOutput(role="server", host=server.name, argv=_hidden(srv.argv, hide), started=time.time()))
+            srv_sides.append(SideOutput(role="server", host=server.name, argv=hidden(srv.argv, hide), started=time.time()))
         for srv, side, w in zip(srvs, srv_sides, wls):
-            if not _wait_listening(server, srv, int(w.port or 0), proto):
+            if not wait_listening(server, srv, int(w.port or 0), proto):
                 for s in srvs:
                     s.stop()
-                _finish(srv, side, hide)
-                retry = _retry_reason(engine, None, side)
+                finish(srv, side, hide)
+                retry = retry_reason(engine, None, side)
                 if retry:  # someone else's connection ended it before our clients started
                     return retry
                 why = "exited before listening" if srv.poll() is not None else f"did not listen on port {w.port} within {SERVER_START_TIMEOUT:.0f}s"
                 detail = [ln.strip() for ln in (side.stderr or side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
-                return _failed(engine, tool_version, wl, f"server of process {len(clis) + 1} {why} {detail[0]}".strip(), warnings, server=side)
+                return failed_result(engine, tool_version, wl, f"server of process {len(clis) + 1} {why} {detail[0]}".strip(), warnings, server=side)
         window = window_probes(machine, extra_machines)
         for p in window:
             p.start()
@@ -115,7 +128,7 @@ def _attempt(engine: Engine, wl: Workload, wls: list[Workload], server: Host, cl
             argv = engine.client_argv(w, server.address, int(w.port or 0), tool_version, access)
             cli = client.spawn(argv, env=env) if env else client.spawn(argv)
             clis.append(cli)
-            cli_sides.append(SideOutput(role="client", host=client.name, argv=_hidden(cli.argv, hide), started=time.time()))
+            cli_sides.append(SideOutput(role="client", host=client.name, argv=hidden(cli.argv, hide), started=time.time()))
         for i, (cli, srv) in enumerate(zip(clis, srvs)):
             pp = process_probes(client, cli, server, srv)
             for p in pp:
@@ -137,13 +150,13 @@ def _attempt(engine: Engine, wl: Workload, wls: list[Workload], server: Host, cl
             for p in window:
                 p.stop()
             for cli, side in zip(clis, cli_sides):
-                _finish(cli, side, hide)
+                finish(cli, side, hide)
             for w, srv, side, cside in zip(wls, srvs, srv_sides, cli_sides):
                 ok = cside.exit_code == 0 and not cside.timed_out
-                _wait_server(engine, w, srv, side, 10.0 if ok else 1.0)
+                wait_server(engine, w, srv, side, 10.0 if ok else 1.0)
         finally:
             for srv in srvs:
                 srv.stop()
     for srv, side in zip(srvs, srv_sides):
-        _finish(srv, side, hide)
-    return srvs, clis, srv_sides, cli_sides, probes, window
+        finish(srv, side, hide)
+    return _Tried(srvs, clis, srv_sides, cli_sides, probes, window)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..doctor.audit import audit, target_views
+from ..studyfile.models import Study
+from ..targets.base import Target
 
 
-def audit_target(study: Any, target: Any) -> tuple[dict[str, list[dict[str, Any]]], str]:
+def audit_target(study: Study, target: Target) -> tuple[dict[str, list[dict[str, Any]]], str]:
     """({host: [finding dicts]}, a one-line summary for the run's output)."""
     views = target_views(target)
     addresses = {n: h.address for n, h in target.hosts.items() if n in target.test_hosts}

@@ -2,19 +2,22 @@
 test, and the idle power of each point's machine(s) after its first counted run."""
 from __future__ import annotations
 
-from typing import Any
-
+from ..probes.base import Probe
 from ..probes.powercap import idle_power
 from ..probes.registry import meter_probes
-from .slots import workload_hosts
+from ..store.sqlite import Store
+from ..studyfile.models import Study
+from ..studyfile.workload import Workload
+from ..targets.base import Host, Target
+from .workloads import workload_hosts
 
 
-def meters(study: Any) -> list[Any]:
+def meters(study: Study) -> list[Probe]:
     """A fresh meter probe for one test, when the study sets power_command."""
     return meter_probes(study.probes.power_command if study.probes is not None else None)
 
 
-def idle_hosts(wl: Any, target: Any) -> dict[str, Any]:
+def idle_hosts(wl: Workload, target: Target) -> dict[str, Host]:
     """The machines to sample: the command's host, or the workload's hosts; hosts that are
     all this machine (lab, local) are one machine, sampled once as "machine"."""
     names = workload_hosts(wl, target)
@@ -24,10 +27,12 @@ def idle_hosts(wl: Any, target: Any) -> dict[str, Any]:
     return {h.name: h for h in hosts}
 
 
-def sample_idle(study: Any, store: Any, target: Any, wl: Any, study_id: int, point_id: int) -> None:
+def sample_idle(study: Study, store: Store, target: Target, wl: Workload, study_id: int, point_id: int) -> None:
     """Sample every machine of the point idle for [probes] idle_power seconds and store it.
     The meter measures the whole plug, so it is read once (with the first machine)."""
-    seconds = float(study.probes.idle_power)
-    meter = list(study.probes.power_command) if study.probes.power_command else None
+    probes = study.probes
+    if probes is None or probes.idle_power is None:
+        return
+    meter = list(probes.power_command) if probes.power_command else None
     for i, (key, host) in enumerate(idle_hosts(wl, target).items()):
-        store.add_idle(study_id, point_id, key, idle_power(host, seconds, meter if i == 0 else None))
+        store.add_idle(study_id, point_id, key, idle_power(host, float(probes.idle_power), meter if i == 0 else None))

@@ -24,8 +24,9 @@ from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..plan.points import Slot
 from ..store.sqlite import Store, spec_hash
-from ..targets.machine import scratch_namespace
-from ..targets.procs import owner_alive, start_time, stop_recorded
+from ..studyfile.models import Study
+from ..targets import target_kind
+from ..targets.procs import owner_alive, stop_dead_runs
 
 UNFINISHED = ("running", "interrupted", "failed")
 SINGLE = ""  # the pair label of a slot that is one test, not a set of host pairs
@@ -40,7 +41,7 @@ def runner_alive(row: dict[str, Any]) -> bool:
     return row["status"] == "running" and bool(row.get("owner")) and owner_alive(row["owner"])
 
 
-def find_interrupted(store: Store, study: Any, spec_text: str | None, file: str) -> dict[str, Any]:
+def find_interrupted(store: Store, study: Study, spec_text: str | None, file: str) -> dict[str, Any]:
     """The study `--resume` continues; a NettuneError saying why when there is none."""
     rows = store.named(study.name)
     if not rows:
@@ -85,9 +86,10 @@ def what_changed(old: str | None, new: str | None) -> str:
 
 
 def stored_result(row: dict[str, Any]) -> TestResult:
-    """A stored test, with what the adaptive stopping rule reads (ok, throughput, pair)."""
-    return TestResult(engine=row["engine"], ok=row["ok"], receiver_bps=row["receiver_bps"],
-                      reverse_receiver_bps=row["reverse_receiver_bps"], extra=row["extra"])
+    """A stored test, with what the adaptive stopping rule reads (ok, its primary metric: throughput or a command's wall seconds, pair):
+    its stored `extra` JSON gives back the typed parts (record/legacy.py)."""
+    return TestResult.model_validate({"engine": row["engine"], "ok": row["ok"], "duration": row["duration"], "receiver_bps": row["receiver_bps"],
+                                      "reverse_receiver_bps": row["reverse_receiver_bps"], "extra": row["extra"]})
 
 
 @dataclass
@@ -101,7 +103,8 @@ class Stored:
         out = cls()
         for row in store.stored_slots(study_id):
             key = (row["point_idx"], row["run"], row["warmup"])
-            out.by_slot.setdefault(key, {})[row["extra"].get("pair", SINGLE)] = stored_result(row)
+            res = stored_result(row)
+            out.by_slot.setdefault(key, {})[res.pair.pair if res.pair is not None and res.pair.pair else SINGLE] = res
         return out
 
     def of(self, slot: Slot) -> dict[str, TestResult]:
@@ -117,25 +120,19 @@ def dead_owners(store: Store, name: str) -> set[str]:
     return {r["owner"] for r in store.named(name) if r["status"] == "running" and r.get("owner") and not owner_alive(r["owner"])}
 
 
-def clear_dead_run(study: Any, owners: set[str]) -> list[str]:
+def clear_dead_run(study: Study, owners: set[str]) -> list[str]:
     """Before a run of `study`: remove what killed runs of the same name left on this
     machine: the lab (as its state file records it, if its owner is gone; a lab still
-    owned by a live run is refused), a knob-check namespace, the processes `owners`
-    recorded (stopped by PID and start time). Returns what was done, for the log."""
+    owned by a live run is refused), a knob-check namespace of `owners`, and before
+    those the processes of every killed nettune run (targets/procs.py stop_dead_runs).
+    Returns what was done, for the log."""
     notes = []
-    if study.target.kind == "lab":
-        from ..targets.lab import labnet  # noqa: PLC0415 - the lab needs pyroute2 and root
-
-        removed = labnet.clear_dead_lab(study.name)
-        for owner in owners:
-            pid = _pid(owner)
-            probe = scratch_namespace(pid)  # a run killed while checking its knobs
-            if pid.isdigit() and start_time(int(pid)) is None and probe in labnet.netns.listnetns():
-                labnet.remove_namespace(probe)
-                removed.append(probe)
-        if removed:
-            notes.append(f"removed what a killed run of {study.name!r} left: {', '.join(removed)}")
-    stopped = stop_recorded(owners=owners) if owners else []
+    # first: every killed run's processes (of this study or another), found by PID record or
+    # owner mark; they hold ports and sit in the namespaces removed next
+    stopped = stop_dead_runs()
     if stopped:
-        notes.append(f"stopped {len(stopped)} process(es) a killed run of {study.name!r} left: pid {', '.join(map(str, stopped))}")
+        notes.append(f"stopped {len(stopped)} process(es) that killed runs left: pid {', '.join(map(str, stopped))}")
+    removed = target_kind(study).clear_dead(study, owners)  # e.g. the lab and its knob-check namespace
+    if removed:
+        notes.append(f"removed what a killed run of {study.name!r} left: {', '.join(removed)}")
     return notes

@@ -9,50 +9,25 @@ from __future__ import annotations
 import os
 import signal
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from types import FrameType
+from typing import Iterator
 
-from ..engines import get_engine
-from ..engines.result import TestResult
-from ..errors import NettuneError, ToolMissing
+from ..errors import NettuneError
 from ..analysis.stats import adaptive_rounds
 from ..plan.boot_order import boot_ordered, check_boot_hosts, split_by_boot
 from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
+from ..targets.base import Target
 from ..targets.procs import kill_pid, owner_token, started_by
+from .context import KnobLayer, NoProgress as NoProgress, Outcome as Outcome, Progress as Progress, RunContext
 from .credentials import StudyAccess
 from .point_runner import PointRunner
 from .engine_choice import HostAnswers, choose_engines
-from .slots import pair_rounds, workload_hosts
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
+from .workloads import workload_run
+from .workloads.base import OVERHEAD_GUESS as OVERHEAD_GUESS
 from ..studyfile.models import Study
 from ..store import Store
 from ..targets import make_target
-
-OVERHEAD_GUESS = 0.6  # seconds per test beyond its duration, for the first ETA only
-
-
-class Progress(Protocol):
-    def start(self, study: Study, total_tests: int, expected_seconds: float) -> None: ...
-    def test_start(self, slot: Slot, index: int) -> None: ...
-    def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None: ...
-    def message(self, text: str) -> None: ...
-
-
-class NoProgress:
-    def start(self, study: Study, total_tests: int, expected_seconds: float) -> None: ...
-    def test_start(self, slot: Slot, index: int) -> None: ...
-    def test_end(self, slot: Slot, result: TestResult, seconds: float) -> None: ...
-    def message(self, text: str) -> None: ...
-
-
-@dataclass
-class Outcome:
-    study_id: int
-    status: str
-    tests: int = 0
-    failed: int = 0
-    warnings: list[str] = field(default_factory=list)
-    cross_checks: list[dict[str, Any]] = field(default_factory=list)  # --cross-check: side-by-side rows and verdicts
 
 
 @contextmanager
@@ -61,7 +36,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
     owner = os.getpid()
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         if os.getpid() != owner:
             # a fork()ed helper (pyroute2 forks to enter namespaces and SIGTERMs the child
             # when done) must never unwind our stack: it would restore knobs, remove the lab
@@ -78,27 +53,18 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def hosts_pairs(wl: Any, target: Any) -> list[Any]:
-    return [p for rnd in pair_rounds(wl, target) for p in rnd]
+def tests_per_slot(rp: ResolvedPoint, test_hosts: list[str]) -> int:
+    """1, or the number of host pairs when the workload runs over pairs (its kind says)."""
+    return workload_run(rp.workload).tests_per_slot(rp.workload, test_hosts)
 
 
-def tests_per_slot(rp: ResolvedPoint, target: Any) -> int:
-    """1, or the number of host pairs when the workload runs over pairs."""
-    return len(hosts_pairs(rp.workload, target)) if rp.workload.pairs is not None else 1
+def slot_seconds(rp: ResolvedPoint, test_hosts: list[str]) -> float:
+    """Rough seconds one slot of this point takes, as its workload kind guesses them (one
+    test per host pair, or one per round when a round's pairs run at once)."""
+    return workload_run(rp.workload).slot_seconds(rp.workload, test_hosts)
 
 
-def slot_seconds(rp: ResolvedPoint, target: Any = None) -> float:
-    """Rough seconds one slot of this point takes: its tests (one per host pair, or one
-    per round when a round's pairs run at once), each duration + omit + overhead."""
-    wl = rp.workload
-    tests = 1
-    if wl.pairs is not None:
-        rounds = pair_rounds(wl, target if target is not None else rp.target)
-        tests = len(rounds) if wl.parallel_pairs else sum(map(len, rounds))
-    return (wl.duration + wl.omit + OVERHEAD_GUESS) * tests
-
-
-def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = None, *, longest: bool = False,
+def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Target | None = None, *, longest: bool = False,
                      left: list[tuple[Slot, int]] | None = None) -> float:
     """First estimate for the ETA (the progress bar refines it as tests finish).
     longest: as if adaptive repeats ran every point to max_runs (the most it can take).
@@ -106,11 +72,17 @@ def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Any = 
     Counted from the slots per point, never by building the schedule (which can be huge)."""
     rep = study.repeat
     if left is not None:
-        per_test = {r.point.index: r.workload.duration + r.workload.omit + OVERHEAD_GUESS for r in resolved}
+        per_test = {r.point.index: workload_run(r.workload).test_seconds(r.workload) for r in resolved}
         return sum(per_test[s.point.index] * n for s, n in left) + rep.pause * max(0, len(left) - 1)
     per_point = rep.warmup + (rep.max_counted if longest else rep.min_counted)
     slots = per_point * len(resolved)
-    return per_point * sum(slot_seconds(r, target) for r in resolved) + rep.pause * max(0, slots - 1)
+    return per_point * sum(slot_seconds(r, _test_hosts(r, target)) for r in resolved) + rep.pause * max(0, slots - 1)
+
+
+def _test_hosts(rp: ResolvedPoint, target: Target | None) -> list[str]:
+    """The test hosts a point's tests are spread over: the target's, or (planning without
+    one) its resolved target spec's."""
+    return list(target.test_hosts if target is not None else rp.target.test_hosts)
 
 
 def run_study(
@@ -175,10 +147,9 @@ def run_study(
     outcome = Outcome(study_id, "running")
     status = "failed"
     knobs = _knob_session(study, target, study_id)
-    per_slot = {r.point.index: tests_per_slot(r, target) for r in resolved}
-    runner = PointRunner(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot, access)
-    runner.choices, runner.answers = choices, answers
-    runner.doctor = doctor
+    per_slot = {r.point.index: tests_per_slot(r, list(target.test_hosts)) for r in resolved}
+    runner = PointRunner(RunContext(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot,
+                                    access=access, choices=choices, answers=answers, doctor=doctor))
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     total = sum(n for _, n in left)
     extra = 0
@@ -227,40 +198,25 @@ def _adaptive_rounds(study: Study, runner: PointRunner) -> None:
     its furthest point already had (each round gives every point still needing one a run)."""
     rep = study.repeat
     groups = [[i] for i in sorted(runner.values)] if rep.order == "sequential" else [sorted(runner.values)]
-    groups = split_by_boot(groups, runner.by_index)  # rounds never alternate boot-time values (reboots)
+    groups = split_by_boot(groups, runner.ctx.by_index)  # rounds never alternate boot-time values (reboots)
     for group in groups:
         round_no = max(0, max(len(runner.values[i]) for i in group) - rep.min_counted)
         while need := adaptive_rounds(rep, {i: runner.values[i] for i in group}, round_no):
             for idx in need:
-                point = runner.by_index[idx].point
+                point = runner.ctx.by_index[idx].point
                 runner.run(Slot(point, runner.last_run.get(idx, rep.warmup - 1) + 1, False))
             round_no += 1
 
 
-def preflight(study: Study, resolved: list[ResolvedPoint], target: Any) -> dict[str, str]:
-    """Check every tool the study needs is installed on its hosts; return versions."""
+def preflight(study: Study, resolved: list[ResolvedPoint], target: Target) -> dict[str, str]:
+    """Check every tool the study needs is installed on its hosts (each engine's workload
+    kind says where and how); return versions by engine."""
     versions: dict[str, str] = {}
     for rp in resolved:
-        wl = rp.workload
-        if wl.engine in versions:
-            continue
-        engine = get_engine(wl.engine)
-        if not engine.network:  # engine = "command": every point's host and program (run/command_driver.py)
-            from .command_driver import check_points  # noqa: PLC0415
-
-            versions[wl.engine] = check_points(engine, [r for r in resolved if r.workload.engine == wl.engine], target)
-            continue
-        # every host of every point with this engine (the sweep may choose the pair: "{os}-a")
-        names = list(dict.fromkeys(h for r in resolved if r.workload.engine == wl.engine for h in workload_hosts(r.workload, target)))
-        for name in names:
-            host = target.hosts[name]
-            if host.which(engine.binary) is None:
-                raise ToolMissing(f"{engine.binary} is not installed on {host.name}: {engine.install_hint}")
-        client = target.hosts[names[-1]]
-        r = client.probe_run(engine.version_argv(), timeout=10)  # a lab host's namespace does not exist yet
-        versions[wl.engine] = engine.version(r.stdout + r.stderr)
-        if not versions[wl.engine]:
-            raise NettuneError(f"cannot tell the version of {engine.binary} ({(r.stdout + r.stderr).strip()[:80]!r}); is it really {wl.engine}?")
+        engine = str(rp.workload.engine)
+        if engine not in versions:
+            mine = [r for r in resolved if r.workload.engine == engine]
+            versions[engine] = workload_run(rp.workload).preflight(engine, mine, target)
     return versions
 
 
@@ -271,14 +227,14 @@ def _journal_gate(study: Study, restore_first: bool) -> list[str]:
     return journal_gate(study.knobs is not None, restore_first, study=study)
 
 
-def _knob_precheck(study: Study, target: Any, resolved: list[ResolvedPoint], spec_text: str | None, spec_file: str | None) -> list[str]:
+def _knob_precheck(study: Study, target: Target, resolved: list[ResolvedPoint], spec_text: str | None, spec_file: str | None) -> list[str]:
     """Before anything changes: every knob of every point valid (the journal gate ran already)."""
     from ..knobs.precheck import precheck  # noqa: PLC0415
 
     return precheck(study, target, resolved, spec_text or "", spec_file or "<study>", gate=False)
 
 
-def _knob_session(study: Study, target: Any, study_id: int) -> Any:
+def _knob_session(study: Study, target: Target, study_id: int) -> KnobLayer | None:
     """The knobs layer (issue 4) when the study sets knobs; None otherwise."""
     if study.knobs is None:
         return None

@@ -15,7 +15,7 @@ Units:
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..errors import NettuneError
 
@@ -83,8 +83,9 @@ def label(unit: str, machine_cores: int | None = None) -> str:
     return unit
 
 
-def units_text(units: dict[str, str]) -> str:
-    """The units as one flat cell (CSV, export): 'cpu_client=pct_core;cpu_host=pct_machine'."""
+def units_text(units: Mapping[str, object]) -> str:
+    """The units as one flat cell (CSV, export): 'cpu_client=pct_core;cpu_host=pct_machine'
+    (an export's cpu_extra and tool_cpu numbers the same way: 'nettune=1.5')."""
     return ";".join(f"{k}={v}" for k, v in units.items())
 
 

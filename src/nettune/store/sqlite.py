@@ -15,6 +15,10 @@ databases get them when opened, filled from each run's `extra_json` where run.sl
 
 Schema 4 stores the unit of every CPU figure of a run (`cpu_units_json`: figure -> unit,
 store/cpu_units.py); schema-3 runs get the units nettune's probes always wrote.
+
+The value columns of `runs` are the field table's (record/fields.py, store/columns.py):
+created, added to older databases and filled from `extra_json` there, versioned by
+`fields_version` in `meta`.
 """
 from __future__ import annotations
 
@@ -25,14 +29,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..engines.result import PAIR_COLUMNS, TestResult, pair_columns
+from ..engines.result import TestResult
 from ..errors import NettuneError
+from .private_file import private_file
+from ..record.fields import STORED
+from ..record.point_state import PointState
+from . import columns
+from . import idle_table as idle
 from . import instrument_tables as instrument
-from . import workload_columns as workload
 from .cpu_units import units_for
 from .records import RunRecord
 
-SCHEMA_VERSION = 4  # 4: command workload and energy columns, idle_power (store/workload_columns.py); CPU units (cpu_units_json)
+SCHEMA_VERSION = 4  # 4: command workload and energy columns, idle_power (store/idle_table.py); CPU units (cpu_units_json)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -70,23 +78,16 @@ CREATE TABLE IF NOT EXISTS runs (
   tool_version TEXT,
   protocol TEXT,
   started REAL,
-  duration REAL,
-  sender_bps REAL, receiver_bps REAL, sender_bytes INTEGER, receiver_bytes INTEGER,
-  retransmits INTEGER, max_cwnd INTEGER,
-  rtt_mean_us REAL, rtt_min_us REAL, rtt_max_us REAL,
-  jitter_ms REAL, lost_packets INTEGER, packets INTEGER, lost_percent REAL,
-  reverse_sender_bps REAL, reverse_receiver_bps REAL, reverse_retransmits INTEGER,
-  cpu_client REAL, cpu_server REAL, cpu_host REAL, cpu_host_softirq REAL,
   cpu_extra_json TEXT NOT NULL DEFAULT '{}',
   tool_cpu_json TEXT NOT NULL DEFAULT '{}',
   warnings_json TEXT NOT NULL DEFAULT '[]',
   streams_json TEXT NOT NULL DEFAULT '[]',
   intervals_json TEXT NOT NULL DEFAULT '[]',
-  settings_json TEXT NOT NULL DEFAULT '{}',   -- target state and knob values in force
-  extra_json TEXT NOT NULL DEFAULT '{}',
-  pair TEXT, server TEXT, client TEXT,        -- '[workload] pairs': which pair (schema 3)
-  round INTEGER, round_total_bps REAL,        -- its round (0-based) and a parallel round's sum
-  cpu_units_json TEXT NOT NULL DEFAULT '{}'   -- unit of each CPU figure (schema 4, store/cpu_units.py)
+  settings_json TEXT NOT NULL DEFAULT '{}',   -- target state and knob values in force (PointState)
+  extra_json TEXT NOT NULL DEFAULT '{}',      -- the result's typed parts and details (record/legacy.py)
+  cpu_units_json TEXT NOT NULL DEFAULT '{}',  -- unit of each CPU figure (schema 4, store/cpu_units.py)
+  -- the field table's columns (store/columns.py): values, pair and round (schema 3), command and energy (schema 4)
+  %s
 );
 CREATE INDEX IF NOT EXISTS runs_study ON runs(study_id);
 CREATE TABLE IF NOT EXISTS raw_outputs (
@@ -107,20 +108,18 @@ CREATE TABLE IF NOT EXISTS host_facts (
   host TEXT NOT NULL,
   facts_json TEXT NOT NULL
 );
-"""
+""" % columns.ddl()
 
-METRICS = [
-    "sender_bps", "receiver_bps", "sender_bytes", "receiver_bytes", "retransmits", "max_cwnd",
-    "rtt_mean_us", "rtt_min_us", "rtt_max_us", "jitter_ms", "lost_packets", "packets", "lost_percent",
-    "reverse_sender_bps", "reverse_receiver_bps", "reverse_retransmits",
-    "cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq",
-]
+# the network and CPU values of a run (the field table's measures group, stored, after duration)
+METRIC_COLUMNS = [f.name for f in STORED if f.group == "measures" and f.name != "duration"]
 CPU_COLS = ["cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq"]
 
 
 class Store:
     def __init__(self, path: str | Path = "nettune.db"):
         self.path = Path(path)
+        if str(path) != ":memory:":
+            private_file(self.path)  # 0600: SQLite gives its -wal and -shm the same mode
         try:
             self.db = sqlite3.connect(self.path, timeout=30)
         except sqlite3.Error as e:
@@ -137,21 +136,19 @@ class Store:
     def _migrate(self) -> None:
         self.db.executescript(SCHEMA)
         instrument.create(self.db)  # host ceilings and cross-checks (store/instrument_tables.py)
-        workload.create(self.db)  # schema 4: command and energy columns, idle_power (store/workload_columns.py)
+        idle.create_idle(self.db)  # schema 4: idle_power (store/idle_table.py)
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is not None and int(row[0]) > SCHEMA_VERSION:
+            raise NettuneError(f"{self.path}: written by a newer nettune (schema {row[0]} > {SCHEMA_VERSION}); upgrade nettune")
+        with self.db:  # the field table's columns an older database lacks, filled from extra_json (store/columns.py)
+            columns.fill(self.db, columns.ensure(self.db))
+            columns.record_version(self.db)
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             self.db.commit()
-        elif int(row[0]) > SCHEMA_VERSION:
-            raise NettuneError(f"{self.path}: written by a newer nettune (schema {row[0]} > {SCHEMA_VERSION}); upgrade nettune")
         elif int(row[0]) < SCHEMA_VERSION:
-            if int(row[0]) < 4:
-                with self.db:
-                    workload.fill(self.db)  # schema 3 -> 4, before any step records the new version
             if int(row[0]) < 2:
                 self._upgrade_from_1()
-            if int(row[0]) < 3:
-                self._upgrade_from_2()
             self._upgrade_from_3()
 
     def _upgrade_from_3(self) -> None:
@@ -163,20 +160,6 @@ class Store:
             rows = self.db.execute(f"SELECT id, cpu_extra_json, {', '.join(CPU_COLS)} FROM runs WHERE cpu_units_json='{{}}'").fetchall()
             fill = [(json.dumps(units_for(dict(r), json.loads(r["cpu_extra_json"] or "{}"), None)), r["id"]) for r in rows]
             self.db.executemany("UPDATE runs SET cpu_units_json=? WHERE id=?", [f for f in fill if f[0] != "{}"])
-            self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
-
-    def _upgrade_from_2(self) -> None:
-        """Schema 2 -> 3: the pair columns of `runs`, filled from extra_json, in one transaction."""
-        types = {"pair": "TEXT", "server": "TEXT", "client": "TEXT", "round": "INTEGER", "round_total_bps": "REAL"}
-        with self.db:
-            have = {r["name"] for r in self.db.execute("PRAGMA table_info(runs)")}
-            for col in PAIR_COLUMNS:
-                if col not in have:
-                    self.db.execute(f"ALTER TABLE runs ADD COLUMN {col} {types[col]}")
-            rows = self.db.execute("SELECT id, extra_json FROM runs WHERE pair IS NULL").fetchall()
-            fill = [(r["id"], pair_columns(json.loads(r["extra_json"] or "{}"))) for r in rows]
-            self.db.executemany(f"UPDATE runs SET {', '.join(f'{c}=?' for c in PAIR_COLUMNS)} WHERE id=?",
-                                [(*(cols[c] for c in PAIR_COLUMNS), rid) for rid, cols in fill if cols["pair"] is not None])
             self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def _upgrade_from_1(self) -> None:
@@ -233,7 +216,8 @@ class Store:
         self.db.executemany("INSERT INTO host_facts (study_id, host, facts_json) VALUES (?,?,?)", [(study_id, h, json.dumps(f)) for h, f in facts.items()])
         self.db.commit()
 
-    def add_runs(self, study_id: int, point_id: int, run: int, warmup: bool, results: list[TestResult], settings: dict[str, Any] | None = None) -> None:
+    def add_runs(self, study_id: int, point_id: int, run: int, warmup: bool, results: list[TestResult],
+                 settings: PointState | dict[str, Any] | None = None) -> None:
         """Several tests in one transaction (the pairs of a parallel round): all or none."""
         try:
             for r in results:
@@ -243,24 +227,22 @@ class Store:
             raise
         self.db.commit()
 
-    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: TestResult, settings: dict[str, Any] | None = None, commit: bool = True) -> int:
+    def add_run(self, study_id: int, point_id: int, run: int, warmup: bool, result: TestResult,
+                settings: PointState | dict[str, Any] | None = None, commit: bool = True) -> int:
         r = result
         started = r.client.started if r.client else time.time()
-        metrics = r.model_dump(include=set(METRICS))
-        place = pair_columns(r.extra)
-        measured = workload.values(r.extra)  # schema 4
-        units = units_for(metrics, r.cpu_extra, r.extra.get("cpu_units"))  # an import may declare them
+        units = units_for(r.model_dump(include=set(CPU_COLS)), r.cpu_extra, r.cpu_units)  # an import may declare them
+        state = settings.to_json() if isinstance(settings, PointState) else (settings or {})
+        names = columns.names()
         cur = self.db.execute(
-            f"INSERT INTO runs (study_id, point_id, run, warmup, ok, error, engine, tool_version, protocol, started, duration, {', '.join(METRICS)},"
-            f" cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json, {', '.join(PAIR_COLUMNS)},"
-            f" cpu_units_json, {', '.join(workload.COLUMNS)})"
-            f" VALUES ({', '.join('?' * (11 + len(METRICS) + 7 + len(PAIR_COLUMNS) + 1 + len(workload.COLUMNS)))})",
-            (study_id, point_id, run, int(warmup), int(r.ok), r.error, r.engine, r.tool_version, r.protocol, started, r.duration,
-             *(metrics[m] for m in METRICS), json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
+            f"INSERT INTO runs (study_id, point_id, run, warmup, ok, error, engine, tool_version, protocol, started,"
+            f" cpu_extra_json, tool_cpu_json, warnings_json, streams_json, intervals_json, settings_json, extra_json,"
+            f" cpu_units_json, {', '.join(names)}) VALUES ({', '.join('?' * (18 + len(names)))})",
+            (study_id, point_id, run, int(warmup), int(r.ok), r.error, r.engine, r.tool_version, r.protocol, started,
+             json.dumps(r.cpu_extra), json.dumps(r.tool_cpu), json.dumps(r.warnings),
              json.dumps([s.model_dump(exclude_none=True) for s in r.streams]),
              json.dumps([i.model_dump(exclude_none=True) for i in r.intervals]),
-            json.dumps(settings or {}), json.dumps(r.extra), *(place[c] for c in PAIR_COLUMNS), json.dumps(units),
-            *(measured[c] for c in workload.COLUMNS)),
+             json.dumps(state), json.dumps(dict(r.extra)), json.dumps(units), *columns.values(r)),
         )
         run_id = int(cur.lastrowid or 0)
         for side in (r.client, r.server):
@@ -311,9 +293,10 @@ class Store:
         return [dict(r) for r in rows]
 
     def stored_slots(self, study_id: int) -> list[dict[str, Any]]:
-        """What resume needs of each stored test: its slot, pair and throughput (no series)."""
+        """What resume needs of each stored test: its slot, pair and primary value (throughput,
+        or a command's wall seconds as its duration), no series."""
         rows = self.db.execute(
-            "SELECT p.idx AS point_idx, r.run, r.warmup, r.ok, r.engine, r.receiver_bps, r.reverse_receiver_bps, r.extra_json"
+            "SELECT p.idx AS point_idx, r.run, r.warmup, r.ok, r.engine, r.duration, r.receiver_bps, r.reverse_receiver_bps, r.extra_json"
             " FROM runs r JOIN points p ON p.id=r.point_id WHERE r.study_id=? ORDER BY r.id",
             (study_id,),
         ).fetchall()
@@ -338,14 +321,14 @@ class Store:
 
     def add_idle(self, study_id: int, point_id: int, host: str, sample: dict[str, Any]) -> None:
         """An idle-power window after a point ([probes] idle_power), a row per source."""
-        workload.add_idle(self.db, study_id, point_id, host, sample)
+        idle.add_idle(self.db, study_id, point_id, host, sample)
 
     def idle(self, study_id: int) -> list[dict[str, Any]]:
-        return workload.idle_rows(self.db, study_id)
+        return idle.idle_rows(self.db, study_id)
 
     def idle_points(self, study_id: int) -> list[int]:
         """Indices of the points whose idle power is stored (a resumed study skips them)."""
-        return sorted({r["point_idx"] for r in workload.idle_rows(self.db, study_id)})
+        return sorted({r["point_idx"] for r in idle.idle_rows(self.db, study_id)})
 
     def raw_outputs(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,)).fetchall()

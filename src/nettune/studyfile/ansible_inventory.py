@@ -1,319 +1,299 @@
-"""Ansible inventories as a host source: `inventory = "hosts.ini"` (or .yml), `group = "NAME"`.
+"""Ansible inventories as a host source: `inventory = "hosts.ini"` (or .yml, a directory,
+a script), `group = "NAME"`; each host reached as Ansible's ssh connection reaches it.
 
-When `ansible-inventory` is installed (ansible-core; `pip install nettune[ansible]`) the
-inventory is read through `ansible-inventory -i SRC --list`, so every source Ansible
-reads works (group_vars/, host_vars/, dynamic inventory plugins). Without it, static INI
-and YAML files are read here: groups, `children`, `vars`, host ranges (`web[01:04]`,
-`db-[a:c]`), values as Ansible's INI reader types them; group variables apply from the
-shallowest group to the deepest (siblings by name), host variables last, as Ansible does.
-tests/test_ansible_inventory.py compares this reader with `ansible-inventory --list`.
+Reading: a real run (local commands allowed, local_commands.py) with `ansible-inventory`
+installed reads the inventory through `ansible-inventory -i SRC --list`, as Ansible does
+(vars plugins, vault, inventory scripts and plugins); its errors are shown with the tool's
+own first error line and the file. Otherwise the static reader (ansible_static.py) reads
+INI, YAML and directories exactly as Ansible's plugins do, running nothing; an inventory
+script or plugin is then refused with the flag that runs it.
 
-Variables read (docs/targets.md): ansible_host, ansible_user, ansible_port,
-ansible_ssh_private_key_file, ansible_become (sudo), ansible_timeout, a jump host in
-ansible_ssh_common_args / ansible_ssh_extra_args (`-J host`, `-o ProxyJump=host`), and
-nettune_role / nettune_interface. Every other variable that changes how Ansible connects
-is named in the host's `ignored` list, shown as a warning; the rest are not connection
-settings and are skipped.
+Hosts come from the group tree (`all` and its children), so a host without variables is
+one too. Each host becomes the ssh command line Ansible builds (connection plugin `ssh`,
+ansible-core 2.19): `-o Port=` (ansible_port), `-o IdentityFile=`
+(ansible_ssh_private_key_file, `~` expanded, relative to the current directory as for
+Ansible), `-o User=` (ansible_user), `-o ConnectTimeout=` (ansible_timeout, default 10),
+then ansible_ssh_common_args and ansible_ssh_extra_args, to ansible_host (else the name);
+that line and your ssh_config are then resolved as ssh would (ssh_config.py), so a
+ProxyCommand is refused the same way from either place. nettune's own variables:
+nettune_role, nettune_interface, nettune_allow_reboot, nettune_reboot_timeout, nettune_override_boot_dropins. Hosts with
+ansible_connection other than ssh (`local`, `docker`, ...) are left out, named in the
+target's `left_out`.
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from .ssh_config import ansible_jump, parse_jump
+from .ansible_listing import groups_of, read_inventory, static_list
+from .ansible_static import InventoryError, Vaulted
+from .local_commands import FLAG, may_run, redact
+from .ssh_resolve import CommandLine
 
-_RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::(\d+))?\]")
-# Connection variables nettune does not honour: named as ignored (a warning), never silent.
-_IGNORED = {
-    "ansible_password", "ansible_ssh_pass", "ansible_ssh_password", "ansible_become_password", "ansible_become_pass",
-    "ansible_ssh_executable", "ansible_ssh_args", "ansible_sftp_extra_args", "ansible_scp_extra_args",
-    "ansible_host_key_checking", "ansible_ssh_host_key_checking", "ansible_become_flags", "ansible_become_exe",
-    "ansible_shell_type", "ansible_shell_executable", "ansible_ssh_transfer_method", "ansible_ssh_retries",
-}
-
-
-class InventoryError(ValueError):
-    """An inventory that cannot be read (one line: file, where, fix)."""
+# Connection variables nettune does not use: named (never their values) in `ignored`.
+_PASSWORDS = ("ansible_password", "ansible_ssh_pass", "ansible_ssh_password", "ansible_become_password", "ansible_become_pass")
+_IGNORED = {"ansible_ssh_executable", "ansible_sftp_extra_args", "ansible_scp_extra_args", "ansible_shell_type",
+            "ansible_shell_executable", "ansible_ssh_transfer_method", "ansible_ssh_retries", "ansible_become_flags",
+            "ansible_become_exe", "ansible_ssh_pipelining", "ansible_pipelining"}
+SSH_CONNECTIONS = ("ssh", "smart", "paramiko", "paramiko_ssh", "ansible.builtin.ssh", "ansible.builtin.paramiko_ssh")
+DEFAULT_SSH_ARGS = "-C -o ControlMaster=auto -o ControlPersist=60s"  # ansible.cfg ssh_args default
+# ssh's flags: those taking a value, and those nettune reads among them
+_WITH_VALUE = set("bcDeEFiIJlLmoOpPQRSwWB")
+_HARMLESS = set("46aACgkKMnNqsTtvxXYfGVy") | {"D", "E", "L", "R", "S", "w", "e", "I", "O", "Q", "W"}
 
 
 def is_ansible(path: Path) -> bool:
     return path.suffix.lower() != ".toml"
 
 
-def _expand(pattern: str) -> list[str]:
-    """web[01:03] -> web01, web02, web03 (Ansible's host ranges; letters too)."""
-    m = _RANGE.search(pattern)
-    if not m:
-        return [pattern]
-    lo, hi, step = m.group(1), m.group(2), int(m.group(3) or 1)
-    if lo.isdigit() and hi.isdigit():
-        width = len(lo) if lo.startswith("0") else 0
-        values = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1, step)]
-    elif len(lo) == 1 and len(hi) == 1 and lo.isalpha() and hi.isalpha():
-        values = [chr(c) for c in range(ord(lo), ord(hi) + 1, step)]
-    else:
-        raise InventoryError(f"host range {pattern!r}: write [01:04] or [a:d]")
-    return [h for v in values for h in _expand(pattern[:m.start()] + v + pattern[m.end():])]
+def dynamic_source(path: Path) -> str | None:
+    """What would run code to list the hosts: an executable file (Ansible's script plugin
+    runs it), a YAML file naming an inventory plugin, or such a file in a directory."""
+    if path.is_dir():
+        from .ansible_static import IGNORED  # noqa: PLC0415
 
-
-def _ini_value(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return text
-
-
-def _split_kv(words: list[str], where: str) -> dict[str, Any]:
-    out = {}
-    for w in words:
-        k, eq, v = w.partition("=")
-        if not eq:
-            raise InventoryError(f"{where}: {w!r} is not key=value")
-        out[k] = _ini_value(v)
-    return out
-
-
-def _read_ini(path: Path, text: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    import shlex
-
-    groups: dict[str, dict[str, Any]] = {"all": {"hosts": [], "children": [], "vars": {}}, "ungrouped": {"hosts": [], "children": [], "vars": {}}}
-    hostvars: dict[str, dict[str, Any]] = {}
-    group, section = "ungrouped", "hosts"
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        where = f"inventory {path} line {n}"
-        if line.startswith("["):
-            m = re.fullmatch(r"\[([^\]:]+)(?::(vars|children))?\]", line)
-            if not m:
-                raise InventoryError(f"{where}: {line!r} is not a section ([group], [group:vars] or [group:children])")
-            group, section = m.group(1), m.group(2) or "hosts"
-            groups.setdefault(group, {"hosts": [], "children": [], "vars": {}})
-            continue
+        for child in sorted(os.listdir(path)):
+            if not IGNORED.search(child):
+                got = dynamic_source(path / child)
+                if got:
+                    return got
+        return None
+    if path.is_file() and os.access(path, os.X_OK):
+        return f"the inventory script {path}"
+    if path.suffix.lower() in (".yml", ".yaml"):
         try:
-            words = shlex.split(line, comments=True)
-        except ValueError as e:
-            raise InventoryError(f"{where}: {e}") from None
-        if section == "vars":
-            groups[group]["vars"].update(_split_kv(words, where))
-        elif section == "children":
-            groups.setdefault(words[0], {"hosts": [], "children": [], "vars": {}})
-            groups[group]["children"].append(words[0])
-        else:
-            name, port = words[0], None
-            if re.fullmatch(r"[^:\[\]]+:\d+", name):
-                name, port = name.split(":")
-            for h in _expand(name):
-                hv = hostvars.setdefault(h, {})
-                if port:
-                    hv["ansible_port"] = int(port)
-                hv.update(_split_kv(words[1:], where))
-                if h not in groups[group]["hosts"]:
-                    groups[group]["hosts"].append(h)
-    return groups, hostvars
+            head = path.read_text(errors="replace")[:65536]
+        except OSError:
+            return None
+        m = re.search(r"^plugin:\s*['\"]?([\w.]+)", head, re.M)
+        if m:
+            return f"the inventory plugin {m.group(1)} ({path})"
+    return None
 
 
-def _read_yaml(path: Path, text: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    import yaml  # noqa: PLC0415 - only YAML inventories need it
-
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as e:
-        raise InventoryError(f"inventory {path} is not valid YAML: {' '.join(str(e).split())}") from None
-    if not isinstance(data, dict):
-        raise InventoryError(f"inventory {path}: the top level must be groups (all:, or group names)")
-    groups: dict[str, dict[str, Any]] = {"all": {"hosts": [], "children": [], "vars": {}}}
-    hostvars: dict[str, dict[str, Any]] = {}
-
-    def walk(name: str, body: Any) -> None:
-        g = groups.setdefault(name, {"hosts": [], "children": [], "vars": {}})
-        if body is None:
-            return
-        if not isinstance(body, dict):
-            raise InventoryError(f"inventory {path}: group {name} must be a mapping (hosts:, vars:, children:)")
-        for h, hv in (body.get("hosts") or {}).items():
-            for one in _expand(str(h)):
-                hostvars.setdefault(one, {}).update(hv or {})
-                if one not in g["hosts"]:
-                    g["hosts"].append(one)
-        g["vars"].update(body.get("vars") or {})
-        for child, cbody in (body.get("children") or {}).items():
-            if child not in g["children"]:
-                g["children"].append(child)
-            walk(child, cbody)
-
-    for name, body in data.items():
-        walk(str(name), body)
-    return groups, hostvars
-
-
-def _depths(groups: dict[str, dict[str, Any]]) -> dict[str, int]:
-    """all = 0; a group is one deeper than its deepest parent (Ansible's variable order)."""
-    parents: dict[str, list[str]] = {g: [] for g in groups}
-    for g, body in groups.items():
-        for c in body["children"]:
-            parents.setdefault(c, []).append(g)
-    depth: dict[str, int] = {"all": 0}
-
-    def of(g: str, seen: frozenset[str] = frozenset()) -> int:
-        if g not in depth:
-            ps = [p for p in parents.get(g, []) if p not in seen and p != "all"]
-            depth[g] = 1 + max((of(p, seen | {g}) for p in ps), default=0)
-        return depth[g]
-
-    return {g: of(g) for g in groups}
-
-
-def _members(groups: dict[str, dict[str, Any]], name: str, seen: set[str] | None = None) -> list[str]:
-    seen = seen if seen is not None else set()
-    if name in seen or name not in groups:
-        return []
-    seen.add(name)
-    out = list(groups[name]["hosts"])
-    for c in groups[name]["children"]:
-        out += [h for h in _members(groups, c, seen) if h not in out]
-    return out
-
-
-def static_list(path: Path) -> dict[str, Any]:
-    """The inventory as `ansible-inventory --list` gives it: _meta.hostvars and groups."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
-    groups, own = (_read_yaml if path.suffix.lower() in (".yml", ".yaml") or first.endswith(":") or first == "---" else _read_ini)(path, text)
-    depth = _depths(groups)
-    hostvars: dict[str, dict[str, Any]] = {}
-    for h, hv in own.items():
-        member_of = sorted((g for g in groups if h in _members(groups, g)), key=lambda g: (depth[g], g))
-        merged: dict[str, Any] = dict(groups["all"]["vars"])
-        for g in member_of:
-            merged.update(groups[g]["vars"])
-        merged.update(hv)
-        hostvars[h] = merged
-    # groups as ansible-inventory lists them: every host in some group (else "ungrouped"),
-    # the groups no other group contains as children of "all", empty groups left out
-    grouped = {h for g, body in groups.items() if g not in ("all", "ungrouped") for h in body["hosts"]}
-    groups["ungrouped"] = {"hosts": [h for h in own if h not in grouped], "children": [], "vars": {}}
-    contained = {c for g, body in groups.items() if g != "all" for c in body["children"]}
-    groups["all"]["hosts"] = []
-    groups["all"]["children"] = [g for g in groups if g != "all" and g not in contained and (groups[g]["hosts"] or groups[g]["children"])]
-    out: dict[str, Any] = {"_meta": {"hostvars": hostvars}}
-    for g, body in groups.items():
-        listed = {k: v for k, v in (("hosts", body["hosts"]), ("children", body["children"])) if v}
-        if listed:
-            out[g] = listed
-    return out
-
-
-def ansible_list(path: Path) -> dict[str, Any]:
-    """`ansible-inventory -i PATH --list` when installed, else the static reader."""
+def ansible_list(path: Path) -> tuple[dict[str, Any], str]:
+    """The inventory as `ansible-inventory --list` gives it, and how it was read."""
+    dynamic = dynamic_source(path)
     exe = shutil.which("ansible-inventory")
+    if not may_run():
+        if dynamic:
+            raise InventoryError(f"inventory {path}: its hosts come from {dynamic}, which Ansible runs to list them; "
+                                 f"nothing is run here (a dry run runs nothing): add {FLAG} to run it as a real run does")
+        return static_list(path), "read by nettune (nothing run)"
     if exe is None:
-        return static_list(path)
-    env = {**os.environ, "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False", "ANSIBLE_NOCOLOR": "1"}
+        if dynamic:
+            raise InventoryError(f"inventory {path}: its hosts come from {dynamic}; install ansible-core "
+                                 "(pip install nettune[ansible]) so that ansible-inventory runs it")
+        return static_list(path), "read by nettune (ansible-inventory is not installed)"
+    env = {**os.environ, "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0"}
     try:
-        r = subprocess.run([exe, "-i", str(path), "--list"], capture_output=True, text=True, timeout=120, env=env)
+        r = subprocess.run([exe, "-i", str(path), "--list"], capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise InventoryError(f"inventory {path}: ansible-inventory failed: {e}") from None
     if r.returncode != 0:
-        raise InventoryError(f"inventory {path}: ansible-inventory failed: {' '.join(r.stderr.split())[-300:]}")
+        raise InventoryError(f"inventory {path}: ansible-inventory: {first_error(r.stderr, path)}")
     try:
-        return json.loads(r.stdout)
+        data = json.loads(r.stdout)
     except json.JSONDecodeError:
-        raise InventoryError(f"inventory {path}: ansible-inventory printed no JSON") from None
+        raise InventoryError(f"inventory {path}: ansible-inventory printed no JSON ({first_error(r.stderr, path)})") from None
+    how = f"ran {dynamic} through ansible-inventory" if dynamic else "read by ansible-inventory"
+    return data, how
+
+
+def first_error(stderr: str, path: Path) -> str:
+    """The tool's own reason: the failure of the plugin that fits the file (YAML for .yml,
+    INI otherwise), with its Origin line; else the first [ERROR] or [WARNING] line."""
+    fails = []
+    lines = stderr.splitlines()
+    for i, ln in enumerate(lines):
+        m = re.match(r"\[WARNING\]: (?:\* )?Failed to parse .*? with '?(\w+)'? plugin: (.*)", ln)
+        if m:
+            origin = next((x.strip()[len("Origin: "):] for x in lines[i + 1: i + 12] if x.strip().startswith("Origin: ")), "")
+            fails.append((m.group(1), m.group(2).strip(), origin))
+    if fails:
+        want = ("yaml", "auto") if path.suffix.lower() in (".yml", ".yaml", ".json") else ("ini", "script")
+        plugin, why, origin = next((f for f in fails if f[0] in want), fails[0])
+        return f"{why}{f' ({origin})' if origin else ''} [{plugin} plugin]"
+    for tag in ("[ERROR]", "ERROR!", "[WARNING]"):
+        for ln in lines:
+            if ln.strip().startswith(tag):
+                return ln.strip()
+    return " ".join(stderr.split())[-300:] or "failed without a message"
 
 
 def _truthy(v: Any) -> bool:
-    return v is True or str(v).strip().lower() in ("true", "yes", "1", "on")
+    return v is True or str(v).strip().lower() in ("true", "yes", "1", "on", "y")
+
+
+def _first(hv: dict[str, Any], *names: str) -> Any:
+    for k in names:
+        if hv.get(k) not in (None, ""):
+            return hv[k]
+    return None
+
+
+def _plain(name: str, value: Any, host: str, path: Path) -> str:
+    """A connection variable as text; a template or a vaulted value is refused."""
+    if isinstance(value, Vaulted) or (isinstance(value, dict) and "__ansible_vault" in value):
+        raise InventoryError(f"inventory {path}: host {host}: {name} is vault-encrypted; nettune cannot decrypt it, write it in clear")
+    text = str(value)
+    if "{{" in text or "{%" in text:
+        raise InventoryError(f"inventory {path}: host {host}: {name} is a Jinja template ({redact(text)}); nettune does not "
+                             "evaluate templates: write the value")
+    return text
+
+
+def ssh_words(args: str, var: str, host: str, path: Path) -> tuple[CommandLine, list[str]]:
+    """ssh options in ansible_ssh_common_args / extra_args / ssh_args: those ssh uses for
+    where and how to connect, and notes for the rest (flag names only, never values)."""
+    cl, notes = CommandLine(), []
+    try:
+        words = shlex.split(args)
+    except ValueError as e:
+        raise InventoryError(f"inventory {path}: host {host}: {var}: {e}") from None
+    i = 0
+    while i < len(words):
+        w = words[i].strip()
+        i += 1
+        if not w.startswith("-") or len(w) < 2:
+            raise InventoryError(f"inventory {path}: host {host}: {var} holds a word that is not an ssh option "
+                                 f"({redact(w)!r}); Ansible would pass it to ssh before the host name")
+        flag, value = w[1], w[2:]
+        if flag in _WITH_VALUE and not value:
+            if i >= len(words):
+                raise InventoryError(f"inventory {path}: host {host}: {var}: ssh option -{flag} without its value")
+            value, i = words[i].strip(), i + 1
+        elif flag not in _WITH_VALUE and value:  # -qC: several flags in one word
+            words.insert(i, "-" + value)
+            value = ""
+        if flag == "o":
+            cl.args.append(("o", value))
+        elif flag in "lpiJ":
+            cl.args.append((flag, value))
+        elif flag == "F":
+            cl.config = Path(os.path.expanduser(value))
+        elif flag == "c":
+            cl.args.append(("o", f"Ciphers={value}"))
+        elif flag == "m":
+            cl.args.append(("o", f"MACs={value}"))
+        elif flag == "b":
+            cl.args.append(("o", f"BindAddress={value}"))
+        elif flag == "B":
+            cl.args.append(("o", f"BindInterface={value}"))
+        elif flag == "P":
+            cl.args.append(("o", f"Tag={value}"))
+        elif flag in _HARMLESS:
+            notes.append(f"{var}: -{flag} (not used by nettune)")
+        else:
+            raise InventoryError(f"inventory {path}: host {host}: {var}: -{flag} is not an ssh option")
+    return cl, notes
 
 
 def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
-    """nettune host fields from one host's Ansible variables (+ `ignored`: what was not honoured)."""
+    """One host: nettune's own fields, plus `_ssh` (the ssh command line Ansible would run,
+    and its destination) for ssh_config.resolve, plus `ignored` (what is not used)."""
     out: dict[str, Any] = {}
-    ignored = sorted(k for k in hv if k in _IGNORED)
-    for ours, theirs in (("address", ("ansible_host", "ansible_ssh_host")), ("user", ("ansible_user", "ansible_ssh_user")),
-                         ("port", ("ansible_port", "ansible_ssh_port")),
-                         ("key", ("ansible_ssh_private_key_file", "ansible_private_key_file")),
-                         ("connect_timeout", ("ansible_timeout", "ansible_ssh_timeout")),
-                         ("role", ("nettune_role",)), ("interface", ("nettune_interface",)),
-                         ("reboot_timeout", ("nettune_reboot_timeout",))):
-        for k in theirs:
-            if hv.get(k) not in (None, ""):
-                out[ours] = hv[k]
-                break
-    if "port" in out:
-        out["port"] = int(out["port"]) if str(out["port"]).isdigit() else out["port"]
-    if "key" in out:
-        p = Path(os.path.expanduser(str(out["key"])))
-        out["key"] = str(p if p.is_absolute() else (path.parent / p).resolve())
+    ignored = sorted(f"{k} (nettune logs in with keys; the password is not used or stored)" for k in hv if k in _PASSWORDS)
+    ignored += sorted(k for k in hv if k in _IGNORED)
+    conn = str(hv.get("ansible_connection") or "ssh")
+    if conn not in SSH_CONNECTIONS:
+        return {"_left_out": f"ansible_connection={conn}: not reached over SSH"}
+    for ours, theirs in (("role", "nettune_role"), ("interface", "nettune_interface"), ("reboot_timeout", "nettune_reboot_timeout")):
+        if hv.get(theirs) not in (None, ""):
+            out[ours] = hv[theirs]
     if "nettune_allow_reboot" in hv:  # boot-time knobs may reboot this host
         out["allow_reboot"] = _truthy(hv["nettune_allow_reboot"])
+    if "nettune_override_boot_dropins" in hv:  # and edit a setting another package made
+        out["override_boot_dropins"] = _truthy(hv["nettune_override_boot_dropins"])
     if _truthy(hv.get("ansible_become", False)):
         if str(hv.get("ansible_become_method") or "sudo") != "sudo" or str(hv.get("ansible_become_user") or "root") != "root":
             ignored.append("ansible_become (nettune becomes root with sudo only)")
         else:
             out["sudo"] = True
-    conn = str(hv.get("ansible_connection") or "ssh")
-    if conn not in ("ssh", "smart", "paramiko"):
-        ignored.append(f"ansible_connection={conn} (nettune connects over ssh)")
-    for k in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-        if hv.get(k):
-            jump, rest = ansible_jump(str(hv[k]))
-            if jump:
-                out["jump"] = jump
-            for w in rest:
-                name, _, value = w.removeprefix("-o").partition("=")
-                if name.strip().lower() == "userknownhostsfile" and value:
-                    out["known_hosts"] = os.path.expanduser(value.split()[0])
-                elif name.strip().lower() == "stricthostkeychecking" and value.strip().lower() in ("accept-new", "yes"):
-                    out["trust_on_first_use"] = value.strip().lower() == "accept-new"
-                else:
-                    ignored.append(f"{k}: {w} (read: -J, -o ProxyJump, -o UserKnownHostsFile, -o StrictHostKeyChecking=yes|accept-new)")
-    if ignored:
-        out["ignored"] = ignored
+    # in the order Ansible's ssh plugin writes them (ssh keeps the first value of each option)
+    ssh_args = hv.get("ansible_ssh_args")
+    cl, notes = ssh_words(_plain("ansible_ssh_args", DEFAULT_SSH_ARGS if ssh_args is None else ssh_args, name, path),
+                          "ansible_ssh_args", name, path)
+    extra = notes if ssh_args is not None else []  # Ansible's own default flags are not the user's to hear about
+    hkc = _first(hv, "ansible_ssh_host_key_checking", "ansible_host_key_checking")
+    if hkc is not None and not _truthy(hkc):
+        cl.args.append(("o", "StrictHostKeyChecking=no"))
+    port = _first(hv, "ansible_port", "ansible_ssh_port")
+    if port is not None:
+        cl.args.append(("o", f"Port={_plain('ansible_port', port, name, path)}"))
+    key = _first(hv, "ansible_ssh_private_key_file", "ansible_private_key_file")
+    if key is not None:
+        cl.args.append(("o", f'IdentityFile="{os.path.abspath(os.path.expanduser(_plain("ansible_ssh_private_key_file", key, name, path)))}"'))
+    if _first(hv, *_PASSWORDS[:3]) is None:
+        cl.args += [("o", "KbdInteractiveAuthentication=no"),
+                    ("o", "PreferredAuthentications=gssapi-with-mic,gssapi-keyex,hostbased,publickey"),
+                    ("o", "PasswordAuthentication=no")]
+    user = _first(hv, "ansible_user", "ansible_ssh_user")
+    if user is not None:
+        cl.args.append(("o", f'User="{_plain("ansible_user", user, name, path)}"'))
+    timeout = _first(hv, "ansible_timeout", "ansible_ssh_timeout")
+    cl.args.append(("o", f"ConnectTimeout={_plain('ansible_timeout', timeout, name, path) if timeout is not None else 10}"))
+    for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        if hv.get(var):
+            got, notes = ssh_words(_plain(var, hv[var], name, path), var, name, path)
+            cl.args += got.args
+            cl.config = got.config or cl.config
+            extra += notes
+    dest = _first(hv, "ansible_host", "ansible_ssh_host")
+    out["_ssh"] = (cl, _plain("ansible_host", dest, name, path) if dest is not None else name)
+    if ignored + extra:
+        out["ignored"] = ignored + extra
     return out
 
 
 def load_ansible(path: Path, group: str | None) -> dict[str, dict[str, Any]]:
-    """Hosts of the inventory (of `group` and its children when given) as nettune host fields."""
+    """The hosts of read_ansible alone."""
+    return read_ansible(path, group)[0]
+
+
+def read_ansible(path: Path, group: str | None) -> tuple[dict[str, dict[str, Any]], dict[str, str], str]:
+    """Hosts of the inventory (of `group` and its children when given) as nettune host
+    fields; the hosts left out (and why); how the inventory was read."""
     if not path.exists():
         raise InventoryError(f"inventory {path} does not exist")
-    data = ansible_list(path)
+    data, how = ansible_list(path)
     hostvars = (data.get("_meta") or {}).get("hostvars") or {}
-    groups = {g: {"hosts": b.get("hosts") or [], "children": b.get("children") or [], "vars": {}} for g, b in data.items() if g != "_meta" and isinstance(b, dict)}
-    if group is not None:
-        if group not in groups:
-            known = ", ".join(sorted(g for g in groups if g not in ("all", "ungrouped"))) or "none"
-            raise InventoryError(f"inventory {path}: no group {group!r} (groups: {known}); fix `group` in [target]")
-        names = _members(groups, group)
-    else:
-        names = list(hostvars) or _members(groups, "all")
+    groups = {g: b for g, b in data.items() if g != "_meta" and isinstance(b, dict)}
+    if group is not None and group not in groups:
+        known = ", ".join(sorted(g for g in groups if g not in ("all", "ungrouped"))) or "none"
+        raise InventoryError(f"inventory {path}: no group {group!r} (groups: {known}); fix `group` in [target]")
+    names = members(groups, group or "all")
     if not names:
         raise InventoryError(f"inventory {path}: {'group ' + repr(group) if group else 'it'} has no hosts")
-    every = {n: to_host(n, hv or {}, path) for n, hv in hostvars.items()}
-    out = {n: every.get(n) or {} for n in names}
-    for fields in out.values():
-        if isinstance(fields.get("jump"), str):
-            fields["jump"] = _jump_through_inventory(fields["jump"], every, fields) or fields["jump"]
+    out, left_out = {}, {}
+    for n in names:
+        fields = to_host(n, hostvars.get(n) or {}, path)
+        if "_left_out" in fields:
+            left_out[n] = fields["_left_out"]
+        else:
+            out[n] = fields
+    if not out:
+        raise InventoryError(f"inventory {path}: no host of {'group ' + repr(group) if group else 'it'} is reached over SSH "
+                             f"({'; '.join(f'{k}: {v}' for k, v in left_out.items())})")
+    return out, left_out, how
+
+
+def members(groups: dict[str, Any], name: str, seen: set[str] | None = None) -> list[str]:
+    """The hosts of a group in `--list` form, its children's included (first seen first)."""
+    seen = seen if seen is not None else set()
+    if name in seen or name not in groups:
+        return []
+    seen.add(name)
+    out = list(groups[name].get("hosts") or [])
+    for c in groups[name].get("children") or []:
+        out += [h for h in members(groups, c, seen) if h not in out]
     return out
 
 
-def _jump_through_inventory(value: str, every: dict[str, dict[str, Any]], host: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """Hops that are hosts of the inventory itself take their address, user, port and key
-    from it (and the host's known_hosts file when they name none); None when a hop is not
-    in the inventory (then the target looks the hops up in ssh_config, as ssh would)."""
-    hops = []
-    for user, name, port in parse_jump(value):
-        if name not in every:
-            return None
-        f = every[name]
-        hop = {"name": name, "address": f.get("address") or name, "user": user or f.get("user"), "port": port or f.get("port") or 22,
-               "key": f.get("key"), "known_hosts": f.get("known_hosts") or host.get("known_hosts")}
-        hops.append({k: v for k, v in hop.items() if v is not None})
-    return hops
+__all__ = ["InventoryError", "ansible_list", "groups_of", "is_ansible", "load_ansible", "read_ansible", "members", "read_inventory", "static_list", "to_host"]

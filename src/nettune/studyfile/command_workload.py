@@ -1,49 +1,29 @@
-"""The fields of a workload that is any command (`[workload] engine = "command"`), and
-how sweep values enter its command strings.
+"""The command workload kind, its study-file half: any command, timed on one host
+(`[workload] engine = "command"`): a build, a benchmark script.
 
-    [workload]
-    engine = "command"
-    host = "{machine}"                          # which host runs it (sweepable)
-    setup = "rm -rf /tmp/b && mkdir /tmp/b"     # before every run, not timed
-    run = ["make", "-C", "/tmp/b", "-j{jobs}"]  # timed; a list is an argv: no shell
-    cleanup = "..."                             # after every run, not timed
-    cwd = "/srv/gdb"
-    env = { LC_ALL = "C" }
-    timeout = 600                               # seconds each of setup, run, cleanup may take
+Its one host is `host` (sweepable; default: the target's first test host). Its primary
+metric is the wall seconds of `run` (`wall_s`, lower is better). Its fields and how
+sweep values enter them: command_fields.py; how a run uses it:
+run/workloads/command_run.py.
 
 A list runs as an argv, without a shell. A string runs through `sh -c` because the user
 wrote a string, and each sweep value substituted into it is shell-quoted (shlex.quote),
-so a value is always one word, never shell syntax. A placeholder inside quotes would
-undo that quoting (`'{v}'` becomes `''$(x)''`), so it is refused when the file is read.
+so a value is always one word, never shell syntax. Where quoting cannot hold, a
+placeholder is refused when the file is read: inside quotes (`'{v}'` becomes `''$(x)''`),
+inside a here-document (the shell expands `$(...)` there and quotes are plain text), and
+inside a comment (a newline in the value would end the comment). The fix in each case:
+pass the value as an environment variable (env = { V = "{v}" }, then "$V").
 """
 from __future__ import annotations
 
 import re
-import shlex
-from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, Field, StringConstraints
-
-from . import expr
-
-# An argv word may be a whole placeholder ("{jobs}" fills in a number): made text when run.
-ArgvWord = Union[str, int, float]
-Command = Union[Annotated[str, StringConstraints(min_length=1)], Annotated[list[ArgvWord], Field(min_length=1)]]
-COMMAND_FIELDS = ("setup", "run", "cleanup")
+from .command_fields import COMMAND_FIELDS, command_field, placeholder_in_quotes, placeholder_unquotable
+from .workload import Workload
+from .workload_kind import HostField, PrimaryMetric, WorkloadKindBase
 
 
-class CommandFields(BaseModel):
-    """What a command workload adds to [workload] (ignored by the network engines)."""
-
-    host: str | None = Field(default=None, description='engine = "command": the host that runs it (default: the target\'s first host); sweepable, e.g. "{machine}".')
-    setup: Command | None = Field(default=None, description='engine = "command": run before every run, not timed. A list is an argv (no shell); a string runs with sh -c, sweep values in it shell-quoted.')
-    run: Command | None = Field(default=None, description='engine = "command": the timed command (required). Its wall seconds are the primary metric (lower is better).')
-    cleanup: Command | None = Field(default=None, description='engine = "command": run after every run (also after a failed one), not timed.')
-    cwd: str | None = Field(default=None, description='engine = "command": working directory of setup, run and cleanup on the host.')
-    env: dict[str, str] = Field(default_factory=dict, description='engine = "command": variables added to the environment of setup, run and cleanup.')
-
-
-def command_problem(wl: Any) -> str | None:
+def command_problem(wl: Workload) -> str | None:
     """Why a command workload (engine = "command") is not runnable as written, else None."""
     if wl.run is None:
         return 'engine = "command" needs run = [...] (an argv) or run = "..." (a shell command): the command to time'
@@ -57,13 +37,7 @@ def command_problem(wl: Any) -> str | None:
     return None
 
 
-def stray_command_fields(wl: Any) -> list[str]:
-    """The command workload's fields a workload sets (for a network engine: refused)."""
-    named = {"host": wl.host, "setup": wl.setup, "run": wl.run, "cleanup": wl.cleanup, "cwd": wl.cwd}
-    return [k for k, v in named.items() if v is not None] + (["env"] if wl.env else [])
-
-
-def quoting_problem(wl: Any) -> str | None:
+def quoting_problem(wl: Workload) -> str | None:
     """A placeholder inside quotes in a command string as written in the file (checked
     before the point is filled: a filled string no longer tells "{{" from "{")."""
     for name in COMMAND_FIELDS:
@@ -73,72 +47,30 @@ def quoting_problem(wl: Any) -> str | None:
             if quoted:
                 return (f"workload.{name}: the placeholder {quoted} is inside quotes; write it bare (nettune shell-quotes "
                         "every sweep value it puts into a command string), use an argv list, or write {{ }} for literal braces")
+            where = placeholder_unquotable(value)
+            if where:
+                place, token = where
+                var = re.sub(r"\W", "_", token.strip("{}")).upper() or "VALUE"
+                why = ("the shell expands $(...) and `...` in a here-document, and quotes are plain text there" if place == "here-document"
+                       else "a newline in the value would end the comment and run the rest as a command")
+                return (f"workload.{name}: the placeholder {token} is inside a {place}, where nettune cannot quote it ({why}); "
+                        f"pass it as an environment variable: env = {{ {var} = \"{token}\" }}, then write \"${var}\" there")
     return None
 
 
-def command_field(wl: Any, name: str) -> Any:
-    """One of setup/run/cleanup of a workload, by name."""
-    return {"setup": wl.setup, "run": wl.run, "cleanup": wl.cleanup}[name]
+class CommandWorkload(WorkloadKindBase):
+    name = "command"
+    engines = ("command",)
+    primary = PrimaryMetric("wall_s", "seconds", False)
 
+    def check(self, wl: Workload) -> str | None:
+        return command_problem(wl)
 
-# a placeholder, or a doubled brace standing for a literal one ("{{" -> "{", as in str.format):
-# command text is full of braces (C code, awk, ${VAR}) that are not sweep parameters
-TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]+)\}")
+    def check_written(self, wl: Workload, test_hosts: list[str]) -> str | None:
+        return quoting_problem(wl) or super().check_written(wl, test_hosts)
 
+    def host_fields(self, wl: Workload) -> list[HostField]:
+        return [HostField("workload.host", wl.host)] if wl.host is not None else []
 
-def placeholder_in_quotes(text: str) -> str | None:
-    """The first {placeholder} of a shell string that sits inside '...' or "..." (None: none).
-    A plain scan of sh quoting: backslash escapes outside single quotes, quotes toggle."""
-    quote = ""
-    i = 0
-    while i < len(text):
-        m = TOKEN.match(text, i)
-        if m:
-            if m.group(1) is not None and quote:
-                return m.group(0)
-            i = m.end()
-            continue
-        c = text[i]
-        if c == "\\" and quote != "'":
-            i += 2
-            continue
-        if quote and c == quote:
-            quote = ""
-        elif not quote and c in "'\"":
-            quote = c
-        i += 1
-    return None
-
-
-def _sub(text: str, env: dict[str, Any], quote: Any) -> str:
-    def one(m: re.Match[str]) -> str:
-        if m.group(1) is None:
-            return m.group(0)[0]  # "{{" -> "{", "}}" -> "}"
-        return str(quote(expr._fmt(expr.evaluate(m.group(1), env))))
-
-    return TOKEN.sub(one, text)
-
-
-def fill_command(value: Any, env: dict[str, Any]) -> Any:
-    """A setup/run/cleanup value for one point: an argv list filled word by word (no shell
-    ever reads it; a word that is one placeholder keeps the value's type); a string with
-    every substituted value shell-quoted. "{{" and "}}" stand for literal braces."""
-    if isinstance(value, str):
-        return _sub(value, env, shlex.quote)
-    if isinstance(value, list):
-        out = []
-        for word in value:
-            whole = expr._PLACEHOLDER.fullmatch(word.strip()) if isinstance(word, str) else None
-            out.append(expr.evaluate(whole.group(1), env) if whole else _sub(word, env, str) if isinstance(word, str) else word)
-        return out
-    return value
-
-
-def fill_workload(raw: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-    """The workload section filled for a point: its command strings quoted (fill_command),
-    every other field as usual (expr.fill)."""
-    out = expr.fill({k: v for k, v in raw.items() if k not in COMMAND_FIELDS}, env)
-    for k in COMMAND_FIELDS:
-        if k in raw:
-            out[k] = fill_command(raw[k], env)
-    return out
+    def point_hosts(self, wl: Workload, test_hosts: list[str]) -> list[str]:
+        return [wl.host or test_hosts[0]]  # default: the target's first host that runs tests

@@ -145,3 +145,10 @@ class KubernetesTargetSpec(_Strict):
     @property
     def queues(self) -> int | None:
         return None
+
+    @property
+    def over_loopback(self) -> bool:
+        return False
+
+    def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
+        return "needs a reboot, and nettune never reboots a kubernetes target's nodes; use an ssh target host with allow_reboot = true"

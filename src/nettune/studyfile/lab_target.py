@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .lab_link import LinkSpec, UnderlaySpec
-from .models import BENCH_NET, MAX_LAB_HOSTS, Mtu, Queues, Strict, Template, ThisMachine
+from .field_types import BENCH_NET, MAX_LAB_HOSTS, Mtu, Queues, Strict, Template, ThisMachine
 
 MAX_NODES = 8  # node j's underlay address is .(2+j) of the lab's /24, below the hosts' .10
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8

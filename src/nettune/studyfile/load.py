@@ -6,7 +6,6 @@ plan.study_file (load_study, parse_study), which calls this module first; the la
 stages use spec_error and find_line from here to name the field of a problem."""
 from __future__ import annotations
 
-import codecs
 import difflib
 import os
 import re
@@ -19,53 +18,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from ..errors import SpecError
-from .models import Study, Template
-
-MAX_STUDY_BYTES = 1 << 20  # a study is a page of TOML; a bigger file is the wrong file
-
-
-def read_study_text(path: str | Path, what: str = "a study TOML file (see examples/)") -> str:
-    """The file's text: UTF-8, at most MAX_STUDY_BYTES, or a SpecError saying why not.
-    `what` the file should be, for the fix (an ssh target's inventory is read this way too)."""
-    path = Path(path)
-    try:
-        data = read_bytes(path, MAX_STUDY_BYTES + 1)
-    except FileNotFoundError:
-        raise SpecError(str(path), "", f"no such file; give the path of {what}") from None
-    except IsADirectoryError:
-        raise SpecError(str(path), "", f"is a directory; give the path of {what}") from None
-    except OSError as e:
-        raise SpecError(str(path), "", f"cannot read: {e.strerror}") from None
-    if len(data) > MAX_STUDY_BYTES:
-        raise SpecError(str(path), "", f"larger than {MAX_STUDY_BYTES >> 20} MiB, too big to be {what}")
-    if not data.strip():
-        raise SpecError(str(path), "", f"empty file; give the path of {what}")
-    return decode_study(data, str(path))
-
-
-def read_bytes(path: Path, limit: int) -> bytes:
-    """At most `limit` bytes, never waiting forever: /dev/zero stops at the limit, and a
-    named pipe nobody writes to reads as empty instead of blocking in open()."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        os.set_blocking(fd, True)  # a pipe that has a writer (bash's <(...)) is read to its end
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(limit)
-    finally:
-        os.close(fd)
-
-
-def decode_study(data: bytes, file: str = "<study>") -> str:
-    """UTF-8 text (a leading BOM, as some editors write, is dropped)."""
-    try:
-        return data.removeprefix(codecs.BOM_UTF8).decode("utf-8")
-    except UnicodeDecodeError as e:
-        at = e.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
-        line = data.count(b"\n", 0, at) + 1
-        col = at - (data.rfind(b"\n", 0, at) + 1) + 1
-        utf16 = " (it looks like UTF-16)" if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else ""
-        raise SpecError(file, "", f"not UTF-8 text: byte 0x{data[at]:02x} at column {col}{utf16}; save the file as UTF-8", line) from None
-
+from .models import TARGET_KINDS, Study, Template
+from .study_text import MAX_STUDY_BYTES, decode_study as decode_study, read_bytes as read_bytes, read_study_text as read_study_text
 
 def parse_spec(text: str, file: str = "<study>") -> Study:
     """A study's TOML text validated against the models (its points are not expanded:
@@ -91,7 +45,8 @@ def parse_spec(text: str, file: str = "<study>") -> Study:
 def validate(data: dict[str, Any], text: str, file: str) -> Study:
     try:
         # base_dir: relative paths in the file (an ssh target's inventory) are relative to it
-        return Study.model_validate(data, context={"base_dir": str(Path(file).parent)})
+        study = Study.model_validate(data, context={"base_dir": str(Path(file).parent)})
+        return study.read_from(os.path.abspath(file), text) if file != "<study>" else study
     except ValidationError as e:
         raise spec_error(e, Study, text, file) from None
 
@@ -112,7 +67,7 @@ def spec_error(e: ValidationError, model: type[BaseModel], text: str, file: str)
 
 def _is_union_tag(x: Any) -> bool:
     # pydantic puts union member tags in loc ('lab', 'int', 'constrained-str'...)
-    return isinstance(x, str) and (x in {"lab", "local", "ssh", "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[", "literal[")))
+    return isinstance(x, str) and (x in {*TARGET_KINDS, "int", "str", "bool", "float", "list[...]", "none"} or x.startswith(("constrained-", "function-", "list[", "literal[")))
 
 
 def _most_specific(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,7 +110,8 @@ def _explain(err: dict[str, Any], loc: list[str], model: type[BaseModel]) -> str
     if kind in ("too_short", "too_long"):
         return f"{len(inp)} items: {msg.lower().removeprefix('list ').removeprefix('value ')}"
     if kind == "union_tag_not_found":
-        return f"{err.get('ctx', {}).get('discriminator', 'kind')} is missing; add kind = \"lab\", \"local\" or \"ssh\""
+        known = [f'"{k}"' for k in TARGET_KINDS]
+        return f"{err.get('ctx', {}).get('discriminator', 'kind')} is missing; add kind = {', '.join(known[:-1])} or {known[-1]}"
     if kind == "union_tag_invalid":
         tag = err.get("ctx", {}).get("tag", inp)
         return f"unknown kind {tag!r}; use one of: {err.get('ctx', {}).get('expected_tags', 'lab, local')}"

@@ -24,10 +24,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from .study_text import read_study_text
+
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # dots: inventory and ssh_config names (pve1.example.com)
-DNS_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$")
-USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+# DNS labels, plus '_' (names from /etc/hosts or an inventory: ssh and Ansible take them); never a leading '-'
+DNS_NAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?$")
+# what OpenSSH accepts as a remote user (its ssh_valid_ruser): user@REALM and DOMAIN\user
+# yes; a leading '-', control characters, quotes and shell punctuation no
+USER_NAME = re.compile(r"^(?!-)(?!.*\s-)(?!.*\\$)[^\x00-\x1f\x7f'`\";&<>|(){}]{1,256}$")
 
 
 class _Strict(BaseModel):
@@ -44,54 +49,22 @@ def _check_address(v: str) -> str:
     return v
 
 
-class SshHopSpec(_Strict):
-    """A jump host (OpenSSH ProxyJump) on the way to a host: connected first, host key checked."""
-
-    name: str = Field(description="The hop as written (an ssh_config alias or an address).")
-    address: str
-    user: str | None = None
-    port: int = Field(default=22, ge=1, le=65535)
-    key: str | None = None
-    agent: bool | None = None
-    known_hosts: str | None = None
-    trust_on_first_use: bool | None = None
-    connect_timeout: float | None = Field(default=None, gt=0, le=300)
-
-    @field_validator("address")
-    @classmethod
-    def _address(cls, v: str) -> str:
-        return _check_address(v)
-
-
-class SshHostSpec(_Strict):
-    """One machine: where to connect, as whom, and what it is for."""
+class SshReachSpec(_Strict):
+    """How a connection is made: shared by a host and each jump host on the way to it."""
 
     address: str | None = Field(default=None, description="IP address or DNS name; also what peers use to reach this host's server. Absent: looked up in ssh_config like `ssh NAME`.")
     user: str | None = Field(default=None, description="Login user (default: your local user name).")
     port: int = Field(default=22, ge=1, le=65535)
     key: str | None = Field(default=None, description="Private key file; default: ssh-agent, then ~/.ssh/id_*.")
-    sudo: bool = Field(default=False, description="Prefix every command with `sudo -n` (passwordless sudo required).")
-    role: Literal["test", "hypervisor"] = Field(default="test", description='"hypervisor": CPU sampled during every test, never runs traffic.')
-    known_hosts: str | None = Field(default=None, description="known_hosts file to check the host key against (default ~/.ssh/known_hosts).")
-    interface: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:@-]{1,15}$", description="The test NIC (default device of interface knobs such as mtu, channels).")
-    jump: list[SshHopSpec] = Field(default_factory=list, description='Jump host(s), OpenSSH ProxyJump syntax: "bastion" or "user@gw:2222,bastion"; each hop is looked up in ssh_config.')
+    more_keys: list[str] = Field(default_factory=list, description="Set by nettune from ssh_config: the other identity files ssh offers after `key`, in its order (missing ones are skipped).")
     agent: bool | None = Field(default=None, description="Offer ssh-agent keys too (default: only when no key is given).")
+    agent_path: str | None = Field(default=None, description="Set by nettune from ssh_config IdentityAgent: the agent socket to use instead of $SSH_AUTH_SOCK.")
+    known_hosts: str | None = Field(default=None, description="known_hosts file to check the host key against (default ~/.ssh/known_hosts).")
+    more_known_hosts: list[str] = Field(default_factory=list, description="Set by nettune from ssh_config: every other file ssh reads host keys from (UserKnownHostsFile, GlobalKnownHostsFile); missing ones are skipped.")
     trust_on_first_use: bool | None = Field(default=None, description="Per host (ssh_config StrictHostKeyChecking accept-new); default: the target's.")
-    connect_timeout: float | None = Field(default=None, gt=0, le=300, description="Seconds (ssh_config ConnectTimeout); default: the target's.")
-    allow_reboot: bool = Field(default=False, description="nettune may reboot this host (boot-time knobs such as cmdline:mitigations); never allowed for this machine.")
-    reboot_timeout: float = Field(default=600.0, gt=0, le=7200, description="Seconds to wait for the host to answer over SSH again after a reboot.")
-    resolved_from: str | None = Field(default=None, description="Set by nettune: the ssh_config file this host was looked up in.")
-    ignored: list[str] = Field(default_factory=list, description="Set by nettune: inventory variables that change how Ansible connects and that nettune does not honour (warned).")
-
-    @field_validator("jump", mode="before")
-    @classmethod
-    def _jump(cls, v: Any) -> Any:
-        if not isinstance(v, str):
-            return v
-        from .ssh_config import resolve_jump  # noqa: PLC0415 - asyncssh's config reader: only for ssh targets
-
-        # a jump written as text in an inventory checked alone: address hops (the target resolves ssh_config)
-        return resolve_jump(v, None)
+    connect_timeout: float | None = Field(default=None, gt=0, description="Seconds (ssh_config ConnectTimeout); default: the target's.")
+    local_commands: list[str] = Field(default_factory=list, description="Set by nettune: the commands (ssh_config Match exec) that ran to resolve this host, and what they decided.")
+    unresolved: list[str] = Field(default_factory=list, description="Set by nettune: what was not run to resolve this host (a dry run runs nothing); such a host is not connected to.")
 
     @field_validator("address")
     @classmethod
@@ -105,12 +78,43 @@ class SshHostSpec(_Strict):
             raise ValueError(f"{v!r} is not a valid user name")
         return v
 
-    @field_validator("key", "known_hosts")
+    @field_validator("key", "known_hosts", "agent_path")
     @classmethod
     def _path(cls, v: str | None) -> str | None:
         if v is not None and ("\n" in v or "\0" in v or not v.strip()):
             raise ValueError(f"{v!r} is not a usable file path")
         return v
+
+
+class SshHopSpec(SshReachSpec):
+    """A jump host (OpenSSH ProxyJump) on the way to a host: connected first, host key checked."""
+
+    name: str = Field(description="The hop as written (an ssh_config alias or an address).")
+    address: str  # type: ignore[assignment]
+
+
+class SshHostSpec(SshReachSpec):
+    """One machine: where to connect, as whom, and what it is for."""
+
+    sudo: bool = Field(default=False, description="Prefix every command with `sudo -n` (passwordless sudo required).")
+    role: Literal["test", "hypervisor"] = Field(default="test", description='"hypervisor": CPU sampled during every test, never runs traffic.')
+    interface: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:@-]{1,15}$", description="The test NIC (default device of interface knobs such as mtu, channels).")
+    jump: list[SshHopSpec] = Field(default_factory=list, description='Jump host(s), OpenSSH ProxyJump syntax: "bastion" or "user@gw:2222,bastion"; each hop is looked up in ssh_config.')
+    allow_reboot: bool = Field(default=False, description="nettune may reboot this host (boot-time knobs such as cmdline:mitigations); never allowed for this machine.")
+    reboot_timeout: float = Field(default=600.0, gt=0, le=7200, description="Seconds to wait for the host to answer over SSH again after a reboot.")
+    override_boot_dropins: bool = Field(default=False, description="Boot-time knobs may edit a setting another package made (a /etc/default/grub.d drop-in, grubenv's tuned_params); journaled and put back like the rest.")
+    resolved_from: str | None = Field(default=None, description="Set by nettune: the ssh_config file(s) this host was looked up in.")
+    ignored: list[str] = Field(default_factory=list, description="Set by nettune: inventory variables that change how Ansible connects and that nettune does not honour (warned; names only, never values).")
+
+    @field_validator("jump", mode="before")
+    @classmethod
+    def _jump(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        from .ssh_config import resolve_jump  # noqa: PLC0415 - the config reader: only for ssh targets
+
+        # a jump written as text in an inventory checked alone: address hops (the target resolves ssh_config)
+        return resolve_jump(v, None, use_config=False)
 
 
 class SshTargetSpec(_Strict):
@@ -122,17 +126,20 @@ class SshTargetSpec(_Strict):
     group: str | None = Field(default=None, description="With an Ansible inventory: only the hosts of this group (its children included).")
     ssh_config: str | None = Field(default=None, description="OpenSSH client config to look hosts up in (like `ssh -F`; default ~/.ssh/config).")
     trust_on_first_use: bool = Field(default=False, description="Accept and record the key of a host never seen before (never a changed key).")
-    connect_timeout: float = Field(default=10.0, gt=0, le=300, description="Seconds to wait for each connection.")
+    connect_timeout: float = Field(default=10.0, gt=0, description="Seconds to wait for each connection.")
     reconnect_timeout: float = Field(default=180.0, ge=0, le=3600, description="After a lost connection (a VM restarted by a knob, a network blip), keep trying this long before the test fails.")
+    left_out: dict[str, str] = Field(default_factory=dict, description="Set by nettune: inventory hosts not reached over SSH (ansible_connection=local, ...), and why.")
+    inventory_read: str | None = Field(default=None, description="Set by nettune: how the inventory was read (ansible-inventory, or nettune's reader, nothing run).")
+    merged: bool = Field(default=False, description="Set by nettune: the inventory and ssh_config were read into `hosts`; validating this model again does not read them again.")
 
     @model_validator(mode="before")
     @classmethod
     def _merge_inventory(cls, data: Any, info: ValidationInfo) -> Any:
-        if not isinstance(data, dict):
-            return data
-        # loaded here, not at import: asyncssh and yaml cost every command ~0.1 s at start-up
-        from .ansible_inventory import is_ansible, load_ansible  # noqa: PLC0415
-        from .ssh_config import SshConfigError, resolve  # noqa: PLC0415
+        if not isinstance(data, dict) or data.get("merged"):
+            return data  # a dumped study validated again (plan.points.resolve): hosts are final
+        # loaded here, not at import: the config and inventory readers cost every command start-up time
+        from .ansible_inventory import is_ansible, read_ansible  # noqa: PLC0415
+        from .ssh_words import SshConfigError  # noqa: PLC0415
 
         base = Path((info.context or {}).get("base_dir") or ".")
         data = dict(data)
@@ -146,11 +153,13 @@ class SshTargetSpec(_Strict):
         if not isinstance(own, dict):
             return data  # let field validation report the type error
         merged: dict[str, dict[str, Any]] = {}
+        left_out: dict[str, str] = {}
+        how = None
         if data.get("inventory"):
             path = _absolute(base, str(data["inventory"]))
             data["inventory"] = str(path)
             if is_ansible(path):
-                merged = load_ansible(path, data.get("group"))
+                merged, left_out, how = read_ansible(path, data.get("group"))
             elif data.get("group"):
                 raise ValueError(f"group {data['group']!r}: groups come from an Ansible inventory (INI or YAML), not a TOML one")
             else:
@@ -158,14 +167,15 @@ class SshTargetSpec(_Strict):
         elif data.get("group"):
             raise ValueError("group is set but there is no inventory; add inventory = \"hosts.ini\" (an Ansible inventory)")
         for name, fields in own.items():
+            if name in left_out:
+                raise ValueError(f"hosts.{name}: the inventory says {left_out[name]}; nettune reaches hosts over SSH (kind = \"local\" tests this machine)")
             merged[name] = merged.get(name, {}) | (dict(fields) if isinstance(fields, dict) else {})
         for name, fields in merged.items():
-            if not fields.get("address") or isinstance(fields.get("jump"), str):
-                try:
-                    merged[name] = resolve(name, cfg, fields)
-                except SshConfigError as e:
-                    raise ValueError(f"hosts.{name}: {e}") from None
-        return {**data, "hosts": merged}
+            try:
+                merged[name] = _reach(name, fields, cfg)
+            except SshConfigError as e:
+                raise ValueError(f"hosts.{name}: {e}") from None
+        return {**data, "hosts": merged, "left_out": left_out, "inventory_read": how, "merged": True}
 
     @model_validator(mode="after")
     def _check(self) -> "SshTargetSpec":
@@ -197,6 +207,39 @@ class SshTargetSpec(_Strict):
         """Queues per host interface the target sets: none (knobs change a NIC's own)."""
         return None
 
+    @property
+    def over_loopback(self) -> bool:
+        return False
+
+    def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
+        """Why a boot-time knob on these hosts (all, when empty) cannot be set: one of them
+        does not allow a reboot."""
+        for name in hosts or tuple(self.hosts):
+            spec = self.hosts.get(name)
+            if spec is not None and not spec.allow_reboot:
+                return (f"needs a reboot of {name}, which does not allow one: add allow_reboot = true to [target.hosts.{name}] "
+                        "(inventory: allow_reboot = true; Ansible: nettune_allow_reboot=true)")
+        return None
+
+
+def _reach(name: str, fields: dict[str, Any], cfg: Path | None) -> dict[str, Any]:
+    """A host's fields once ssh_config is applied: an Ansible host as Ansible's ssh command
+    reaches it; a host with no address as `ssh NAME`; a host with an address as written
+    (only its jump hosts looked up)."""
+    from .ssh_config import resolve, resolve_jump  # noqa: PLC0415
+
+    ssh = fields.pop("_ssh", None)
+    if ssh is not None:
+        cl, destination = ssh
+        out = resolve(name, cfg, fields, cl, destination)
+        out["resolved_from"] = f"inventory + {out['resolved_from']}"
+        return out
+    if not fields.get("address"):
+        return resolve(name, cfg, fields)
+    if isinstance(fields.get("jump"), str):
+        fields["jump"] = resolve_jump(fields["jump"], cfg)
+    return fields
+
 
 def _absolute(base: Path, value: str) -> Path:
     path = Path(value).expanduser()
@@ -205,8 +248,6 @@ def _absolute(base: Path, value: str) -> Path:
 
 def load_inventory(path: Path) -> dict[str, dict[str, Any]]:
     """[hosts.NAME] tables of an inventory file, each checked, paths made absolute."""
-    from .load import read_study_text  # noqa: PLC0415 - load imports this module
-
     if not path.exists():
         raise ValueError(f"inventory {path} does not exist (write one, or create it with `nettune lab up FILE --ssh --inventory {path}`)")
     text = read_study_text(path, "an inventory TOML file")  # UTF-8, size, directory: a SpecError naming it

@@ -14,7 +14,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 import socket
-from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
+from typing import Any, ContextManager, Iterator, Mapping, Protocol, runtime_checkable
+from ..record.point_state import PointState
 
 
 @dataclass
@@ -87,6 +88,9 @@ class Host(Protocol):
     # hosts on this machine; reboot_timeout bounds the wait for it to answer again
     allow_reboot: bool
     reboot_timeout: float
+    # the study lets boot-time knobs edit files other packages own (a /etc/default/grub.d
+    # drop-in, grubenv's tuned_params) when the setting is made there
+    override_boot_dropins: bool
 
     def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> Proc:
         """Start argv. `env`: variables added to its environment (secrets such as
@@ -135,6 +139,17 @@ class Scratch:
     spare_dev: str  # an interface nothing uses, to try settings on (a qdisc the kernel may lack)
 
 
+class HostSet(Protocol):
+    """The hosts of a target by name, and which of them run tests (what the plan-level
+    helpers read of a Target, or of a dry run's stand-ins for hosts on this machine)."""
+
+    @property
+    def hosts(self) -> Mapping[str, Host]: ...
+
+    @property
+    def test_hosts(self) -> list[str]: ...
+
+
 class Target(Protocol):
     kind: str
     hosts: dict[str, Host]
@@ -142,7 +157,7 @@ class Target(Protocol):
     extra_machines: dict[str, Host]  # sampled for CPU during every test ("hypervisor:NAME")
     warnings: list[str]  # said once before the study starts (a host key recorded...)
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
+    def prepare(self, resolved: Any) -> PointState:
         """Bring the target into the state a point needs (create, re-create, adjust).
 
         Returns the target's actual state for the point (e.g. mtu, queues per host),
@@ -150,8 +165,8 @@ class Target(Protocol):
         """
         ...
 
-    def state(self) -> dict[str, Any]:
-        """The actual state now (after knobs changed it); {} when nothing can change."""
+    def state(self) -> PointState:
+        """The actual state now (after knobs changed it); empty when nothing can change."""
         ...
 
     def facts(self) -> dict[str, dict[str, Any]]:
@@ -200,6 +215,7 @@ class HostBase:
     on_this_machine = False
     allow_reboot = False
     reboot_timeout = 600.0
+    override_boot_dropins = False
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         raise NotImplementedError
@@ -241,8 +257,8 @@ class TargetBase:
     def warnings(self) -> list[str]:
         return []
 
-    def state(self) -> dict[str, Any]:
-        return {}
+    def state(self) -> PointState:
+        return PointState()
 
     def facts(self) -> dict[str, dict[str, Any]]:
         return {name: {} for name in self.hosts}
@@ -253,3 +269,4 @@ class TargetBase:
     @contextmanager
     def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Iterator[Scratch | None]:
         yield None
+

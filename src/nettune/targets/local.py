@@ -9,6 +9,8 @@ from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
 from .netns_access import listening_in
 from .procs import LocalProc, run_local, with_env
+from .scratch import scratch_namespaces
+from ..record.point_state import PointState
 
 
 class LocalHost(HostBase):
@@ -44,8 +46,8 @@ class LocalTarget(TargetBase):
     def __init__(self, study: Any):
         self.hosts = {h: LocalHost(h) for h in study.target.hosts}
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
-        return {}
+    def prepare(self, resolved: Any) -> PointState:
+        return PointState()
 
     def facts(self) -> dict[str, dict[str, Any]]:
         one = linux_facts(next(iter(self.hosts.values())))
@@ -54,8 +56,6 @@ class LocalTarget(TargetBase):
 
     def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Any:
         """No stand-ins (the hosts are this machine), but a spare interface to try qdiscs on."""
-        from .machine import scratch_namespaces
-
         return scratch_namespaces({}, queues)
 
 

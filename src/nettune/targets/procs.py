@@ -4,23 +4,92 @@ Every process is recorded in /run/nettune/procs/<pid> with its kernel start time
 later `nettune lab down` stops a recorded PID only if its start time still matches
 (so a recycled PID belonging to someone else is never touched). Each also carries its
 nettune's owner token in its environment (NETTUNE_OWNER): a run killed between starting
-a process and recording it still leaves a way to find that process.
+a process and recording it still leaves a way to find that process (stop_dead_runs).
+
+The state directory is /run/nettune for root; for another user $XDG_RUNTIME_DIR/nettune,
+else /tmp/nettune-<uid>, which anyone could have made first: so every state directory is
+created 0700 and checked before use (owned by this user, not writable by others, not a
+symbolic link; private_dir), and records are created with O_EXCL | O_NOFOLLOW, so a
+planted symbolic link or record is refused instead of followed.
 """
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
+import stat
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from ..errors import NettuneError
 from .base import CommandResult, ProcBase
 
-STATE_DIR = Path(os.environ.get("NETTUNE_RUN_DIR", "/run/nettune" if os.geteuid() == 0 else f"/tmp/nettune-{os.getuid()}"))
+
+def run_dir() -> Path:
+    """Where process, lab and credential records live (see the module doc)."""
+    if os.environ.get("NETTUNE_RUN_DIR"):
+        return Path(os.environ["NETTUNE_RUN_DIR"])
+    if os.geteuid() == 0:
+        return Path("/run/nettune")
+    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+    return Path(xdg) / "nettune" if xdg.startswith("/") else Path(f"/tmp/nettune-{os.getuid()}")
+
+
+STATE_DIR = run_dir()
 PROC_DIR = STATE_DIR / "procs"
 OWNER_ENV = "NETTUNE_OWNER"
+
+
+def private_dir(path: Path, create: bool = True) -> bool:
+    """Make `path` (0700) if `create` and it is missing, then check it is a directory of
+    this user that nobody else may write, and not a symbolic link: records in it are acted
+    on as root. True when it exists (and passed); NettuneError (one line, the fix) when not."""
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    me = os.geteuid()
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise NettuneError(f"{path}: nettune's state directory is a symbolic link or not a directory; someone else may have made it: "
+                           "remove it (or set NETTUNE_RUN_DIR to a directory of yours)")
+    if st.st_uid != me:
+        raise NettuneError(f"{path}: nettune's state directory belongs to uid {st.st_uid}, not to you (uid {me}); someone else may have "
+                           "made it: remove it (or set NETTUNE_RUN_DIR to a directory of yours)")
+    if st.st_mode & 0o022:
+        raise NettuneError(f"{path}: nettune's state directory is writable by group or others (mode {oct(st.st_mode & 0o777)}): "
+                           f"`chmod 700 {path}` once you checked what is in it")
+    return True
+
+
+def private_dirs(path: Path, create: bool = True) -> bool:
+    """private_dir for `path` and its parent (a records folder in the state directory)."""
+    return private_dir(path.parent, create) and private_dir(path, create)
+
+
+def create_private(path: Path, text: str) -> None:
+    """Write a new record: O_EXCL | O_NOFOLLOW (never through a link, never over a file
+    that is there), 0600. FileExistsError when something is at `path` already."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def read_record(path: Path) -> str:
+    """A record's text, never through a symbolic link (OSError then)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd) as f:
+        return f.read(4096)
 
 
 def start_time(pid: int) -> str | None:
@@ -40,13 +109,14 @@ class LocalProc(ProcBase):
         self._out = tempfile.TemporaryFile("w+")
         self._err = tempfile.TemporaryFile("w+")
         env = dict(os.environ if env is None else env, **{OWNER_ENV: owner_token()})
+        private_dirs(PROC_DIR)  # before the process exists: a planted records directory is refused, never used
         # Own session: a Ctrl-C in the terminal reaches nettune, which then stops its
         # children in order, instead of killing the server mid-write.
         self._p = subprocess.Popen(argv, stdout=self._out, stderr=self._err, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         self.pid = self._p.pid
         self.rusage: os.struct_rusage | None = None
         self._code: int | None = None
-        _record(self.pid)
+        record_pid(self.pid)
 
     def poll(self) -> int | None:
         if self._code is None:
@@ -54,13 +124,13 @@ class LocalProc(ProcBase):
                 pid, status, ru = os.wait4(self.pid, os.WNOHANG)
             except ChildProcessError:
                 self._code = self._p.returncode if self._p.returncode is not None else -1
-                _forget(self.pid)
+                forget_pid(self.pid)
                 return self._code
             if pid:
                 self._code = os.waitstatus_to_exitcode(status)
                 self._p.returncode = self._code
                 self.rusage = ru
-                _forget(self.pid)
+                forget_pid(self.pid)
         return self._code
 
     def wait(self, timeout: float | None = None) -> int:
@@ -190,38 +260,61 @@ def owner_alive(token: str) -> bool:
     return len(parts) == 2 and parts[0].isdigit() and start_time(int(parts[0])) == parts[1] and not _zombie(int(parts[0]))
 
 
-def _record(pid: int) -> None:
+def lab_owner(study: str) -> str:
+    """The owner a process `nettune lab up` leaves running on purpose is recorded with (its
+    lab's sshds): not a run, so no dead-run cleanup stops it; `nettune lab down` does."""
+    return f"lab {study}"
+
+
+def _lab_owned(owner: str) -> bool:
+    return owner.startswith("lab ")
+
+
+def record_pid(pid: int, owner: str | None = None) -> None:
+    """Record a process nettune started (its start time and owner: this run, or a lab's
+    lab_owner) so that a later run, `nettune restore` or `lab down` can stop it after this
+    run is killed."""
     st = start_time(pid)
     if st is None:
         return
+    f = PROC_DIR / str(pid)
+    text = f"{st} {owner or owner_token()}"
     try:
-        PROC_DIR.mkdir(parents=True, exist_ok=True)
-        (PROC_DIR / str(pid)).write_text(f"{st} {owner_token()}")
-    except OSError:
-        pass
+        private_dirs(PROC_DIR)  # LocalProc checked it before starting the process; sshlab's sshds come here first
+        create_private(f, text)
+    except FileExistsError:  # a killed run's record of a recycled PID (or a planted link): replaced, never followed
+        f.unlink(missing_ok=True)
+        try:
+            create_private(f, text)
+        except OSError:
+            pass
+    except (OSError, NettuneError):
+        pass  # unrecorded, it is still found by its owner mark (stop_dead_runs)
 
 
-def _forget(pid: int) -> None:
+def forget_pid(pid: int) -> None:
+    """The recorded process has ended (or was stopped): drop its record."""
     try:
         (PROC_DIR / str(pid)).unlink()
     except OSError:
         pass
 
 
-def stop_recorded(force: bool = False, owners: set[str] | None = None) -> list[int]:
+def stop_recorded(force: bool = False, owners: set[str] | None = None, labs: bool = True) -> list[int]:
     """Stop every recorded process still alive with the same start time whose nettune
     owner is gone (a killed run). With force, also those of a nettune still running.
-    With owners, only the processes those nettune runs started. Returns the PIDs stopped."""
+    With owners, only the processes those nettune runs started; labs=False leaves the
+    sshds of labs `nettune lab up` made (lab_owner). Returns the PIDs stopped."""
     stopped: list[int] = []
     # no records at all (a run killed before it recorded its first process) still leaves
     # the owner scan below
-    for f in PROC_DIR.iterdir() if PROC_DIR.is_dir() else ():
+    for f in PROC_DIR.iterdir() if private_dirs(PROC_DIR, create=False) else ():
         try:
             pid = int(f.name)
-            st, _, owner = f.read_text().strip().partition(" ")
+            st, _, owner = read_record(f).strip().partition(" ")
         except (ValueError, OSError):
             continue
-        if owners is not None and owner not in owners:
+        if (owners is not None and owner not in owners) or (_lab_owned(owner) and not labs):
             continue
         if owner and owner_alive(owner) and not force:
             continue  # a study still running owns it
@@ -231,6 +324,41 @@ def stop_recorded(force: bool = False, owners: set[str] | None = None) -> list[i
         f.unlink(missing_ok=True)
     for pid in started_by({o for o in owners or () if force or not owner_alive(o)}):
         if pid not in stopped:  # killed after starting it, before recording it
+            kill_pid(pid)
+            stopped.append(pid)
+    return stopped
+
+
+def marked_processes() -> dict[int, str]:
+    """Every live process of this machine (that this user may read) carrying a nettune
+    owner mark in its environment: pid -> the owner token."""
+    found: dict[int, str] = {}
+    prefix = f"{OWNER_ENV}=".encode()
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            try:
+                env = Path(f"/proc/{d}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            mark = next((e[len(prefix):] for e in env if e.startswith(prefix)), None)
+            if mark is not None and not _zombie(int(d)):
+                found[int(d)] = mark.decode(errors="replace")
+    return found
+
+
+def stop_dead_runs(force: bool = False, owners: set[str] | None = None, labs: bool = False) -> list[int]:
+    """Stop every process a killed nettune run started on this machine: the recorded ones
+    (by PID and start time) and every other process whose owner mark names a nettune that
+    is gone (started just before the kill, or by a server that forked). `nettune restore`,
+    `nettune lab down` and the next `nettune run` call this before they remove namespaces
+    or reuse ports. owners: only these runs' processes; force: also those of runs still
+    going; labs: also what `nettune lab up` left running on purpose (only `lab down` does)."""
+    stopped = stop_recorded(force, owners, labs)
+    me = owner_token()
+    for pid, owner in marked_processes().items():
+        if pid in stopped or owner == me or (owners is not None and owner not in owners):
+            continue
+        if force or not owner_alive(owner):
             kill_pid(pid)
             stopped.append(pid)
     return stopped
@@ -258,10 +386,14 @@ DIR_RECORDS = STATE_DIR / "dirs"
 
 def record_dir(path: str) -> None:
     """Record a private directory nettune made on this machine (test credentials), with
-    its owner, so that `remove_stale_dirs` can delete it after a killed run."""
+    its owner, so that `remove_stale_dirs` can delete it after a killed run. A record of
+    that name already there is refused: it can only have been planted (the names are random)."""
+    private_dirs(DIR_RECORDS)
     try:
-        DIR_RECORDS.mkdir(parents=True, exist_ok=True)
-        (DIR_RECORDS / Path(path).name).write_text(f"{path}\n{owner_token()}")
+        create_private(DIR_RECORDS / Path(path).name, f"{path}\n{owner_token()}")
+    except FileExistsError:
+        raise NettuneError(f"{DIR_RECORDS / Path(path).name}: a record for nettune's new directory {path} is there already; "
+                           "nettune did not write it: remove it") from None
     except OSError:
         pass
 
@@ -276,20 +408,33 @@ def remove_stale_dirs(prefix: str, force: bool = False) -> list[str]:
     import shutil  # noqa: PLC0415
 
     removed: list[str] = []
-    if not DIR_RECORDS.is_dir():
+    if not private_dirs(DIR_RECORDS, create=False):
         return removed
     for f in DIR_RECORDS.iterdir():
         try:
-            path, _, owner = f.read_text().partition("\n")
+            path, _, owner = read_record(f).partition("\n")
         except OSError:
             continue
         if owner and owner_alive(owner.strip()) and not force:
             continue
-        if path.startswith(prefix) and "/" not in path[len(prefix):]:
+        if _stale_dir_ours(f.name, path, prefix):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
         f.unlink(missing_ok=True)
     return removed
+
+
+def _stale_dir_ours(record: str, path: str, prefix: str) -> bool:
+    """Is `path` a directory this record may name: under `prefix`, named as the record is,
+    one plain name, and a real directory of this user (not a link to another's)?"""
+    rest = path[len(prefix):]
+    if not path.startswith(prefix) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", rest) or Path(path).name != record:
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
 
 
 def kill_pid(pid: int, grace: float = 2.0) -> None:

@@ -42,6 +42,7 @@ from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
 from .local import LocalHost
 from .procs import LocalProc, run_local
+from ..record.point_state import PointState
 
 ENV = "NETTUNE_SANDBOX"
 # the paths that live in the tree: every kernel file a knob kind writes (knobs/: sysctl and
@@ -260,8 +261,8 @@ class SandboxTarget(TargetBase):
             seed_tree(root / h)
             self.hosts[h] = SandboxHost(h, root / h, faults)
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
-        return {}
+    def prepare(self, resolved: Any) -> PointState:
+        return PointState()
 
     def facts(self) -> dict[str, dict[str, Any]]:
         out = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, run_ok, same_uniform, whole
+from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, check_plain, need_device, run_ok, same_uniform, whole
 
 TYPES = ("rx", "tx", "other", "combined")
 
@@ -57,6 +57,13 @@ class Channels(Kind):
         if loc.arg and loc.arg not in self.types:
             raise KnobError(f"{loc.key}: {loc.arg!r} is not one of {', '.join(self.types)}")
         return whole(loc, raw, 0 if loc.arg == "other" else 1)
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """A journaled count, or one per type (this kind's types only)."""
+        check_plain(loc, value)
+        for t, n in (value.items() if isinstance(value, dict) else [(loc.arg or self.types[0], value)]):
+            if t not in self.types or isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1 << 20:
+                raise KnobError(f"{loc.key}: the journaled reading {t!r}: {n!r} is not a {self.what} count")
 
     def _info(self, ex: Host, loc: Loc) -> tuple[dict[str, int], dict[str, int]]:
         dev = loc.device or ""

@@ -9,13 +9,18 @@
     [target.hosts.vm1]
     allow_reboot = true                        # required: nettune reboots this host
 
-apply:   the host's own way (bootloader.py: grubby, /etc/default/grub + update-grub or
-         grub2-mkconfig, /etc/kernel/cmdline + proxmox-boot-tool refresh), then reboot,
-         wait for SSH (targets/reboot.py, bounded by the host's reboot_timeout), and check
+apply:   the host's own way (bootloader.py: BLS entries and grubenv's kernelopts where
+         grubby is, /etc/default/grub (+ its drop-ins) + update-grub or grub2-mkconfig,
+         /etc/kernel/cmdline + proxmox-boot-tool refresh), then reboot, wait for SSH
+         (targets/reboot.py, bounded by the host's reboot_timeout), and check
          /proc/cmdline: a value the kernel did not get fails the point with the reason.
+         A /etc/default/grub.d drop-in, or grubenv's tuned_params, is another package's:
+         edited only when the host says override_boot_dropins = true.
 read:    {"family", "value": in the boot configuration, "booted": in /proc/cmdline,
-         "files": {path: text}}; the journal keeps this before the edit, so the edited
-         files come back byte for byte.
+         "files": {path: text}} where files are every file the family may edit (grub:
+         /etc/default/grub and each /etc/default/grub.d/*.cfg; grubby: each BLS entry and
+         /boot/grub2/grubenv; proxmox: /etc/kernel/cmdline); the journal keeps this before
+         the edit, so the edited files come back byte for byte.
 restore: each journaled file back (its original bytes when only nettune's edit is in it;
          else the key alone put back, keeping the other edits), the regenerate command,
          then a reboot if the booted value differs from the original one, and the check.
@@ -36,8 +41,10 @@ from ...targets.base import Host
 from ...targets.reboot import RebootError, refuse_unless_rebootable
 from ..base import Ctx, Kind, KnobError, Loc, NotInForce, Persisted, catalog_row, read_file, run_ok
 from ..boot_batch import reboot
-from ..bootloader import GRUB_DEFAULT, Family, Value, check_value, detect, family_commands_all, parse_value, value_in
+from ..boot_bls import GRUBENV, grubenv_vars
+from ..bootloader import Edit, Family, Value, boot_file, check_value, detect, family_commands_all, parse_value, token, value_in
 
+FAMILIES = ("grub", "grubby", "proxmox")  # bootloader.detect's families
 SECURITY = ("cmdline:mitigations=off turns off the CPU's speculative-execution mitigations (Spectre, Meltdown, ...): "
             "the host is open to those attacks while it runs so; only on hosts that run nothing untrusted")
 
@@ -65,19 +72,43 @@ class Cmdline(Kind):
         check_value(loc.arg or "", value)
         return value
 
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """A journaled reading {"family", "value", "booted", "files": {path: text}}: restore
+        writes each text back to its path, so the paths must be boot files a family edits
+        (bootloader.boot_file: never any other file) and the texts together must give the
+        journaled value, as the family reads them."""
+        if not isinstance(value, dict):
+            self.parse(loc, value)
+            return
+        key, files = loc.arg or "", value.get("files") or {}
+        fam = value.get("family")
+        if set(value) - {"family", "value", "booted", "files"} or fam not in FAMILIES or not isinstance(files, dict):
+            raise KnobError(f"{loc.key}: the journaled reading is not a boot configuration nettune reads")
+        for facet in (value.get("value"), value.get("booted")):
+            if facet is not None and facet is not True:
+                check_value(key, str(facet))
+        for path, text in files.items():
+            if not boot_file(str(path)) or ".." in str(path).split("/"):
+                raise KnobError(f"{loc.key}: the journaled reading names {path!r}, not a boot file of the {fam} family")
+            if not isinstance(text, str) or len(text) > 1 << 20 or "\0" in text:
+                raise KnobError(f"{loc.key}: the journaled text of {path} is not a boot file's text")
+        try:
+            held = Family(str(fam), [str(p) for p in files]).value({str(p): str(x) for p, x in files.items()}, key) if files else value.get("value")
+        except KnobError as e:
+            raise KnobError(f"{loc.key}: the journaled texts cannot be read as the {fam} family reads them ({e})") from None
+        if held != value.get("value"):
+            raise KnobError(f"{loc.key}: the journaled texts do not hold the journaled value")
+
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         try:
             refuse_unless_rebootable(ex)
         except RebootError as e:
             raise KnobError(f"{loc.key} needs a reboot: {e}") from None
         fam = detect(ex)
-        for path in fam.files:
-            fam.value(path, read_file(ex, path), loc.arg or "")  # a file nettune cannot edit safely fails here
-        if fam.name == "grub":
-            r = ex.run(["sh", "-c", 'grep -l GRUB_CMDLINE_LINUX "$1"/*.cfg 2>/dev/null; true', "sh", "/etc/default/grub.d"], timeout=15)
-            if r.stdout.strip():
-                ctx.notes.append(f"{loc.key} on {ctx.host}: {', '.join(r.stdout.split())} also set(s) GRUB_CMDLINE_LINUX*; "
-                                 f"nettune edits {GRUB_DEFAULT}, and /proc/cmdline is checked after the reboot")
+        texts = {p: read_file(ex, p) for p in fam.files}
+        fam.value(texts, loc.arg or "")  # files nettune cannot read as the boot loader does fail here
+        edit = fam.edit(texts, loc.arg or "", value, ex.override_boot_dropins)  # and those it cannot edit safely
+        ctx.notes += [f"{loc.key} on {ctx.host}: {n}" for n in edit.notes]
         warn = security_warning(loc.arg or "", value)
         if warn:
             ctx.notes.append(f"SECURITY: {warn} (host {ctx.host})")
@@ -86,10 +117,10 @@ class Cmdline(Kind):
         key = loc.arg or ""
         fam = detect(ex)
         files = {p: read_file(ex, p) for p in fam.files}
-        if fam.name == "grubby":  # grubby's own answer for the default entry
+        if fam.name == "grubby":  # grubby's own answer for the default entry (it expands $kernelopts too)
             configured = value_in(_grubby_default(ex), key)
         else:
-            configured = fam.value(fam.files[0], files[fam.files[0]], key)
+            configured = fam.value(files, key)
         return {"family": fam.name, "value": configured, "booted": booted(ex, key), "files": files}
 
     def apply(self, ex: Host, loc: Loc, value: Any) -> None:
@@ -102,14 +133,9 @@ class Cmdline(Kind):
 
     def configure(self, ex: Host, loc: Loc, value: Any) -> None:
         """The edit and the regenerate command; the value is in force after the next boot."""
-        key = loc.arg or ""
         fam = detect(ex)
-        if fam.name == "grubby":
-            run_ok(ex, fam.grubby_argv(key, value), f"{loc.key}: grubby", timeout=120)
-        else:
-            for path in fam.files:
-                text = read_file(ex, path)
-                replace_file(ex, path, fam.edit(path, text, key, value))
+        texts = {p: read_file(ex, p) for p in fam.files}
+        self._write(ex, loc, fam, fam.edit(texts, loc.arg or "", value, ex.override_boot_dropins))
         self._regen(ex, loc, fam)
 
     def unconfigure(self, ex: Host, loc: Loc, original: Any) -> None:
@@ -120,21 +146,39 @@ class Cmdline(Kind):
             return
         orig_value, _ = _facets(original)
         fam = detect(ex)
-        if fam.name == "grubby":  # entries added since (a kernel update) get the original too
-            run_ok(ex, fam.grubby_argv(key, orig_value), f"{loc.key}: grubby", timeout=120)
-        for path, before in (original.get("files") or {}).items():
+        before: dict[str, str] = dict(original.get("files") or {})
+        odd = [p for p in before if not boot_file(p)]
+        if odd:  # a journal is read back from disk: it names only the files a family edits
+            raise KnobError(f"{loc.key}: the journaled reading names {odd[0]!r}, not a boot configuration file nettune edits; not written")
+        now: dict[str, str] = {}
+        for path in before:
             try:
-                now = ex.read_text(path)
+                now[path] = ex.read_text(path)
             except OSError:
                 continue  # an entry removed since (its kernel uninstalled): nothing to put back
-            fam_now = fam.value(path, now, key)
-            if now == before:
-                continue
-            if fam.edit(path, before, key, fam_now) == now or _same_tokens(fam, path, now, before, key):
-                replace_file(ex, path, before)  # only nettune's edit in it: the original bytes
+        added = [p for p in fam.files if p not in now and fam.name == "grubby" and p.endswith(".conf")]
+        for path in added:  # a BLS entry added since (a kernel update) gets the original too; a drop-in is never nettune's
+            now[path] = read_file(ex, path)
+        changed = [p for p in before if p in now and now[p] != before[p]]
+        ours = fam.edit(before, key, fam.value(now, key), True)  # what nettune's edit alone made of the originals
+        theirs: list[str] = []
+        for path in changed:
+            if _only_ours(path, before[path], now[path], ours):
+                replace_file(ex, path, before[path])  # only nettune's edit in it: the original bytes
             else:
-                replace_file(ex, path, fam.edit(path, now, key, orig_value))  # keep someone else's edits
+                theirs.append(path)
+        if theirs or added:  # someone else's edits too: the key alone put back there
+            fresh = {p: t for p, t in now.items() if p not in changed or p in theirs}
+            fresh |= {p: before[p] for p in changed if p not in theirs}
+            back = fam.edit(fresh, key, orig_value, True)
+            self._write(ex, loc, fam, Edit(files={p: t for p, t in back.files.items() if p in theirs or p not in before}, env=back.env))
         self._regen(ex, loc, fam)
+
+    def _write(self, ex: Host, loc: Loc, fam: Family, edit: Edit) -> None:
+        for path, text in edit.files.items():
+            replace_file(ex, path, text)
+        for name, value in edit.env.items():  # grubenv: with the distribution's tool, as grubby does
+            run_ok(ex, [fam.editenv, GRUBENV, "set", f"{name}={value}"], f"{loc.key}: {fam.editenv}", timeout=60)
 
     def needs_boot(self, ex: Host, loc: Loc, value: Any) -> bool:
         return booted(ex, loc.arg or "") != _facets(value)[1]
@@ -188,15 +232,20 @@ class Cmdline(Kind):
 
     def persisted(self, loc: Loc, value: Any) -> Persisted:
         """A boot option has no sysctl.d/tuned/udev form and no one-line command that fits
-        every host: only a note with each family's way (the host's decides)."""
-        return Persisted(notes=[f"{loc.key}: a kernel boot option; set it the host's way, then reboot: "
-                                + " | ".join(family_commands_all(loc.arg or "", value))])
+        every host: only a note with each family's way by hand (the host's decides)."""
+        key = loc.arg or ""
+        tok = key if value is None else token(key, value)
+        change = f"--remove-args={key}" if value is None else f"--args={tok}"
+        ways = [f"Fedora/RHEL: grubby --update-kernel=ALL {change}",
+                f"Debian/Ubuntu: {'remove' if value is None else 'set'} {tok} in GRUB_CMDLINE_LINUX_DEFAULT of /etc/default/grub, then update-grub",
+                f"Proxmox with systemd-boot: {'remove' if value is None else 'set'} {tok} on line 1 of /etc/kernel/cmdline, then proxmox-boot-tool refresh"]
+        return Persisted(notes=[f"{loc.key}: a kernel boot option; set it the host's way, then reboot: " + " | ".join(ways)])
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row(
             "cmdline", '"cmdline:KEY" = "VALUE" | true | false', "machine (boot)",
-            "kernel command-line parameter (mitigations=off, amd_pstate=active, ...): grubby, /etc/default/grub + update-grub, "
-            "or /etc/kernel/cmdline + proxmox-boot-tool, then a reboot; only hosts with allow_reboot = true",
+            "kernel command-line parameter (mitigations=off, amd_pstate=active, ...): BLS entries and grubenv (grubby hosts), "
+            "/etc/default/grub + update-grub, or /etc/kernel/cmdline + proxmox-boot-tool, then a reboot; only hosts with allow_reboot = true",
             "distribution's", "-", "reboot (nettune reboots the host and checks /proc/cmdline)",
             "a wrong value can leave a host unbootable; mitigations=off weakens its security", "loader.conf",
         )]
@@ -220,18 +269,26 @@ def _shown(key: str, value: Value) -> str:
     return f"{key}={value}" if key else str(value)
 
 
-def _same_tokens(fam: Family, path: str, a: str, b: str, key: str) -> bool:
-    """Do two versions of a file differ only in `key` and in how grubby spaced the args?"""
-    return " ".join(fam.edit(path, a, key, None).split()) == " ".join(fam.edit(path, b, key, None).split())
+def _only_ours(path: str, before: str, now: str, ours: Edit) -> bool:
+    """Is the file as nettune's edit left it (so its original bytes go back)? grubenv
+    compares by its variables (grub2-editenv rewrites the block); a file edited by an
+    older nettune through grubby differs from the edit only in how grubby spaced it."""
+    if path == GRUBENV:
+        return grubenv_vars(now) == grubenv_vars(before) | ours.env
+    made = ours.files.get(path, before)
+    return made == now or " ".join(made.split()) == " ".join(now.split())
 
 
 def replace_file(ex: Host, path: str, text: str) -> None:
     """Write a boot file whole: a temporary file next to it (same mode and owner), then
-    rename, so a kill -9 or a dropped connection never leaves it half written."""
-    tmp = f"{path}.nettune-tmp"
+    rename, so a kill -9 or a dropped connection never leaves it half written. A symlink
+    (RHEL's /boot/grub2/grubenv -> ../efi/EFI/redhat/grubenv) stays one: its target is written."""
+    r = ex.run(["readlink", "-f", "--", path], timeout=15)
+    real = r.stdout.strip() if r.returncode == 0 and r.stdout.strip().startswith("/") else path
+    tmp = f"{real}.nettune-tmp"
     try:
         ex.write_text(tmp, text)
     except OSError as e:
         raise KnobError(f"cannot write {tmp}: {e}") from None
     run_ok(ex, ["sh", "-c", 'chmod --reference="$1" "$2" 2>/dev/null; chown --reference="$1" "$2" 2>/dev/null; mv -f "$2" "$1"',
-                "sh", path, tmp], f"replace {path}")
+                "sh", real, tmp], f"replace {path}")

@@ -4,7 +4,10 @@ For a setting nettune has no kind for. CMD is either a string, run as
 `sh -c CMD nettune-knob VALUE` (the value is $1, never pasted into the shell text), or an
 argv list that gets VALUE appended as its last argument. `read` prints the current value;
 `restore` gets the original value the same way (default: `apply`). The commands are
-journaled with the value, so `nettune restore` can run them without the study file.
+journaled with the value, and the run's begin record holds the study file's path and
+SHA-256: `nettune restore` runs them only while that file is unchanged and declares this
+knob with these same commands (knobs/verify.py); else it says so and leaves the value,
+with the way to put it back by hand.
 Braces are sweep placeholders in a study file: write $1, not ${1}.
 """
 from __future__ import annotations
@@ -14,7 +17,7 @@ import shlex
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, run_ok
+from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, check_plain, run_ok
 
 
 def argv_for(cmd: str | list[str], value: Any | None) -> list[str]:
@@ -29,6 +32,7 @@ class Command(Kind):
     takes_arg, example_arg = "required", "mysetting"
     table_value = True
     table_hint = "{value = ..., read = ..., apply = ..., restore = ...}"
+    declared_only = True  # restore runs the journaled commands only as the study file declares them
 
     def parse(self, loc: Loc, raw: Any) -> dict[str, Any]:
         spec = dict(raw)  # the filled-in table (plan.points dumps the study's models)
@@ -44,6 +48,16 @@ class Command(Kind):
         v = spec.get("value")
         spec["value"] = ("1" if v else "0") if isinstance(v, bool) else " ".join(str(v).split())
         return spec
+
+    def check_value(self, loc: Loc, value: Any) -> None:
+        """A journaled value: one line of text, as parse leaves it (the commands are loc.spec,
+        checked against the study file by verify.py)."""
+        check_plain(loc, value)
+        if not isinstance(value, str):
+            raise KnobError(f"{loc.key}: the journaled value is not text")
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        self.check_value(loc, value)  # what read gives: the command's output, on one line
 
     def split(self, loc: Loc, parsed: Any) -> tuple[Loc, Any]:
         spec = {k: parsed.get(k) for k in ("read", "apply", "restore", "scope")}

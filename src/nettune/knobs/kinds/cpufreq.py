@@ -8,6 +8,7 @@ amd-pstate-epp answers EBUSY): put cpufreq:governor before cpufreq:epp in [knobs
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ...targets.base import Host
@@ -29,6 +30,9 @@ class CpuFreq(CpuFiles):
         if not v or not all(c.isalnum() or c in "_-" for c in v):
             raise KnobError(f"{loc.key}: {raw!r} is not a {loc.arg} name")
         return v
+
+    def rel_pattern(self, loc: Loc) -> str:
+        return re.escape(FILES[loc.arg or "governor"][0])
 
     def rel_files(self, ex: Host, loc: Loc) -> list[str]:
         rel = FILES[loc.arg or ""][0]

@@ -28,6 +28,9 @@ class CpuIdle(CpuFiles):
             raise KnobError(f"{loc.key}: the key is cpuidle:max_state")
         return whole(loc, raw, 0, 64)
 
+    def rel_pattern(self, loc: Loc) -> str:
+        return r"cpuidle/state\d{1,3}/disable"
+
     def rel_files(self, ex: Host, loc: Loc) -> list[str]:
         out = []
         for cpu in self.cpus(ex, loc):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, cpu_list, cpu_list_text, device_exists, mixed_uniform, read_file, same_uniform, write_file
+from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, check_plain, cpu_list, cpu_list_text, device_exists, mixed_uniform, read_file, same_uniform, write_file
 
 _FIND = (
     'd=$(readlink -f "/sys/class/net/$1/device") || exit 3; [ -n "$d" ] || exit 3; '
@@ -39,6 +39,14 @@ class IrqAffinity(Kind):
         if loc.arg is not None and not all(p.isdigit() for p in loc.arg.split(",")):
             raise KnobError(f"{loc.key}: the part after ':' is an IRQ number or list (irq_affinity:38,39), got {loc.arg!r}")
         return cpus_text(loc, raw)
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """A journaled CPU list, or one per IRQ: IRQs are numbers (paths under /proc/irq)."""
+        check_plain(loc, value)
+        for n, cpus in (value.items() if isinstance(value, dict) else [("0", value)]):
+            if not str(n).isdigit() or len(str(n)) > 6:
+                raise KnobError(f"{loc.key}: the journaled reading names {n!r}, not an IRQ number")
+            cpus_text(loc, cpus)
 
     def acts_on_interface(self, loc: Loc) -> bool:
         return loc.device is not None and loc.arg is None  # irq_affinity:38,39 names IRQs, not the NIC

@@ -32,9 +32,10 @@ from typing import Any
 
 from ...targets.base import Host
 from .. import libvirt_xml as lx
-from ..base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok, whole
+from ..base import Ctx, Kind, KnobError, Loc, catalog_row, check_plain, run_ok, whole
 
-DOMAIN = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
+DOMAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")  # never read as an option (leading "-")
+DRIVER_TAG = re.compile(r"""<driver(\s+[A-Za-z_][\w:.-]*\s*=\s*("[^"<>]*"|'[^'<>]*'))*\s*/?>""")
 MAC = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
 RESTART_TIMEOUT = 300.0
 IFACE = ("domain", "devices", "interface")
@@ -185,6 +186,21 @@ class LibvirtQueues(Kind):
     def parse(self, loc: Loc, raw: Any) -> int:
         self._sel(loc)
         return whole(loc, raw, 1, 256)
+
+    def check_loc(self, loc: Loc) -> None:
+        self._sel(loc)  # DOMAIN[/MAC|/INDEX]: its own form (a '/' in it is not a path)
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """{"queues", "driver": the <driver> start tag restore writes back}: a tag with
+        attributes only, so a journal cannot slip other XML into the guest's definition."""
+        check_plain(loc, value)
+        if not isinstance(value, dict):
+            self.parse(loc, value)
+            return
+        tag = value.get("driver")
+        if set(value) - {"queues", "driver"} or (tag is not None and not DRIVER_TAG.fullmatch(str(tag))):
+            raise KnobError(f"{loc.key}: the journaled reading is not a <driver> start tag nettune reads")
+        whole(loc, value.get("queues"), 1, 256)
 
     def _xml(self, ex: Host, loc: Loc, inactive: bool = False) -> str:
         dom, _ = self._sel(loc)

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...targets.base import Host
 from .. import libvirt_xml as lx
-from ..base import Ctx, Kind, KnobError, Loc, catalog_row, cpu_list, cpu_list_text, run_ok
+from ..base import Ctx, Kind, KnobError, Loc, catalog_row, check_plain, cpu_list, cpu_list_text, run_ok
 from .libvirt_queues import define_xml, domain_of, domstate
 
 CPUTUNE = ("domain", "cputune")
@@ -111,6 +111,21 @@ class LibvirtVcpupin(Kind):
     def parse(self, loc: Loc, raw: Any) -> str:
         domain_of(loc, self.name)
         return pins_text(parse_value(loc.key, raw))
+
+    def check_loc(self, loc: Loc) -> None:
+        domain_of(loc, self.name)
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """{"map", "pinned": {vCPU: cpuset}}: numbers and cpusets only (restore passes them to virsh)."""
+        check_plain(loc, value)
+        if not isinstance(value, dict):
+            self.parse(loc, value)
+            return
+        parse_value(loc.key, map_of(value))
+        pinned = value.get("pinned") or {}
+        if set(value) - {"map", "pinned"} or not isinstance(pinned, dict) or \
+                not all(str(v).isdigit() and re.fullmatch(r"[0-9,^-]{1,256}", str(c)) for v, c in pinned.items()):
+            raise KnobError(f"{loc.key}: the journaled reading is not a vCPU pinning nettune reads")
 
     def _map(self, ex: Host, loc: Loc) -> dict[int, str]:
         dom = domain_of(loc, self.name)

@@ -41,7 +41,7 @@ import time
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, catalog_row, run_ok, whole
+from ..base import Ctx, Kind, KnobError, Loc, catalog_row, check_plain, run_ok, whole
 
 _ARG = re.compile(r"^(?P<vmid>[1-9][0-9]{2,8})(?:/(?P<net>net[0-9]{1,2}))?$")
 RESTART_TIMEOUT = 300.0
@@ -194,6 +194,19 @@ class ProxmoxQueues(Kind):
     def parse(self, loc: Loc, raw: Any) -> int:
         self.target(loc)
         return whole(loc, raw, 1, 64)
+
+    def check_loc(self, loc: Loc) -> None:
+        self.target(loc)  # VMID[/netN]: its own form (a '/' in it is not a path)
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """{"queues", "line": the netN value restore writes back with qm set}: one option
+        list of the characters a net line has."""
+        check_plain(loc, value)
+        if not isinstance(value, dict):
+            self.parse(loc, value)
+            return
+        if set(value) - {"queues", "line"} or not re.fullmatch(r"[A-Za-z0-9=,:._/-]{1,512}", str(value.get("line", ""))):
+            raise KnobError(f"{loc.key}: the journaled reading is not a net line nettune reads")
 
     def _net(self, ex: Host, loc: Loc, current: bool) -> tuple[str, dict[str, str]]:
         vmid, net = self.target(loc)

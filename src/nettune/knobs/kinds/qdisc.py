@@ -14,7 +14,7 @@ import shlex
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, run_ok
+from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, check_plain, need_device, run_ok
 
 COMMON = ("fq", "fq_codel", "netem", "htb", "tbf", "cake", "sfq", "prio", "pfifo", "bfifo", "pfifo_fast", "mq", "red", "hfsc", "drr")
 _CLASSFUL = ("htb", "hfsc", "drr", "qfq", "cbq")
@@ -70,6 +70,22 @@ class Qdisc(Kind):
         if not re.fullmatch(r"[a-z_]+", tokens[0]):
             raise KnobError(f"{loc.key}: {tokens[0]!r} is not a qdisc name")
         return " ".join(shlex.quote(t) for t in tokens)
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """A journaled tree: `tc qdisc show` / `tc class show` lines of the kind this kind
+        reads, whose words a restore passes to tc (never a `dev` of their own)."""
+        check_plain(loc, value)
+        if not isinstance(value, dict):
+            self.parse(loc, value)
+            return
+        if set(value) - {"qdiscs", "classes"} or not all(isinstance(value.get(k, []), list) for k in ("qdiscs", "classes")):
+            raise KnobError(f"{loc.key}: the journaled reading is not a saved tc tree")
+        for what, lines in (("qdisc", value.get("qdiscs", [])), ("class", value.get("classes", []))):
+            for line in lines:
+                words = str(line).split()
+                if len(words) < 3 or words[0] != what or not re.fullmatch(r"[a-z_]+", words[1]) or "dev" in words \
+                        or not all(re.fullmatch(r"[A-Za-z0-9_.:/%+-]+", w) for w in words):
+                    raise KnobError(f"{loc.key}: the journaled {what} line {str(line)[:60]!r} is not one tc shows")
 
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         dev = need_device(ex, loc)

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, read_file, mixed_uniform, run_ok, same_uniform, write_file
+from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, check_plain, need_device, read_file, mixed_uniform, run_ok, same_uniform, write_file
 
 
 def mask_hex(loc: Loc, raw: Any) -> str:
@@ -44,6 +44,14 @@ class Rps(Kind):
         if loc.arg is not None and not loc.arg.isdigit():
             raise KnobError(f"{loc.key}: the part after ':' is a queue number ({self.name}:0), got {loc.arg!r}")
         return mask_hex(loc, raw)
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        """A journaled mask, or one per queue: queue names are this kind's (rx-N / tx-N)."""
+        check_plain(loc, value)
+        for q, mask in (value.items() if isinstance(value, dict) else [(f"{self.prefix}-0", value)]):
+            if not re.fullmatch(rf"{self.prefix}-\d{{1,5}}", str(q)):
+                raise KnobError(f"{loc.key}: the journaled reading names {q!r}, not a {self.prefix} queue")
+            mask_hex(loc, mask)
 
     def _queues(self, ex: Host, loc: Loc) -> list[str]:
         dev = loc.device or ""

@@ -24,6 +24,8 @@ import re
 from typing import Any
 
 from ..base import Kind, KnobError, Loc, Persisted, catalog_row
+from .sysctl import Sysctl
+from .sysctl_field import SysctlField
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?)?[bB]?\s*$")
 _UNIT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -40,6 +42,10 @@ FORMS: dict[str, dict[str, list[tuple[str, str]]]] = {
         "freebsd": [("sysctl", "net.inet.tcp.recvspace"), ("sysctl", "net.inet.tcp.sendspace")],
     },
 }
+
+# the kinds its forms are made of (the registry lists these same kinds; the dry run and
+# persist ask them for a form's commands without importing the registry, which imports this)
+PARTS: dict[str, Kind] = {"sysctl": Sysctl(), "sysctl_field": SysctlField()}
 
 
 def size(loc: Loc, raw: Any) -> int:
@@ -80,16 +86,12 @@ class SockBuf(Kind):
         raise KnobError(f"{loc.key}: set through its per-OS sysctls")
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
-        from ..registry import KINDS  # noqa: PLC0415 - the registry imports this module
-
-        return [c for sloc, v in self.forms("linux", loc, value) for c in KINDS[sloc.kind].commands(sloc, v)]
+        return [c for sloc, v in self.forms("linux", loc, value) for c in PARTS[sloc.kind].commands(sloc, v)]
 
     def persisted(self, loc: Loc, value: Any) -> Persisted:
-        from ..registry import KINDS  # noqa: PLC0415 - the registry imports this module
-
         out = Persisted()
         for sloc, v in self.forms("linux", loc, value):
-            p = KINDS[sloc.kind].persisted(sloc, v)
+            p = PARTS[sloc.kind].persisted(sloc, v)
             out.shell += p.shell
             out.sysctl += p.sysctl
             out.notes += p.notes

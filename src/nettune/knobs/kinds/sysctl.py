@@ -15,29 +15,96 @@ from typing import Any
 from ...targets.base import Host
 from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, run_ok, write_file
 
-# Can take a machine down, are irreversible, or weaken its security: never touched.
+# Never changed automatically: a sysctl that names a program the kernel runs as root,
+# weakens the kernel's hardening, cannot be undone until reboot, or can take the machine
+# down. From the kernel's own documentation (torvalds/linux Documentation/admin-guide/
+# sysctl/kernel.rst @01478b83, vm.rst @4981f05f, fs.rst @79fe08ee, and LSM/Yama.rst for
+# kernel.yama.*; docs/security.md lists them with the reason); the ones marked [src] are
+# not in those pages and come from the kernel source or a distribution's patch.
 DENY = {
-    "kernel.randomize_va_space": "weakens security (ASLR)",
-    "kernel.kptr_restrict": "weakens security",
-    "kernel.dmesg_restrict": "weakens security",
-    "kernel.yama.ptrace_scope": "weakens security",
-    "kernel.unprivileged_bpf_disabled": "weakens security",
-    "kernel.unprivileged_userns_clone": "weakens security",
-    "kernel.perf_event_paranoid": "weakens security",
+    # names a program (run as root by the kernel)
+    "kernel.core_pattern": "a leading '|' makes the kernel run a program as root on every crash",
+    "kernel.core_pipe_limit": "governs the core_pattern helper program",
+    "kernel.modprobe": "the program the kernel runs as root to load a module",
+    "kernel.hotplug": "the program the kernel runs as root on a hotplug event",
+    "kernel.poweroff_cmd": "the program the kernel runs as root to power off [src: kernel/reboot.c]",
+    "kernel.cad_pid": "the process the kernel signals on Ctrl-Alt-Del",
+    # weakens kernel hardening
+    "kernel.randomize_va_space": "weakens security (address space randomisation)",
+    "kernel.kptr_restrict": "weakens security (exposes kernel addresses)",
+    "kernel.dmesg_restrict": "weakens security (kernel log to unprivileged users)",
+    "kernel.perf_event_paranoid": "weakens security (performance events to unprivileged users)",
+    "kernel.unprivileged_bpf_disabled": "weakens security (bpf() to unprivileged users; once set it cannot be cleared)",
+    "kernel.unprivileged_userns_clone": "weakens security (user namespaces to unprivileged users) [src: Debian's patch]",
+    "kernel.io_uring_disabled": "weakens security (io_uring to unprivileged users) [src: kernel/io_uring]",
+    "kernel.stack_erasing": "weakens security (kernel stack erasing)",
+    "kernel.sysrq": "weakens security (magic SysRq keys)",
+    "kernel.ctrl-alt-del": "reboots at once, without syncing, on Ctrl-Alt-Del",
     "kernel.modules_disabled": "cannot be undone until reboot",
     "kernel.kexec_load_disabled": "cannot be undone until reboot",
-    "kernel.sysrq": "weakens security",
-    "kernel.core_pattern": "weakens security (runs a program as root)",
-    "net.core.bpf_jit_harden": "weakens security",
+    "kernel.ftrace_enabled": "weakens security (function tracing) [src: kernel/trace]",
+    "vm.mmap_min_addr": "weakens security (NULL-pointer dereference protection)",
+    "vm.mmap_rnd_bits": "weakens security (mmap address randomisation)",
+    "vm.mmap_rnd_compat_bits": "weakens security (mmap address randomisation)",
+    "vm.legacy_va_layout": "weakens security (the old, less random mmap layout)",
+    "vm.unprivileged_userfaultfd": "weakens security (userfaultfd to unprivileged users)",
+    "vm.hugetlb_shm_group": "grants a group hugetlb shared memory",
+    "fs.suid_dumpable": "weakens security (core dumps of setuid programs)",
+    "dev.tty.ldisc_autoload": "weakens security (module autoloading from a tty) [src: drivers/tty]",
+    "dev.tty.legacy_tiocsti": "weakens security (terminal input injection) [src: drivers/tty]",
+    # can take the machine down
     "vm.overcommit_memory": "can take the machine down (OOM)",
     "vm.nr_hugepages": "can take the machine down (pins memory)",
-    "vm.panic_on_oom": "can take the machine down",
-    "fs.suid_dumpable": "weakens security",
+    "vm.min_free_kbytes": "can take the machine down (reserves memory)",
+    "vm.memory_failure_recovery": "0 panics on every memory error",
 }
-DENY_PREFIX = ("kernel.panic", "fs.protected_", "user.max_", "kernel.sched_")
+DENY_PREFIX = {
+    "kernel.yama.": "weakens security (ptrace restrictions)",
+    "kernel.usermodehelper.": "capabilities of the programs the kernel runs as root [src: kernel/umh.c]",
+    "kernel.sched_": "scheduler internals",
+    "fs.protected_": "weakens security (link and file protections in sticky directories)",
+    "fs.binfmt_misc.": "registers a program to run other binaries",
+    "net.core.bpf_jit_": "weakens security (BPF JIT hardening, kernel addresses)",
+    "user.max_": "weakens security (namespaces to unprivileged users)",
+    "security.": "FreeBSD's security settings [src: FreeBSD security(7)]",
+}
+# any sysctl with "panic" in a part of its name (kernel.panic_on_oops, vm.panic_on_oom,
+# kernel.hung_task_panic, kernel.softlockup_panic, ...) can take the machine down
+PANIC = "panic"
+UNSAFE_KIND = "sysctl_unsafe"
+# one part of a sysctl name: no '/', never empty, '.' or '..', no leading '-' (an option)
+_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_:.+-]*")
+
+
+def sysctl_parts(key: str, name: str) -> list[str]:
+    """The parts of a sysctl name in its one canonical form: dots between the parts, or
+    slashes only when a part holds a dot itself (net/ipv4/conf/eth0.100/forwarding). An
+    empty, '.' or '..' part, or a second spelling of a name (kernel/core_pattern for
+    kernel.core_pattern), is refused: two spellings of one file would pass the denylist,
+    the journal's slot and the restore's checks as two different settings."""
+    if not name or len(name) > 256:
+        raise KnobError(f"{key}: {name!r} is not a sysctl name")
+    parts = name.split("/") if "/" in name else name.split(".")
+    bad = next((p for p in parts if p in ("", ".", "..") or not _PART.fullmatch(p)), None)
+    if bad is not None:
+        what = "an empty part" if bad == "" else f"the part {bad!r}"
+        raise KnobError(f"{key}: {name!r} is not a sysctl name ({what}); write it with dots, as `sysctl -a` lists it (e.g. net.core.rmem_max)")
+    if "/" in name and not any("." in p for p in parts):
+        raise KnobError(f"{key}: write {'.'.join(parts)!r}, not {name!r}: one spelling per sysctl (slashes only where a part holds a dot)")
+    return parts
+
+
+def denied(parts: list[str]) -> str | None:
+    """Why a sysctl is never changed automatically (None: it may be)."""
+    dotted = ".".join(parts)
+    why = DENY.get(dotted) or next((w for p, w in DENY_PREFIX.items() if dotted.startswith(p)), None)
+    if why is None and any(PANIC in p for p in parts):
+        why = "can take the machine down (a panic setting)"
+    return why
 
 
 def sysctl_path(name: str) -> str:
+    """The file of a sysctl name (in its canonical form: checked by sysctl_parts first)."""
     return "/proc/sys/" + (name if "/" in name else name.replace(".", "/"))
 
 
@@ -66,17 +133,23 @@ class Sysctl(Kind):
     name = "sysctl"
     takes_arg, example_arg = "required", "net.core.rmem_max"
 
+    allow_denied = False  # sysctl_unsafe: the denylist's explicit override (kinds/sysctl_unsafe.py)
+
+    def check_loc(self, loc: Loc) -> None:
+        if loc.device is not None:
+            raise KnobError(f"{loc.key}: a sysctl is not per interface")
+        why = denied(sysctl_parts(loc.key, loc.arg or ""))
+        if why and not self.allow_denied:
+            raise KnobError(f"{loc.key}: never changed automatically ({why}); change it by hand, or, if you mean it, "
+                            f"write \"{UNSAFE_KIND}:{loc.arg}\" (see docs/security.md)")
+
     def parse(self, loc: Loc, raw: Any) -> str:
-        name = loc.arg or ""
-        dotted = name.replace("/", ".")
-        why = DENY.get(dotted) or next((f"{p}* can take the machine down or weaken security" for p in DENY_PREFIX if dotted.startswith(p)), None)
-        if why:
-            raise KnobError(f"{loc.key}: never changed automatically ({why}); change it by hand if you must")
-        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./:-]*", name) or ".." in name:  # no leading "-": it would read as an option
-            raise KnobError(f"{loc.key}: {name!r} is not a sysctl name")
+        self.check_loc(loc)
         value = norm(raw)
         if not value:
             raise KnobError(f"{loc.key}: empty value")
+        if len(value) > 4096 or any(ord(c) < 32 or c == "\x7f" for c in value):
+            raise KnobError(f"{loc.key}: {value[:40]!r} is not a value of one line")
         return value
 
     def scope(self, ex: Host, loc: Loc) -> str:

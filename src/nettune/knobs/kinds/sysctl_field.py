@@ -41,11 +41,21 @@ class SysctlField(Kind):
     name = "sysctl_field"
     takes_arg, example_arg = "required", "net.ipv4.tcp_rmem:3"
 
+    def check_loc(self, loc: Loc) -> None:
+        _SYSCTL.check_loc(_whole_loc(loc))  # the sysctl kind's canonical names and denylist apply
+
+    def check_reading(self, loc: Loc, value: Any) -> None:
+        _SYSCTL.check_reading(_whole_loc(loc), value)  # what read gives: the sysctl's whole value
+
     def parse(self, loc: Loc, raw: Any) -> str:
         name, n = split_arg(loc)
+        self.check_loc(loc)
         if isinstance(raw, str) and KEEP in raw:  # a pattern already (the sockbuf kind builds them)
-            return norm(raw)
-        _SYSCTL.parse(_whole_loc(loc), raw)  # the sysctl kind's never-touch list applies
+            pattern = norm(raw).split()
+            if not all(f == KEEP or re.fullmatch(r"-?\d+", f) for f in pattern):
+                raise KnobError(f"{loc.key}: {raw!r} is not a field pattern (whole numbers and {KEEP})")
+            return " ".join(pattern)
+        _SYSCTL.parse(_whole_loc(loc), raw)
         return " ".join([KEEP] * (n - 1) + [str(whole(loc, raw, 0, 2**62))])
 
     def scope(self, ex: Host, loc: Loc) -> str:

@@ -20,7 +20,7 @@ class Tuned(Kind):
 
     def parse(self, loc: Loc, raw: Any) -> str:
         v = " ".join(str(raw).split())
-        if not re.fullmatch(r"[A-Za-z0-9_. -]+", v):
+        if not v or not all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", w) for w in v.split()):  # no word reads as an option
             raise KnobError(f"{loc.key}: {raw!r} is not a tuned profile name")
         return v
 

@@ -29,6 +29,7 @@ from .k8s_api import KubeApi, KubeError, PodState
 from .k8s_manifests import RunNames, namespace_manifest, node_pod, point_manifests, pod_shape
 from .kubernetes_cpu import PodCgroupCpu
 from .kubernetes_host import KubeHost
+from ...record.point_state import PointState
 
 log = logging.getLogger("nettune.kubernetes")
 # A pod waiting for one of these will not become ready by waiting longer.
@@ -166,18 +167,18 @@ class KubeTarget(TargetBase):
     def warnings(self) -> list[str]:
         return list(self.notes)
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
+    def prepare(self, resolved: Any) -> PointState:
         self._pods(resolved.target, resolved.workload.pairs)
         return self.state()
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PointState:
         hosts = {n: {"pod": h.pod, "node": h.node, "ip": h.pod_ip, "address": h.address, **({"not_ready": h.not_ready} if h.not_ready else {})}
                  for n, h in self.hosts.items()}
         out: dict[str, Any] = {"context": self.api.context, "namespace": self.names.namespace, "hosts": hosts}
         if self.spec.pods == "server-client":
             s, c = self.hosts["server"].node, self.hosts["client"].node
             out["same_node"] = None if not (s and c) else s == c
-        return out
+        return PointState.model_validate(out)
 
     def facts(self) -> dict[str, dict[str, Any]]:
         def one(h: KubeHost) -> dict[str, Any]:

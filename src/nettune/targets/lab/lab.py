@@ -1,11 +1,9 @@
 """The built-in lab target: hosts are network namespaces on a Linux bridge."""
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 
-from ..base import CommandResult, HostBase, TargetBase
+from ..base import TargetBase
 from ..facts import linux_facts
 from ...errors import NettuneError
 from ...studyfile.lab_link import LinkSpec, UnderlaySpec
@@ -13,73 +11,10 @@ from ...studyfile.lab_target import LabTargetSpec
 from . import lab_nodes
 from . import lab_placement as placement
 from .labnet import LabNet, require_root, study_layout
-from ..footprint import LAB_PORT
-from ..netns_access import PER_TASK, listening_in, read_in_netns, write_in_netns
-from ..procs import LocalProc, run_local, with_env
+from ..scratch import scratch_namespaces
+from .lab_host import LabHost as LabHost
+from ...record.point_state import PointState
 
-# Paths whose content differs per network namespace: read/write them from inside it
-# (PER_TASK ones from a thread that entered it; sysfs through `ip netns exec`, which
-# mounts the namespace's own /sys).
-_SYSFS_NET = "/sys/class/net/"
-
-
-class LabHost(HostBase):
-    on_this_machine = True  # a namespace of this machine: its host-wide settings are the machine's
-
-    def __init__(self, name: str, netns: str, address: str, interface: str):
-        self.name = name
-        self.netns = netns
-        self.address = address
-        self.interface = interface  # the host's NIC inside its namespace
-
-    def _wrap(self, argv: list[str]) -> list[str]:
-        # `ip netns exec` setns()es and then execs argv, so the PID we get is the tool's own
-        return ["ip", "netns", "exec", self.netns, *argv]
-
-    def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> LocalProc:
-        return LocalProc(self._wrap(argv), pid_argv=argv, env=with_env(env))  # ip netns exec keeps the environment
-
-    def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
-        r = run_local(self._wrap(argv), timeout)
-        r.argv = argv
-        return r
-
-    def probe_run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
-        """Read-only probes (tool versions) before the namespace exists: the namespace
-        shares this machine's files, so the answer is the same."""
-        return run_local(argv, timeout)
-
-    def read_text(self, path: str) -> str:
-        if path.startswith(PER_TASK):
-            return read_in_netns(self.netns, path)
-        if path.startswith(_SYSFS_NET):
-            r = self.run(["cat", path], timeout=10)
-            if r.returncode != 0:
-                raise OSError(r.stderr.strip() or f"cannot read {path} in {self.netns}")
-            return r.stdout
-        return Path(path).read_text()
-
-    def write_text(self, path: str, text: str) -> None:
-        if path.startswith(PER_TASK):
-            write_in_netns(self.netns, path, text)
-            return
-        if path.startswith(_SYSFS_NET):
-            r = self.run(["sh", "-c", 'printf "%s" "$1" > "$2"', "sh", text, path], timeout=10)
-            if r.returncode != 0:
-                raise OSError(r.stderr.strip() or f"cannot write {path} in {self.netns}")
-            return
-        Path(path).write_text(text)
-
-    def which(self, tool: str) -> str | None:
-        return shutil.which(tool)
-
-    def free_port(self) -> int:
-        return LAB_PORT  # a namespace we created: nothing else listens there
-
-    def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
-        # /proc/PID/net shows the network namespace of that process
-        return listening_in(port, proto, self.netns,
-                            lambda name: Path(f"/proc/{pid}/net/{name}").read_text() if pid else self.read_text(f"/proc/net/{name}"))
 
 
 class LabTarget(TargetBase):
@@ -100,7 +35,7 @@ class LabTarget(TargetBase):
         self._created = False  # close() removes only a lab this target began to create
         self._borrowed: dict[str, Any] | None = None  # a lab `nettune lab up` left: its configuration, put back at close
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
+    def prepare(self, resolved: Any) -> PointState:
         spec = resolved.target
         under = spec.underlay or UnderlaySpec()
         placed = placement.nodes_for(spec, resolved.workload)
@@ -169,7 +104,7 @@ class LabTarget(TargetBase):
         self._apply_settings(spec, spec.underlay or UnderlaySpec(), c.get("nodes"))
         self.net.save_state(owner="")
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PointState:
         """The hosts' interfaces as they are now (after knobs, e.g. an mtu knob), the links'
         qdiscs and the nodes' underlay and overlay."""
         out: dict[str, Any] = {"hosts": self.net.state()}
@@ -177,7 +112,7 @@ class LabTarget(TargetBase):
             out["shaping"] = self.net.shaping_state()
         if self.layout.nodes:
             out["nodes"] = lab_nodes.node_state(self.layout)
-        return out
+        return PointState.model_validate(out)
 
     def up(self, mtu: int, queues: int, underlay_mtu: int = 1500) -> None:
         """Create the lab at this MTU and queue count without a study point (tests stand a
@@ -192,8 +127,6 @@ class LabTarget(TargetBase):
         return {h: base | {"namespace": self.layout.ns(h), "interface": state.get(h, {})} for h in self.hosts}
 
     def scratch(self, queues: int = 1, only: list[str] | None = None, each: bool = False) -> Any:
-        from ..machine import scratch_namespaces
-
         return scratch_namespaces({n: self.hosts[n].interface or "" for n in (self.hosts if only is None else only)}, queues, each)
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from ...errors import NettuneError, NotRoot
 from .lab_layout import LabLayout, short_id
-from ..procs import STATE_DIR, kill_pid, owner_alive, owner_token, stop_recorded
+from ..procs import STATE_DIR, kill_pid, lab_owner, owner_alive, owner_token, stop_dead_runs
 
 LAB_DIR = STATE_DIR / "labs"
 NETNS_DIR = Path("/var/run/netns")
@@ -131,6 +131,8 @@ def down_one(name: str, force: bool = False) -> dict[str, list[str]]:
     if not force and owner_alive(st.get("owner", "")):
         return {"kept (study still running; --force removes it)": [name]}
     layout = LabLayout(name, list(st.get("hosts", [])), ipaddress.ip_network(st["subnet"]), st.get("nodes"))
+    # the run that made it, by its owner mark (in and out of its namespaces), and its sshds
+    stop_dead_runs(force, {str(st.get("owner", "")), lab_owner(name)}, labs=True)
     present = set(netns.listnetns())
     links = set(os.listdir("/sys/class/net"))
     namespaces = [n for n in layout.namespaces() if n in present]
@@ -173,7 +175,7 @@ def down_all(force: bool = False) -> dict[str, list[str]]:
     live = {} if force else live_labs()
     keep_ns = {n for nss in live.values() for n in nss}
     keep_links = {f"nt{short_id(study)}" for study in live}
-    stopped = stop_recorded(force)
+    stopped = stop_dead_runs(force, labs=True)  # recorded or found by owner mark: before their namespaces and ports go
     for n in found["namespaces"]:
         if n not in keep_ns:
             remove_namespace(n)

@@ -20,7 +20,7 @@ from . import lab_nodes, lab_shaping
 from .lab_layout import BENCH_NET, LabLayout, default_subnet, short_id, study_layout  # noqa: F401 - re-exported
 from .lab_cleanup import (LAB_DIR, LINK_RE, NETNS_DIR, clear_dead_lab, down_all, down_one, leftovers, live_labs,  # noqa: F401 - re-exported
                           pids_in_namespace, remove_lab, remove_namespace, removal_plan, require_root)
-from ..procs import owner_token
+from ..procs import owner_token, private_dirs
 
 
 
@@ -232,7 +232,7 @@ class LabNet:
         """Record the lab (hosts, subnet, nodes, the process using it); what `nettune lab
         up` recorded (`kept`: the user's lab, and its configuration) stays unless `carry`
         is False (a lab being created: nothing earlier is its)."""
-        LAB_DIR.mkdir(parents=True, exist_ok=True)
+        private_dirs(LAB_DIR)  # 0700, ours, not a link (targets/procs.py)
         lay = self.layout
         old = self.record() if carry else {}
         st = {"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "nodes": lay.nodes,

@@ -36,26 +36,19 @@ from typing import Any
 
 import asyncssh
 
-from ...errors import NettuneError
 from ..base import CommandResult, TargetBase
 from ..facts import linux_facts
 from ..freebsd import freebsd_facts
 from ..shell_host import ShellHostBase
 from .sshproc import ENV_PREAMBLE, WRAPPER, EventLoopThread, SshProc
 from .sshshell import RemoteShell, ShellGone
+from .ssh_error import SshError as SshError
 from .sshconnect import hop_where, ssh_connect
 from .sshtrust import openssh_line, record_first_use, sudo_problem, tofu_file
+from ...record.point_state import PointState
 
 log = logging.getLogger("nettune.ssh")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class SshError(NettuneError, ConnectionError):
-    """Cannot connect to, or lost the connection to, a host (one line, says what to do)."""
-
-    def __init__(self, message: str, retry: bool = False):
-        super().__init__(message)
-        self.retry = retry  # the host may just be (re)booting: worth trying again
 
 
 class SshHost(ShellHostBase):
@@ -66,6 +59,7 @@ class SshHost(ShellHostBase):
         self.role: str = spec.role
         self.interface: str | None = spec.interface  # default device of interface knobs
         self.allow_reboot, self.reboot_timeout = spec.allow_reboot, spec.reboot_timeout  # boot-time knobs (targets/reboot.py)
+        self.override_boot_dropins: bool = spec.override_boot_dropins  # and the files they may edit (knobs/bootloader.py)
         self.os = "linux"
         self.connects = 0
         self.host_key_note: str | None = None
@@ -149,6 +143,10 @@ class SshHost(ShellHostBase):
 
     async def _connect(self) -> Any:
         s = self.spec
+        guessed = s.unresolved + [u for h in s.jump for u in h.unresolved]
+        if guessed:  # read without running a Match exec: its values may not be ssh's
+            raise SshError(f"{self.where}: not connected: {guessed[0]} (this study was read without running it; "
+                           "nettune run, and nettune hosts when it connects, run it)")
         await self._close_hops()
         tunnel = None
         for i, hop in enumerate(s.jump):  # each hop checked like a host, the next reached through it
@@ -190,12 +188,14 @@ class SshHost(ShellHostBase):
         return {
             "address": self.address, "port": s.port, "user": self._login or s.user,
             "key": os.path.abspath(os.path.expanduser(s.key)) if s.key else None, "known_hosts": self._trust_file,
+            "more_keys": list(s.more_keys), "more_known_hosts": list(s.more_known_hosts), "agent_path": s.agent_path,
             "sudo": s.sudo, "connect_timeout": self._timeout,
             "host_key": openssh_line(key) if key is not None else None,
             "host_key_fingerprint": key.get_fingerprint() if key is not None else None,
             "agent": s.agent,
             "jump": [{"name": h.name, "address": h.address, "port": h.port, "user": h.user, "agent": h.agent,
                       "key": os.path.abspath(os.path.expanduser(h.key)) if h.key else None, "known_hosts": h.known_hosts,
+                      "more_keys": list(h.more_keys), "more_known_hosts": list(h.more_known_hosts), "agent_path": h.agent_path,
                       "host_key": openssh_line(self._hop_keys[i]) if i in self._hop_keys else None}
                      for i, h in enumerate(s.jump)],
         }
@@ -360,10 +360,12 @@ class SshTarget(TargetBase):
     @property
     def warnings(self) -> list[str]:
         keys = [f"{n}: host key {h.host_key_note}" for n, h in self.hosts.items() if h.host_key_note]
-        return keys + [f"{n}: inventory setting not honoured: {x}" for n, h in self.hosts.items() for x in h.spec.ignored]
+        return keys + [f"{n}: inventory setting not honoured: {x}" for n, h in self.hosts.items() for x in h.spec.ignored] + \
+            [f"{n}: {x}" for n, h in self.hosts.items() for x in h.spec.local_commands + [c for j in h.spec.jump for c in j.local_commands]]
 
-    def prepare(self, resolved: Any) -> dict[str, Any]:
-        return {"hosts": {n: {"address": h.address, "role": h.role, "connections": h.connects} for n, h in self.hosts.items()}}
+    def prepare(self, resolved: Any) -> PointState:
+        return PointState.model_validate({"hosts": {n: {"address": h.address, "role": h.role, "connections": h.connects}
+                                                    for n, h in self.hosts.items()}})
 
     def facts(self) -> dict[str, dict[str, Any]]:
         def one(h: SshHost) -> dict[str, Any]:

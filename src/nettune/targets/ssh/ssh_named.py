@@ -19,14 +19,23 @@ def named_ssh_hosts(names: list[str], inventory: str | None = None, command: str
     from .ssh import SshError, SshHost
     from .sshproc import EventLoopThread
 
-    raw: dict[str, Any] = {"kind": "ssh", "hosts": {n: {} for n in names}}
+    raw: dict[str, Any] = {"kind": "ssh"}
     if inventory:
-        raw["inventory"] = inventory
+        raw["inventory"] = inventory  # its hosts only: a name it lacks is an error, never looked up elsewhere
+    else:
+        raw["hosts"] = {n: {} for n in names}  # each looked up like `ssh NAME`
+    from ...studyfile.local_commands import allow_local_commands
+
     try:
-        spec = SshTargetSpec.model_validate(raw)
+        with allow_local_commands():  # these hosts are connected to at once: evaluated as ssh would
+            spec = SshTargetSpec.model_validate(raw)
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
         raise NettuneError(f"{command} {' '.join(names)}: {first['msg'].removeprefix('Value error, ')}") from None
+    missing = [n for n in names if n not in spec.hosts]
+    if missing:
+        raise NettuneError(f"{command} {' '.join(missing)}: not a host of the inventory {inventory} (its hosts: {', '.join(spec.hosts)}); "
+                           "name one of them, or leave --inventory out to look the name up like `ssh NAME`")
     loop = EventLoopThread()
     hosts = [SshHost(n, spec.hosts[n], loop, spec.trust_on_first_use, spec.connect_timeout) for n in names]
     try:

@@ -15,7 +15,8 @@ from typing import Any
 
 import asyncssh
 
-from .sshtrust import client_keys, host_trust, mismatch_message, pattern, presented_key, tofu_file
+from .ssh_error import SshError
+from .sshtrust import client_keys, host_trust, other_keys, mismatch_message, pattern, presented_key, tofu_file
 
 KEEPALIVE = 5.0  # seconds; 3 missed keepalives = connection lost
 
@@ -30,9 +31,8 @@ class Opened:
 async def ssh_connect(where: str, spec: Any, tofu: bool, timeout: float, expected_key: str | None = None,
                       tunnel: Any = None) -> Opened:
     """Connect to spec (address, port, user, key, agent, known_hosts); SshError (one line) if not."""
-    from .ssh import SshError
 
-    trust = host_trust(where, spec.address, spec.port, spec.known_hosts, str(tofu_file()), tofu, expected_key)
+    trust = host_trust(where, spec.address, spec.port, spec.known_hosts, str(tofu_file()), tofu, expected_key, spec.more_known_hosts)
     # config=None: asyncssh would otherwise apply ~/.ssh/config on its own, with its own host key
     # rules; nettune resolved the config already (spec.ssh_config) and checks keys itself.
     opts: dict[str, Any] = {"config": None, "port": spec.port, "connect_timeout": timeout, "keepalive_interval": KEEPALIVE, "keepalive_count_max": 3}
@@ -41,9 +41,12 @@ async def ssh_connect(where: str, spec: Any, tofu: bool, timeout: float, expecte
     if spec.user:
         opts["username"] = spec.user
     if spec.key:
-        opts["client_keys"] = client_keys(where, spec.key)
+        # the key, then ssh's other identity files in its order (those missing or unusable skipped, as ssh skips them)
+        opts["client_keys"] = client_keys(where, spec.key) + [k for f in spec.more_keys for k in other_keys(f)]
         if not spec.agent:
-            opts["agent_path"] = None  # only the key given: no "too many authentication failures"
+            opts["agent_path"] = None  # only the keys given: no "too many authentication failures"
+    if spec.agent_path and spec.agent is not False:
+        opts["agent_path"] = spec.agent_path  # ssh_config IdentityAgent
     try:
         conn = await asyncssh.connect(spec.address, known_hosts=trust.known_hosts, **opts)
     except asyncssh.HostKeyNotVerifiable:
@@ -53,6 +56,9 @@ async def ssh_connect(where: str, spec: Any, tofu: bool, timeout: float, expecte
         raise SshError(f"{where}: login refused; check user and key ({spec.key or 'ssh-agent / ~/.ssh/id_*'})") from None
     except asyncssh.ChannelOpenError as e:  # the jump host would not forward to this one
         raise SshError(f"{where}: the jump host could not reach it: {e.reason}", retry=True) from None
+    except ConnectionRefusedError:
+        raise SshError(f"{where}: cannot connect: connection refused (nothing listens on port {spec.port} there, "
+                       "or a firewall resets the connection)", retry=True) from None
     except (OSError, asyncssh.Error, asyncio.TimeoutError) as e:
         raise SshError(f"{where}: cannot connect: {str(e) or type(e).__name__}", retry=True) from None
     return Opened(conn, trust.record, trust.pinned_file or None)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import NettuneError, ToolMissing
 from ..lab.labnet import LabLayout, require_root
-from ..procs import PROC_DIR, STATE_DIR, _forget, _record, kill_pid, port_listening, start_time
+from ..procs import PROC_DIR, STATE_DIR, forget_pid, kill_pid, lab_owner, port_listening, private_dirs, record_pid, start_time
 
 SSH_DIR = STATE_DIR / "ssh"
 BASTION = "bastion"  # the jump host namespace of `nettune lab up --ssh --bastion`
@@ -123,7 +123,8 @@ def _listening_in(pid: int, port: int) -> bool:
 def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", port: int = 22, bastion: bool = False) -> dict[str, dict[str, Any]]:
     """Start an sshd in each lab host's namespace (idempotent) and write the inventory.
     bastion: one more namespace, `bastion`, whose sshd is the only way in: the hosts' sshds
-    take logins only from it, and it forwards only to them.
+    take logins only from it, a filter in each host's namespace (nftables) resets any other
+    connection to their port, and the bastion forwards only to them.
 
     Returns {host: {address, port, user, key, known_hosts, interface, pid[, jump]}} (and
     {"bastion": {..., "role": "bastion"}} with bastion)."""
@@ -134,6 +135,7 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
     version = _sshd_version(sshd)
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     d = study_dir(layout.study)
+    private_dirs(SSH_DIR)  # 0700, ours, not a link (targets/procs.py)
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o700)
     user_key = d / "id_ed25519"
@@ -172,8 +174,10 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
             if pid is not None:
                 kill_pid(pid)
             pid = _start(sshd, layout.ns(h), cfg, hd / "sshd.log", pid_file, port)
-        _record(pid)
+        record_pid(pid, lab_owner(layout.study))  # the user's until `nettune lab down`: no dead-run cleanup stops it
         (hd / "recorded.pid").write_text(f"{pid}\n")  # sshd removes its PidFile when it exits
+        if bastion and h != BASTION:
+            only_from(layout.ns(h), port, layout.address(BASTION))
         known_lines.append(f"{address if port == 22 else f'[{address}]:{port}'} {_pub(host_key)}")
         hosts[h] = {"address": address, "port": port, "user": user, "key": str(user_key), "known_hosts": str(d / "known_hosts"), "interface": layout.ns_if(h), "pid": pid}
     (d / "known_hosts").write_text("\n".join(known_lines) + "\n")
@@ -185,6 +189,29 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
     if inventory is not None:
         write_inventory(Path(inventory), {h: v for h, v in hosts.items() if h != BASTION}, f"lab {layout.study} (nettune lab up --ssh); valid until nettune lab down")
     return hosts
+
+
+FILTER_TABLE = "nettune_bastion"
+
+
+def nft_path() -> str:
+    for p in (shutil.which("nft"), "/usr/sbin/nft", "/sbin/nft"):
+        if p and os.access(p, os.X_OK):
+            return p
+    raise ToolMissing("nft is not installed (the lab's bastion filters direct connections with it): apt-get install nftables (or: nettune setup)")
+
+
+def only_from(ns: str, port: int, source: str) -> None:
+    """In namespace `ns`, refuse (TCP reset) every connection to `port` not from `source`:
+    a host behind the bastion refuses a direct connection as a firewalled fleet does, not
+    only the login. The table goes with the namespace."""
+    rules = (f"table inet {FILTER_TABLE}\ndelete table inet {FILTER_TABLE}\n"
+             f"table inet {FILTER_TABLE} {{\n  chain input {{\n    type filter hook input priority 0; policy accept;\n"
+             f"    tcp dport {port} ip saddr != {source} reject with tcp reset\n"
+             f"    tcp dport {port} meta nfproto ipv6 reject with tcp reset\n  }}\n}}\n")
+    r = subprocess.run(["ip", "netns", "exec", ns, nft_path(), "-f", "-"], input=rules, capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise NettuneError(f"nft in {ns} failed to install the bastion's filter: {(r.stderr or r.stdout).strip()}")
 
 
 def _pattern(layout: LabLayout) -> str:
@@ -226,14 +253,14 @@ def stop_sshd(study: str, host: str) -> None:
     pid = sshd_pid(study, host)
     if pid is not None:
         kill_pid(pid)
-        _forget(pid)
+        forget_pid(pid)
 
 
 def start_sshd(layout: LabLayout, host: str, port: int = 22) -> int:
     """(Re)start one host's sshd with its existing config (after stop_sshd, or a re-created host)."""
     hd = study_dir(layout.study) / host
     pid = _start(sshd_path(), layout.ns(host), hd / "sshd_config", hd / "sshd.log", hd / "sshd.pid", port)
-    _record(pid)
+    record_pid(pid, lab_owner(layout.study))
     (hd / "recorded.pid").write_text(f"{pid}\n")
     return pid
 
@@ -263,12 +290,12 @@ def down(study: str) -> None:
     for pid_file in d.glob("*/recorded.pid"):
         try:
             pid = int(pid_file.read_text().split()[0])
-            started = (PROC_DIR / str(pid)).read_text().strip()
+            started = (PROC_DIR / str(pid)).read_text().split()[0]  # "<start time> <owner>"
         except (OSError, ValueError, IndexError):
             continue
         if start_time(pid) == started:  # still that sshd, not a recycled PID
             kill_pid(pid)
-        _forget(pid)
+        forget_pid(pid)
     shutil.rmtree(d, ignore_errors=True)
 
 

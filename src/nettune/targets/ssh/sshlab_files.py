@@ -1,7 +1,8 @@
 """What `nettune lab up --ssh` writes besides the TOML inventory, so the lab rehearses the
 setups users already have: an OpenSSH client config (`--ssh-config`) and an Ansible YAML
-inventory (`--ansible`). Both name the lab's own key and known_hosts (host key checking
-stays strict), and with `--bastion` both send the test hosts through the jump host.
+inventory (`--ansible`; with `--bastion`, plus the client config its hosts name with
+`-F`). Both name the lab's own key and known_hosts (host key checking stays strict), and
+with `--bastion` both send the test hosts through the jump host.
 """
 from __future__ import annotations
 
@@ -34,15 +35,24 @@ def write_ssh_config(path: Path, hosts: dict[str, dict[str, Any]], comment: str)
 
 
 def write_ansible(path: Path, hosts: dict[str, dict[str, Any]], group: str, comment: str) -> None:
-    """The test hosts in group `group`; the bastion (when there is one) ungrouped, named as
-    the jump in each host's ansible_ssh_common_args, the usual Ansible way."""
+    """The test hosts in group `group`. With a bastion, as a real fleet is set up for
+    Ansible: ssh reaches `bastion` through an OpenSSH client config (ssh knows nothing of the
+    inventory), written beside it as PATH.ssh_config and named with `-F` in every host's
+    ansible_ssh_common_args, with `-o ProxyJump=bastion`; the bastion is also an ungrouped
+    inventory host."""
+    args = ""
+    if any(h.get("jump") for h in hosts.values()):
+        cfg = path.with_name(path.name + ".ssh_config")
+        write_ssh_config(cfg, hosts, comment + f" (for {path.name}: ssh -F)")
+        args = f"-F {cfg.resolve()} "
+
     def host_vars(h: dict[str, Any]) -> dict[str, Any]:
         v = {"ansible_host": h["address"], "ansible_port": h["port"], "ansible_user": h["user"],
              "ansible_ssh_private_key_file": h["key"], "nettune_interface": h["interface"]}
-        args = [f"-o UserKnownHostsFile={h['known_hosts']}"]
+        more = [f"-o UserKnownHostsFile={h['known_hosts']}"]
         if h.get("jump"):
-            args.insert(0, "-o ProxyJump=" + ",".join(hop["name"] for hop in h["jump"]))
-        v["ansible_ssh_common_args"] = " ".join(args)
+            more.insert(0, "-o ProxyJump=" + ",".join(hop["name"] for hop in h["jump"]))
+        v["ansible_ssh_common_args"] = args + " ".join(more)
         return v
 
     data: dict[str, Any] = {"all": {"children": {group: {"hosts": {n: host_vars(h) for n, h in hosts.items() if n != BASTION}}}}}

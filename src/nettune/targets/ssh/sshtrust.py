@@ -29,6 +29,8 @@ from typing import Any
 
 import asyncssh
 
+from .ssh_error import SshError
+
 
 def tofu_file() -> Path:
     """Where host keys trusted on first use are recorded."""
@@ -77,44 +79,50 @@ class Trust:
     expected: Any = None  # nettune restore: the one key seen when the change was made
 
 
-def _keys_in(path: str, address: str, port: int) -> tuple[Any, list[Any]]:
-    kh = asyncssh.read_known_hosts(path)
+def _keys_in(paths: str | list[str], address: str, port: int) -> tuple[Any, list[Any]]:
+    kh = asyncssh.read_known_hosts(paths)
     keys, cas = kh.match(address, address, port if port != 22 else None)[:2]
     return kh, list(keys) + list(cas)
 
 
-def host_trust(where: str, address: str, port: int, known_hosts: str | None, tofu_file: str, tofu: bool, expected: str | None = None) -> Trust:
-    """Decide how the host key of address:port is checked (raises SshError, one line)."""
-    from .ssh import SshError
+def host_trust(where: str, address: str, port: int, known_hosts: str | None, tofu_file: str, tofu: bool, expected: str | None = None,
+               more: list[str] | tuple[str, ...] = ()) -> Trust:
+    """Decide how the host key of address:port is checked (raises SshError, one line).
+    `more`: further files read as pinned keys too (ssh_config's other UserKnownHostsFile
+    and GlobalKnownHostsFile entries; missing ones skipped, as ssh skips them)."""
 
     if expected:
         key = asyncssh.import_public_key(expected)
         kh = asyncssh.import_known_hosts(f"{pattern(address, port)} {expected}\n")
         return Trust(kh, False, "", "the nettune journal", key)
     named = bool(known_hosts)
-    pinned_file = os.path.abspath(os.path.expanduser(known_hosts or "~/.ssh/known_hosts"))
+    extra = [os.path.abspath(os.path.expanduser(f)) for f in more if os.path.isfile(os.path.expanduser(f))]
+    # where a missing key is to be added: the named file, else the first one ssh reads
+    pinned_file = os.path.abspath(os.path.expanduser(known_hosts or (more[0] if more else "~/.ssh/known_hosts")))
     scan = f"ssh-keyscan -p {port} {address} >> {pinned_file}"
     if named and not os.path.isfile(pinned_file):
         raise SshError(f"{where}: its known_hosts file {pinned_file} does not exist; create it with the host's key ({scan}, after checking the key) or correct the path")
+    files = ([pinned_file] if os.path.isfile(pinned_file) else []) + [f for f in extra if f != pinned_file]
     try:
-        pinned_kh, pinned = _keys_in(pinned_file, address, port) if os.path.isfile(pinned_file) else (None, [])
+        pinned_kh, pinned = _keys_in(files, address, port) if files else (None, [])
         tofu_kh, first_use = _keys_in(tofu_file, address, port) if os.path.isfile(tofu_file) else (None, [])
     except (OSError, ValueError) as e:
         raise SshError(f"{where}: cannot read a known_hosts file: {e}") from None
+    checked = " and ".join(files) if files else pinned_file
     if pinned:
         conflict = [k for k in first_use if _pubkey(k) not in {_pubkey(p) for p in pinned}]
         if conflict:
             raise SshError(
-                f"{where}: host key conflict: {pinned_file} pins {fingerprints(pinned)} but nettune's trust-on-first-use file "
+                f"{where}: host key conflict: {checked} pins {fingerprints(pinned)} but nettune's trust-on-first-use file "
                 f"{tofu_file} holds {fingerprints(conflict)}; the pinned key wins, so check which is right and remove the other "
                 f"(ssh-keygen -R '{pattern(address, port)}' -f {tofu_file})")
-        return Trust(pinned_kh, False, pinned_file, pinned_file)
+        return Trust(pinned_kh, False, pinned_file, checked)
     if first_use:
         return Trust(tofu_kh, False, pinned_file, tofu_file)
     if tofu:
         return Trust(None, True, pinned_file, "")
     missing = "" if os.path.isfile(pinned_file) else ", which does not exist yet"
-    others = f" or {tofu_file}" if os.path.isfile(tofu_file) else ""
+    others = "".join(f" or {f}" for f in files if f != pinned_file) + (f" or {tofu_file}" if os.path.isfile(tofu_file) else "")
     raise SshError(f"{where}: host key unknown (not in {pinned_file}{missing}{others}); add it after checking it ({scan}) or set trust_on_first_use = true")
 
 
@@ -137,7 +145,6 @@ async def presented_key(address: str, port: int, timeout: float, tunnel: Any = N
 
 def client_keys(where: str, path: str) -> list[Any]:
     """The key pair(s) of a private key file, refusing what OpenSSH refuses."""
-    from .ssh import SshError
 
     full = os.path.abspath(os.path.expanduser(path))
     try:
@@ -153,6 +160,18 @@ def client_keys(where: str, path: str) -> list[Any]:
         return list(asyncssh.load_keypairs([full]))
     except (ValueError, OSError) as e:  # KeyImportError is a ValueError
         raise SshError(f"{where}: key file {full} cannot be used: {e}") from None
+
+
+def other_keys(path: str) -> list[Any]:
+    """A further identity file from ssh_config: used when present and usable, else skipped
+    (ssh skips a missing one, and one readable by others with a warning)."""
+    full = os.path.abspath(os.path.expanduser(path))
+    try:
+        if stat.S_IMODE(os.stat(full).st_mode) & 0o077:
+            return []
+        return list(asyncssh.load_keypairs([full]))
+    except (ValueError, OSError):
+        return []
 
 
 # What `sudo -n` prints when it would have to ask (sudo 1.8/1.9; see docs/targets.md)

@@ -1,0 +1,92 @@
+"""The steps of one network test that the single-process driver (driver.py) and the
+fan-out driver (fanout_driver.py) share: the server's port, waiting until it listens,
+letting it write its final report, a side's output (secrets hidden), why a fresh server
+may succeed, the failed result of a test that could not run, and the study's server
+access (binding, credentials) as one test asks it.
+
+No fixed sleeps: every wait polls and is bounded.
+"""
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from ..engines.access import Access, redact
+from ..engines.base import Engine
+from ..engines.result import SideOutput, TestResult
+from ..studyfile.workload import Workload
+from ..targets.base import Host, Proc
+
+
+class ServerAccess(Protocol):
+    """A study's server access (run/credentials.py StudyAccess), as a slot uses it."""
+
+    def for_test(self, wl: Workload, server: Host, client: Host) -> Access: ...
+
+    def admit(self, wl: Workload) -> str | None: ...
+
+
+SERVER_START_TIMEOUT = 10.0
+BUSY_RETRIES = 5
+
+
+def pick_port(host: Host, wanted: int | str | None) -> int:
+    """`[workload] port` (a resolved point's: a number), else a free one of the host's."""
+    if wanted:
+        return int(wanted)
+    return host.free_port()  # each kind of host knows where to look (its own sockets)
+
+
+def retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput) -> str | None:
+    """Why a fresh server may succeed: someone else's test holds this one (busy), or
+    another connection ended the one-off server before our client reached it (client
+    None: before our client even started)."""
+    if client is not None and engine.busy(client):
+        return "server busy"
+    if engine.taken(client, server):
+        return "another connection ended the one-off server before our client reached it"
+    return None
+
+
+def hidden(argv: list[str], secret_values: list[str]) -> list[str]:
+    return [redact(a, secret_values) for a in argv]
+
+
+def wait_listening(host: Host, proc: Proc, port: int, proto: str) -> bool:
+    end = time.monotonic() + SERVER_START_TIMEOUT
+    delay = 0.002
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        if host.listening(port, proto, pid=proc.pid):
+            return True
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return False
+
+
+def wait_server(engine: Engine, wl: Workload, srv: Proc, side: SideOutput, limit: float = 10.0) -> None:
+    """Let the server write its final report: iperf3 -1 exits by itself; iperf2 is done
+    when the engine sees its final report in the output."""
+    if engine.server_exits:  # iperf3 -1: its exit is the signal, and wait() wakes at that moment
+        try:
+            srv.wait(limit)
+        except TimeoutError:
+            side.timed_out = True
+        return
+    end = time.monotonic() + limit
+    while time.monotonic() < end and srv.poll() is None:
+        if engine.server_done(wl, srv.output()[0]):
+            return
+        time.sleep(0.02)
+
+
+def finish(proc: Proc, side: SideOutput, secret_values: list[str] | None = None) -> None:
+    side.exit_code = proc.poll()
+    out, err = proc.output()
+    side.stdout, side.stderr = redact(out, secret_values or []), redact(err, secret_values or [])
+    side.ended = time.time()
+
+
+def failed_result(engine: Engine, version: str, wl: Workload, error: str, warnings: list[str], server: SideOutput | None = None) -> TestResult:
+    return TestResult(engine=engine.name, tool_version=version, ok=False, error=error, protocol=str(wl.protocol), duration=float(wl.duration), warnings=warnings, server=server)

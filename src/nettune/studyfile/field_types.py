@@ -1,0 +1,88 @@
+"""The value types and base models every part of the study file shares: numbers that are
+never booleans, templates, ranges the tools accept, rates, the strict base model, and
+what the targets whose hosts are this machine have in common. models.py, the target specs
+(lab_target.py, ...) and the workload kinds import them from here, so none of them imports
+models.py, which imports them all."""
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from .rates import RATE_PATTERN, parse_rate
+
+
+def _not_bool(value: Any) -> Any:
+    # TOML has real booleans: `runs = true` is a mistake, not the 1 pydantic would make of it
+    if isinstance(value, bool):
+        raise PydanticCustomError("not_bool", "expected a number, got {value}", {"value": str(value).lower()})
+    return value
+
+
+NotBool = BeforeValidator(_not_bool)
+# A string holding at least one {placeholder}; only valid before a point is resolved.
+Template = Annotated[str, StringConstraints(pattern=r"\{[^{}]+\}")]
+Mtu = Annotated[int, NotBool, Field(ge=68, le=65535)]
+Queues = Annotated[int, NotBool, Field(ge=1, le=256)]
+Port = Annotated[int, NotBool, Field(ge=1024, le=65535)]
+# Upper bounds are the tools' own (iperf3 3.12 refuses -t above 86400 and -O above 60) or
+# far past any sensible test, so a typo such as duration = 100000000 is an error at load.
+Duration = Annotated[int, NotBool, Field(ge=1, le=86400)]
+Omit = Annotated[int, NotBool, Field(ge=0, le=60)]
+Streams = Annotated[int, NotBool, Field(ge=1, le=1024)]
+Bytes = Annotated[int, NotBool, Field(ge=1)]  # -w / -l as a number of bytes
+
+
+def _rate(value: Any) -> Any:
+    # a template ("{rate}") is left to the Template member of the union; anything else is
+    # read once into bits/s (spec.rates: one meaning for "1G" on every engine)
+    if isinstance(value, str) and "{" in value:
+        raise PydanticCustomError("template", "a template")
+    try:
+        return parse_rate(value)
+    except ValueError as e:
+        raise PydanticCustomError("rate", "{why}", {"why": str(e)}) from None
+
+
+# bits per second; the schema says what the file may hold: a whole number or a rate text
+Rate = Annotated[int, BeforeValidator(_rate), WithJsonSchema({"anyOf": [
+    {"type": "integer", "minimum": 0}, {"type": "string", "pattern": RATE_PATTERN}]})]
+MAX_LAB_HOSTS = 245  # host i is at .(10+i) of a /24
+BENCH_NET = ipaddress.ip_network("198.18.0.0/15")  # the lab's addresses are only ever in here
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a typo must never be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ThisMachine:
+    """What the target specs whose hosts are this machine (lab namespaces, loopback) have in
+    common: every host runs tests, and their binaries and files are this machine's."""
+
+    kind: str
+    hosts: list[str]
+
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client: all of them."""
+        return list(self.hosts)
+
+    @property
+    def on_this_machine(self) -> bool:
+        return True
+
+    @property
+    def over_loopback(self) -> bool:
+        """Do its tests cross this machine's loopback (where `nettune ceiling`'s loopback
+        ceilings predict the path)? The lab's cross veths and a bridge instead."""
+        return False
+
+    def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
+        """Why a boot-time knob on these hosts (all, when empty) cannot be set: hosts that
+        are this machine are never rebooted."""
+        return (f"needs a reboot, and a {self.kind} target's hosts are this machine, the one nettune runs on, which is never rebooted; "
+                "use an ssh target host with allow_reboot = true")

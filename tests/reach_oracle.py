@@ -1,0 +1,155 @@
+"""The truth for tests/test_ssh_conformance.py: what the installed `ssh -G` (and Ansible's own
+ssh connection plugin, for inventories) says, next to what nettune resolves, for every host
+of one corpus item. Run by the test as a child process inside a private mount and network
+namespace (`unshare --mount --net`) whose /root (the passwd home ssh takes `~` from) is a
+scratch directory holding the item's files as ~/.ssh, and whose $SHELL is a stub, so a
+`Match exec` never runs its command and `ssh -G` never reaches anything. Prints JSON.
+
+    python reach_oracle.py ssh HOST...             # ~/.ssh/config of the scratch home
+    python reach_oracle.py ansible INVENTORY       # every host of an Ansible inventory
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from typing import Any
+
+HOME = os.path.expanduser("~")
+
+
+def ssh_g(args: list[str]) -> dict[str, Any]:
+    r = subprocess.run(["ssh", "-G", *args], capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL, timeout=60)
+    if r.returncode != 0:
+        return {"error": " ".join(r.stderr.split())}
+    out: dict[str, Any] = {}
+    for line in r.stdout.splitlines():
+        k, _, v = line.partition(" ")
+        if k in ("identityfile", "certificatefile"):
+            out.setdefault(k, []).append(v)
+        else:
+            out.setdefault(k, v)
+    return out
+
+
+def expand(path: str, g: dict[str, Any], original: str) -> str:
+    """~ and the common %-tokens, as ssh expands a file name when it uses it."""
+    if path.startswith("~/"):
+        path = HOME + path[1:]
+    tokens = {"d": HOME, "u": "root", "h": g.get("hostname", ""), "r": g.get("user", ""), "p": g.get("port", ""),
+              "n": original, "i": str(os.getuid()), "%": "%"}
+    return re.sub(r"%(.)", lambda m: tokens.get(m.group(1), m.group(0)), path)
+
+
+def truth(args: list[str], dest: str, depth: int = 0) -> dict[str, Any]:
+    """ssh -G for one destination, plus its jump hosts resolved as ssh resolves them."""
+    g = ssh_g([*args, dest])
+    if "error" in g or depth > 8:
+        return g
+    t = {"hostname": g["hostname"], "user": g["user"], "port": int(g["port"]),
+         "identityfile": [expand(f, g, dest) for f in g.get("identityfile", [])],
+         "knownhosts": [expand(f, g, dest) for f in g.get("userknownhostsfile", "").split() if f.lower() != "none"]
+         + [expand(f, g, dest) for f in g.get("globalknownhostsfile", "").split() if f.lower() != "none"],
+         "strict": g.get("stricthostkeychecking"), "connecttimeout": g.get("connecttimeout"),
+         "identitiesonly": g.get("identitiesonly"), "proxycommand": g.get("proxycommand"),
+         "remotecommand": g.get("remotecommand"), "localcommand": g.get("localcommand"),
+         "permitlocalcommand": g.get("permitlocalcommand"), "pubkeyauthentication": g.get("pubkeyauthentication"),
+         "identityagent": g.get("identityagent"), "certificatefile": g.get("certificatefile"),
+         "hostkeyalias": g.get("hostkeyalias"), "proxyjump": g.get("proxyjump"), "jump": []}
+    t["identity_existing"] = [f for f in t["identityfile"] if os.path.isfile(f)]
+    if g.get("proxyjump"):  # ssh runs `ssh [-l u] [-p p] [-J earlier,hops] -W %h:%p LAST`
+        hops = g["proxyjump"].split(",")
+        m = re.fullmatch(r"(?:ssh://)?(?:(.*)@)?(\[[^\]]*\]|[^:]*)(?::(\d+))?", hops[-1])
+        user, host, port = m.group(1), m.group(2).strip("[]"), m.group(3)
+        sub = (["-l", user] if user else []) + (["-p", port] if port else []) + (["-J", ",".join(hops[:-1])] if hops[:-1] else [])
+        hop = truth(sub, host, depth + 1)
+        t["jump"] = hop.pop("jump", []) + [{"name": host, **hop}] if "error" not in hop else [{"name": host, **hop}]
+    elif g.get("proxycommand", "").split()[:1] in (["ssh"], ["exec"]) and "-W" in g["proxycommand"].split():
+        words = shlex.split(g["proxycommand"].replace("%h", g["hostname"]).replace("%p", g["port"]).replace("%r", g["user"]))
+        words = words[1:] if words[0] == "exec" else words
+        i = words.index("-W")
+        forward, rest = words[i + 1], words[1:i] + words[i + 2:]
+        if forward in (f"{g['hostname']}:{g['port']}", f"[{g['hostname']}]:{g['port']}"):
+            inner = truth(rest[:-1], rest[-1], depth + 1)  # the inner ssh: its own config, its own args
+            t["jump"] = inner.pop("jump", []) + [{"name": rest[-1].rpartition("@")[2], **inner}] if "error" not in inner else [inner]
+    return t
+
+
+def ours(resolve_call: Any) -> dict[str, Any]:
+    """nettune's fields, or its refusal and the fields it had computed before refusing
+    (so the values are compared even where a directive is refused)."""
+    from nettune.studyfile import ssh_config
+    from nettune.studyfile.local_commands import allow_local_commands
+    from nettune.studyfile.ssh_words import SshConfigError
+
+    try:
+        with allow_local_commands():
+            return {"fields": resolve_call()}
+    except (SshConfigError, ValueError) as e:
+        refused = str(e)
+    real, ssh_config._refuse = ssh_config._refuse, lambda r, where: None
+    try:
+        with allow_local_commands():
+            return {"refused": refused, "unrefused": resolve_call()}
+    except (SshConfigError, ValueError):
+        return {"refused": refused}
+    finally:
+        ssh_config._refuse = real
+
+
+def ssh_main(hosts: list[str]) -> dict[str, Any]:
+    from nettune.studyfile.ssh_config import resolve
+
+    return {h: {"truth": truth([], h), "nettune": ours(lambda h=h: resolve(h, None))} for h in hosts}
+
+
+def ansible_main(inventory: str) -> dict[str, Any]:
+    from ansible.playbook.play_context import PlayContext
+    from ansible.plugins.loader import connection_loader
+
+    from nettune.studyfile.ansible_inventory import read_ansible, to_host
+    from nettune.studyfile.ssh_config import resolve
+
+    r = subprocess.run(["ansible-inventory", "-i", inventory, "--list"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        return {"error": r.stderr}
+    listing = json.loads(r.stdout)
+    listing["_meta"].pop("profile", None)
+    hostvars = listing["_meta"]["hostvars"]
+    from nettune.studyfile.ansible_inventory import members
+
+    groups = {g: b for g, b in listing.items() if g != "_meta"}
+    out: dict[str, Any] = {"listing": listing, "hosts": {}, "groups": {}}
+    for host in members(groups, "all"):
+        hv = hostvars.get(host, {})
+        if str(hv.get("ansible_connection") or "ssh") not in ("ssh", "smart"):
+            out["hosts"][host] = {"left_out": True}
+            continue
+        conn = connection_loader.get("ssh", PlayContext(), None)
+        conn.set_options(var_options=hv)
+        argv = [a.decode() for a in conn._build_command("ssh", "ssh")]
+        # the plugin's `host` is ansible_host, else the template {{inventory_hostname}}, which Ansible fills with the name
+        dest = hv.get("ansible_host") or hv.get("ansible_ssh_host") or host
+        fields = to_host(host, hv, __import__("pathlib").Path(inventory))
+        cl, nettune_dest = fields.pop("_ssh", (None, None))
+        out["hosts"][host] = {"argv": argv, "dest": dest, "truth": truth(argv[1:], dest), "become": hv.get("ansible_become"),
+                              "nettune": ours(lambda: {**resolve(host, None, dict(fields), cl, nettune_dest), "dest": nettune_dest})}
+    for reader_allowed in (True, False):
+        from nettune.studyfile.local_commands import allow_local_commands
+
+        with allow_local_commands(reader_allowed):  # through ansible-inventory (a few groups: it is slow), and the static reader
+            for g in (sorted(groups, key=lambda g: -len(members(groups, g)))[:6] if reader_allowed else groups):
+                try:
+                    got = sorted(read_ansible(__import__("pathlib").Path(inventory), g)[0])
+                except ValueError as e:
+                    got = f"refused: {e}"
+                out["groups"].setdefault(g, {})["ansible-inventory" if reader_allowed else "static"] = got
+    return out
+
+
+if __name__ == "__main__":
+    mode, rest = sys.argv[1], sys.argv[2:]
+    print(json.dumps(ssh_main(rest) if mode == "ssh" else ansible_main(rest[0]), default=str))
