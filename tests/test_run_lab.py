@@ -33,7 +33,7 @@ def test_quick_study_end_to_end_and_nothing_left(tmp_path):
         assert all(key in rec for rec in recs), key
     assert sorted((x["point"]["queues"], x["point"]["streams"]) for x in recs) == [(1, 1), (1, 2), (2, 2), (2, 4)]
     for rec in recs:
-        assert rec["ok"] and rec["receiver_bps"] > 0 and rec["sender_bps"] > 0
+        assert rec["ok"] and rec["receiver_bps"] > 0 and rec["sender_bps"] > 0, (rec["error"], rec["warnings"])
         assert rec["cpu_client"] > 0 and rec["cpu_server"] > 0 and rec["cpu_host"] > 0
         assert len(rec["streams"]) == rec["point"]["streams"]
         assert rec["settings"]["hosts"]["server"]["tx_queues"] == rec["point"]["queues"]
