@@ -137,6 +137,8 @@ def test_ceiling_of_a_lab_study_measures_its_lab_path_and_judges_its_shaped_poin
     text = json.loads(nettune("analyze", "nettune-t-labceil", "--db", str(db), "--format", "json", check=True).stdout)
     said = [x for x in text["findings"] if "lab mtu=1500 queues=1 ceiling for iperf3 at -P 1" in x]
     # 300M shaped, far below what iperf3 does on the unshaped lab: never "at the ceiling"; below it, or
-    # (a noisy ceiling of 2 runs on a shared machine) too noisy to tell
-    assert len(said) == 1 and "within noise" not in said[0] and ("below the ceiling" in said[0] or "too noisy" in said[0])
+    # (a noisy ceiling of 2 runs on a shared machine) too noisy to tell, or (a run that failed on
+    # a busy machine left one) no verdict
+    assert len(said) == 1 and "within noise" not in said[0], said
+    assert any(w in said[0] for w in ("below the ceiling", "too noisy", "no verdict")), said
     assert not lab_leftovers()
