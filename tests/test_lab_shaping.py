@@ -177,7 +177,9 @@ def test_udp_above_the_link_rate_is_offered_and_dropped_at_the_bottleneck(engine
         res = run_test(e, wl, target.hosts["a"], target.hosts["b"], version)
         assert res.ok, res.error
         assert res.offered_bps == pytest.approx(2e9)
-        assert res.sender_bps > 1.5e9  # not held back to the link's 1G by a queue on its own host (before: 0.95G)
+        # not held back to the link's 1G by a queue on its own host (before: 0.95G); a sender short of
+        # CPU on a busy box may send less than the 2G asked (seen: 1.25G at load 7), never the link's rate
+        assert res.sender_bps > 1.1e9
         # the link carries at most its rate; a receiver starved of CPU (a busy shared box: seen
         # 0.73G received at load 7 on 2 cores) drops more on top of the link, never fewer
         assert 0.5e9 < res.receiver_bps < 1.05e9
