@@ -123,7 +123,7 @@ class Measures(BaseModel):
     lost_packets: Annotated[int | None, Row("count", "lost packets", adds=True, doc="UDP datagrams lost")] = None
     packets: Annotated[int | None, Row("count", "packets", adds=True, doc="UDP datagrams sent")] = None
     lost_percent: Annotated[float | None, Row("%", "loss %", 1.0, "lower", "lost_percent", doc="UDP datagrams lost, %")] = None
-    offered_bps: Annotated[float | None, Row("bit/s", "offered Gbit/s", 1e-9, adds=True, since=3,
+    offered_bps: Annotated[float | None, Row("bit/s", "offered Gbit/s", 1e-9, adds=True, since=4,
                                              doc="the rate the main direction's sender was asked for, all its streams (-b times "
                                                  "the streams, or the tool's UDP default); none when nothing limited it (TCP "
                                                  "without -b). A sender below 95% of it is warned")] = None
@@ -138,9 +138,14 @@ class Measures(BaseModel):
     cpu_server: Annotated[float | None, Row("%", "server CPU %", 1.0, "lower", "cpu_server", by=PROBES, adds=True,
                                             doc="the server process, % of one core (unless cpu_units says otherwise)")] = None
     cpu_host: Annotated[float | None, Row("%", "host CPU %", 1.0, "lower", "cpu_host", by=PROBES,
-                                          doc="the machine, % of all cores")] = None
+                                          doc="the test's machine (the client's), % of all cores")] = None
     cpu_host_softirq: Annotated[float | None, Row("%", "host softirq %", 1.0, "lower", "cpu_host_softirq", by=PROBES,
                                                   doc="the machine's softirq part, % of all cores")] = None
+    cpu_server_host: Annotated[float | None, Row("%", "server machine CPU %", 1.0, "lower", "cpu_server_host", by=PROBES, since=3,
+                                                 doc="the server's machine when it is another one than cpu_host's (a VM, a remote "
+                                                     "host), % of all its cores")] = None
+    cpu_server_host_softirq: Annotated[float | None, Row("%", "server machine softirq %", 1.0, "lower", "cpu_server_host_softirq",
+                                                         by=PROBES, since=3, doc="that machine's softirq part, % of all its cores")] = None
 
     @property
     def total_bps(self) -> float | None:

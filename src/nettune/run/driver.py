@@ -14,7 +14,7 @@ from ..engines.access import Access, redact
 from ..engines.base import Engine, client_budget
 from ..engines.result import SideOutput, TestResult
 from ..probes.base import Probe
-from ..probes.registry import process_probes, server_energy, window_probes
+from ..probes.registry import process_probes, server_machine, window_probes
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Proc
 from .fanout_driver import run_fanout
@@ -88,7 +88,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                 return failed_result(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
             warm = _warm_up(engine, wl, server, client, srv, port, tool_version, access)  # before the probes: not measured
-            window = window_probes(machine, extra_machines) + server_energy(server, machine) + list(meters or [])
+            window = window_probes(machine, extra_machines) + server_machine(server, machine) + list(meters or [])
             for p in window:
                 p.start()
             cargv, env = engine.client_argv(wl, server.address, port, tool_version, access), engine.client_env(access)
