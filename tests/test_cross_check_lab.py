@@ -34,7 +34,7 @@ def test_cross_check_of_a_chosen_point_side_by_side(tmp_path):
     assert out.status == "done" and len(out.cross_checks) == 1 and stored[0]["label"] == "p=4"
     rows = stored[0]["rows"]
     assert [r["config"] for r in rows][0] == "iperf3" and "iperf2" in [r["config"] for r in rows]
-    assert all(r["gbps"] and r["gbps"] > 0 and r["n"] == 1 for r in rows)
+    assert all(r["gbps"] and r["gbps"] > 0 and r["n"] == 1 for r in rows), rows
     assert "iperf3 x2" in [r["config"] for r in rows] or len(__import__("os").sched_getaffinity(0)) == 1
     text = stored[0]["verdict"]
     assert text.startswith("iperf3 3.12 single process: ") and "->" in text
