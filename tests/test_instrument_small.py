@@ -85,13 +85,13 @@ def test_tcp_without_a_rate_has_nothing_offered():
 def test_each_error_is_one_line_ending_in_a_newline(tmp_path):
     """Issue 30 saw `...are allowederror: rd.db: no study`: an expression error followed by
     another command's error on the same line. Each command's error is one whole line."""
-    from nettune import Store
+    from nettune.store.writer import StoreWriter
 
     from conftest import nettune
 
     f = tmp_path / "bad.toml"
     f.write_text('name = "badexpr"\n[target]\nkind = "local"\n[workload]\nduration = 1\nparallel = "{q}"\n[sweep]\np = [1, 2]\nq = "{p} ** 2"\n')
-    Store(tmp_path / "rd.db").close()  # a database without a study
+    StoreWriter(tmp_path / "rd.db").close()  # a database without a study
     for args in (("run", str(f), "--db", str(tmp_path / "rd.db")), ("run", str(f), "--dry-run"), ("analyze", "--db", str(tmp_path / "rd.db"))):
         p = nettune(*args)
         assert p.returncode == 2 and p.stderr.startswith("error: ") and p.stderr.endswith("\n") and p.stderr.count("\n") == 1, p.stderr

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nettune import Store
+from nettune.store.writer import StoreWriter
 from nettune.analysis.analyze import analyze
 from nettune.analysis.cross_checks import cross_check_verdict
 from nettune.analysis.data import load
@@ -21,7 +21,7 @@ from nettune.store.instrument_tables import add_ceilings, add_cross_check
 from nettune.studyfile.models import Study
 
 
-def study(s: Store, name: str, points: list[tuple[int, list[float]]], *, kind: str = "lab", version: str = "3.12", cpu: float = 50.0,
+def study(s: StoreWriter, name: str, points: list[tuple[int, list[float]]], *, kind: str = "lab", version: str = "3.12", cpu: float = 50.0,
           host_cpu: float = 30.0, mtu: int = 9000, shaped: bool = True, choice: bool = False, machine: str = "m1",
           server_machine: str | None = None, cores: int = 2) -> int:
     """A study of -P points, each with the given Gbit/s runs (every run stored as measured)."""
@@ -76,7 +76,7 @@ def test_cross_check_states_the_spread_with_its_interval_never_a_bare_within_10_
 
 
 def _checked(tmp_path, other: list[float], name: str) -> Any:
-    s = Store(tmp_path / f"{name}.db")
+    s = StoreWriter(tmp_path / f"{name}.db")
     sid = study(s, name, [(4, noisy(28.0, seed=7))], cpu=99.5)  # iperf3 3.12 pegged: the CPU says "tool"
     first = row("iperf3 3.12 single process", "iperf3", 1, noisy(28.0, seed=7))
     add_cross_check(s.db, sid, 0, "p=4", [first, row("iperf2 2.1.8", "iperf2", 1, other)], "stored text", None)
@@ -115,13 +115,13 @@ def test_report_and_run_summary_print_a_cross_check_once(tmp_path):
 LAB = "lab mtu=9000 queues=1"
 
 
-def ceiling(s: Store, machine: str, values: list[float], streams: int = 4, path: str = LAB, config: str = "iperf3") -> None:
+def ceiling(s: StoreWriter, machine: str, values: list[float], streams: int = 4, path: str = LAB, config: str = "iperf3") -> None:
     add_ceilings(s.db, machine, [{"config": config, "engine": "iperf3", "processes": 1, "streams": streams,
                                   "values": [v * 1e9 for v in values]}], path)
 
 
 def _ceil_findings(tmp_path, name: str, point: list[float], **kw: Any) -> tuple[list[str], list[str]]:
-    with Store(tmp_path / f"{name}.db") as s:
+    with StoreWriter(tmp_path / f"{name}.db") as s:
         ceil = kw.pop("ceil", noisy(30.0, seed=11))
         path, streams = kw.pop("path", LAB), kw.pop("streams", 4)
         study(s, name, [(4, point)], **kw)
@@ -168,7 +168,7 @@ def test_a_loopback_ceiling_judges_no_lab_or_remote_path(tmp_path):
 
 
 def test_a_saturated_machine_running_both_ends_is_called_the_box(tmp_path):
-    with Store(tmp_path / "box.db") as s:
+    with StoreWriter(tmp_path / "box.db") as s:
         study(s, "box", [(2, noisy(20.0, seed=20)), (4, noisy(21.0, seed=21))], version="3.16", host_cpu=99.0)
         study(s, "apart", [(2, noisy(20.0, seed=22))], kind="ssh", version="3.16", host_cpu=99.0, server_machine="m2")
         study(s, "calm", [(2, noisy(20.0, seed=23))], version="3.16", host_cpu=60.0)
@@ -183,7 +183,7 @@ def test_a_saturated_machine_running_both_ends_is_called_the_box(tmp_path):
 
 @pytest.mark.parametrize("auto", [True, False])
 def test_the_advice_never_names_the_setting_in_use(tmp_path, auto):
-    with Store(tmp_path / "adv.db") as s:
+    with StoreWriter(tmp_path / "adv.db") as s:
         study(s, "adv", [(4, noisy(20.0, seed=24))], cpu=99.0, choice=auto, cores=4)
         a = analyze(load(s, "adv"))
     text = " ".join(a.headline + a.findings)

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import NettuneError
-from .app import DB_OPT, app, console, open_store, user_errors
+from .app import DB_OPT, app, console, open_writer, user_errors
 
 @app.command()
 @user_errors
@@ -32,7 +32,7 @@ def ceiling(
         if missing:
             raise NettuneError(f"{', '.join(missing)}: neither iperf3 nor iperf2 is installed there: apt-get install iperf3 iperf "
                                "(or: nettune setup)")
-        with open_store(db, must_exist=False) as store:
+        with open_writer(db) as store:
             for w, p in plans:
                 tools = ", ".join(f"{e} {v}" for e, v in p.versions.items() if v)
                 name = w.label or (p.machine if w.client.on_this_machine else f"{w.client.name} ({p.machine})")
