@@ -73,7 +73,10 @@ class InstrumentVerdict:
             return []
         out = []
         if v.tool == "yes":
-            why = v.cross_text if v.cross == "tool" else v.ceiling_text
+            # the cross-check's own line stands under its table: the headline says what it found
+            # in its own words, so a report that shows both never prints the verdict twice
+            why = (v.cross_text.split(" -> ", 1)[-1].replace("the first number measured", "the study's number measured")
+                   if v.cross == "tool" else v.ceiling_text)
             out.append(f"bottleneck: the instrument, not the network: {why}")
         elif v.tool == "likely":
             side, top = max(v.cpu.items(), key=lambda kv: kv[1])
