@@ -76,7 +76,8 @@ def add_ceilings(db: sqlite3.Connection, machine: str, rows: list[dict[str, Any]
             db.execute("DELETE FROM ceilings WHERE machine=? AND path=? AND config=?", (machine, path, config))
         out = []
         for r in rows:
-            vals = [float(v) for v in (r.get("values") if r.get("values") is not None else [r.get("bps")]) if v is not None]
+            given: list[Any] = list(r["values"]) if r.get("values") is not None else [r.get("bps")]
+            vals = [float(v) for v in given if v is not None]
             mean, lo, hi = _interval(vals)
             out.append((machine, path, r["config"], r["engine"], r["processes"], r["streams"], r.get("tool_version"), mean,
                         r.get("duration"), r.get("cores"), now, len(vals), lo, hi, json.dumps(vals)))
