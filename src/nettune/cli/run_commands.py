@@ -79,6 +79,10 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
             prog.stop()
         done = summarize(store, outcome, study.name, db, resume)
     print_summary(done)
+    if outcome.search is not None:
+        from ..search.answer_text import answer_lines
+
+        print_items(answer_lines(outcome.search), bullet="")
 
 
 def print_summary(done: RunSummary) -> None:
@@ -133,7 +137,13 @@ def run(
 
         print_plan(study, text, str(file), db)
         return
-    check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)
+    resolved = expand_and_check(study, text, str(file))
+    if study.search is not None:
+        from ..commands.search_plan import check_search_length
+
+        check_search_length(study, resolved, text, str(file), None if allow_long else MAX_HOURS)
+    else:
+        check_length(study, resolved, str(file), None if allow_long else MAX_HOURS)
     if doctor not in ("on", "off"):
         raise NettuneError(f"--doctor {doctor!r}: on or off")
     execute(study, text, str(file), db, restore_first, resume, cross_check, doctor == "on")
