@@ -19,9 +19,9 @@ def ceiling(
     max_streams: int = typer.Option(0, "--max-streams", min=0, max=128, help="Highest -P (default: 16, or the largest -P of the study files given)."),
     runs: int = typer.Option(3, "--runs", min=1, max=20, help="Runs of each test, round by round (their mean and 95% interval are the ceiling; 2 or more give an interval)."),
 ) -> None:
-    """Measure each tool configuration on a path of each host (its loopback, or a lab study's lab path), -P 1 to 16, each
-    test repeated, and store every run: analyze then says when a point is within noise of the ceiling of its own path class
-    (docs/engines.md), and engine = "auto" picks by the loopback ceiling on loopback studies."""
+    """Measure what each tool configuration can reach on each host's own path, -P 1 to 16, repeated.
+
+    The path is the host's loopback, or a lab study's lab path. Every run is stored: analyze then says when a point is within noise of the ceiling of its own path class (docs/engines.md), and engine = "auto" picks by the loopback ceiling on loopback studies."""
     from ..commands.ceiling import best, hosts_to_measure, measure, plan
     from ..store.instrument_tables import add_ceilings
 
