@@ -150,7 +150,11 @@ def answer_of(data: Any) -> Answer | None:
     """The answer of a stored search study (analysis.data.StudyData), None when the study
     has no [search]; NettuneError when its study file does not read back."""
     row = data.study
-    if '"search"' not in (row.get("spec_json") or "") and "[search]" not in (row.get("spec_text") or ""):
+    try:  # a dumped Study carries "search": null: only a value there is a search
+        searched = bool((json.loads(row.get("spec_json") or "{}") or {}).get("search"))
+    except (ValueError, TypeError, AttributeError):
+        searched = False
+    if not searched and "[search]" not in (row.get("spec_text") or ""):
         return None
     study = stored_study(row)
     if study.search is None:
