@@ -14,8 +14,9 @@ from typing import Iterator
 
 from ..errors import NettuneError
 from ..analysis.stats import adaptive_rounds
-from ..plan.boot_order import boot_ordered, check_boot_hosts, split_by_boot
-from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
+from ..plan.boot_order import check_boot_hosts
+from ..plan.points import ResolvedPoint, Slot, expand_and_check
+from ..plan.run_order import run_blocks
 from ..targets.base import Target
 from ..targets.procs import kill_pid, owner_token, started_by
 from .context import KnobLayer, NoProgress as NoProgress, Outcome as Outcome, Progress as Progress, RunContext
@@ -106,7 +107,7 @@ def run_study(
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
     by_index = {r.point.index: r for r in resolved}
     check_boot_hosts(study, resolved, spec_text or "", spec_file or "<study>")  # reboots: only hosts that allow them
-    slots = boot_ordered(schedule(study, [r.point for r in resolved]), resolved)  # boot-time values change once per group
+    blocks = run_blocks(study, resolved)  # a configuration's runs together; boot-time values change once per group
     prior = find_interrupted(store, study, spec_text, spec_file or "<study>") if resume else None
     dead = dead_owners(store, study.name)  # before a claim makes the resumed study ours
 
@@ -150,7 +151,7 @@ def run_study(
     per_slot = {r.point.index: tests_per_slot(r, list(target.test_hosts)) for r in resolved}
     runner = PointRunner(RunContext(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot,
                                     access=access, choices=choices, answers=answers, doctor=doctor))
-    left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
+    left = [(s, per_slot[s.point.index] - len(stored.of(s))) for b in blocks for s in b.slots if len(stored.of(s)) < per_slot[s.point.index]]
     total = sum(n for _, n in left)
     extra = 0
     if study.repeat.adaptive:  # the most it can take; most studies stop earlier
@@ -162,10 +163,11 @@ def run_study(
     progress.start(study, total + extra, expected_seconds(study, resolved, target, left=left))
     try:
         with sigterm_as_interrupt():
-            for slot, _ in left:
-                runner.run(slot)
-            if study.repeat.adaptive:
-                _adaptive_rounds(study, runner)
+            for block in blocks:  # each block to its end (adaptive runs included) before the next one's settings
+                for slot in block.slots:
+                    runner.run(slot)  # a slot a resumed study stored already is skipped
+                if study.repeat.adaptive:
+                    _adaptive_rounds(study, runner, block.points)
             if cross_check is not False:
                 from .cross_check import cross_check as run_cross_check  # noqa: PLC0415
 
@@ -191,21 +193,19 @@ def run_study(
     return outcome
 
 
-def _adaptive_rounds(study: Study, runner: PointRunner) -> None:
-    """More rounds until every point's 95% CI is within target_margin (or max_runs).
-    Sequential order finishes one point before the next; otherwise rounds interleave.
+def _adaptive_rounds(study: Study, runner: PointRunner, points: tuple[int, ...]) -> None:
+    """More rounds over one block's points until each one's 95% CI is within target_margin
+    (or max_runs), decided while the block's settings are in force (plan/run_order.py: a
+    sequential block is one point, finished before the next is applied).
     A resumed study goes on from its stored values: the round number is how many rounds
     its furthest point already had (each round gives every point still needing one a run)."""
     rep = study.repeat
-    groups = [[i] for i in sorted(runner.values)] if rep.order == "sequential" else [sorted(runner.values)]
-    groups = split_by_boot(groups, runner.ctx.by_index)  # rounds never alternate boot-time values (reboots)
-    for group in groups:
-        round_no = max(0, max(len(runner.values[i]) for i in group) - rep.min_counted)
-        while need := adaptive_rounds(rep, {i: runner.values[i] for i in group}, round_no):
-            for idx in need:
-                point = runner.ctx.by_index[idx].point
-                runner.run(Slot(point, runner.last_run.get(idx, rep.warmup - 1) + 1, False))
-            round_no += 1
+    round_no = max(0, max(len(runner.values[i]) for i in points) - rep.min_counted)
+    while need := adaptive_rounds(rep, {i: runner.values[i] for i in points}, round_no):
+        for idx in need:
+            point = runner.ctx.by_index[idx].point
+            runner.run(Slot(point, runner.last_run.get(idx, rep.warmup - 1) + 1, False))
+        round_no += 1
 
 
 def preflight(study: Study, resolved: list[ResolvedPoint], target: Target) -> dict[str, str]:

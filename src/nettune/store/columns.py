@@ -17,8 +17,9 @@ from typing import Any
 from ..record.fields import STORED, Field
 from ..record.legacy import split
 
-# 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd
-FIELDS_VERSION = 2
+# 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd;
+# 3: peak_rss_method, energy_note
+FIELDS_VERSION = 3
 
 
 def ddl() -> str:
