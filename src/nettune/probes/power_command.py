@@ -9,11 +9,12 @@ tenth of a second or more), so a reading is dated at the middle of its command's
 best estimate of when the plug measured it. Energy is integrated over the run's own window
 (from the command's start to its exit for a timed command, `run_window`; the probe's
 start to stop otherwise): the trapezoid rule over the readings dated inside the window,
-the power at its start interpolated between the last reading before it (the sampler's
-first reading, taken as the probe starts, just before the command) and the first inside,
-and at its end held at the last reading inside. A reading dated after the window's end
-(its command was still answering when the run ended) is never used, so the idle after a
-run does not leak into it. Watts are joules / the window's seconds. A run shorter than MIN_INTERVALS meter
+the power at each edge held at the nearest reading inside (a build's power steps up when
+it starts and down when it ends, so a reading from before or after the run would pull its
+edges toward the idle). A reading dated after the window's end (its command was still
+answering when the run ended) is never used, so the idle after a run does not leak into
+it; a run with no reading inside at all (shorter than the meter's answer) holds the one
+taken as the probe started, just before it. Watts are joules / the window's seconds. A run shorter than MIN_INTERVALS meter
 intervals rests on one or two readings: it is measured but flagged as too short to meter.
 """
 from __future__ import annotations
@@ -56,8 +57,8 @@ class Sampler:
     """Reads the meter every `interval` seconds on a thread until stopped (the first reading
     at once, so a short run still has one), each reading with its time."""
 
-    def __init__(self, argv: list[str], interval: float = INTERVAL):
-        self.argv, self.interval = argv, interval
+    def __init__(self, argv: list[str], interval: float | None = None):
+        self.argv, self.interval = argv, interval or INTERVAL
         self.readings: list[Reading] = []
         self.why = ""
         self.t0 = self.t1 = 0.0
@@ -98,22 +99,18 @@ class Sampler:
 
 def integrate(readings: list[Reading], a: float, b: float) -> tuple[float, int] | None:
     """(joules, readings used) over [a, b]: the trapezoid rule over the readings dated
-    inside; the power at `a` interpolated between the last reading before it and the first
-    inside (held when one side has none), at `b` held at the last reading before it (a
-    reading dated after the end is never used). None when no reading is dated before `b`."""
+    inside, the power at each edge held at the nearest of them (a run's power steps at its
+    start and end: a reading from before or after it would pull it toward the idle). A run
+    with no reading inside (shorter than the meter's answer) holds the last reading taken
+    before it, as the probe started. A reading dated after `b` is never used. None when no
+    reading is dated before `b`."""
     before_end = sorted((r for r in readings if r.t <= b), key=lambda r: r.t)
     if not before_end or b <= a:
         return None
-    early = [r for r in before_end if r.t <= a]
-    inside = [r for r in before_end if r.t > a]
-    if early and inside:
-        e, i = early[-1], inside[0]
-        start = e.watts + (i.watts - e.watts) * (a - e.t) / (i.t - e.t)
-    else:
-        start = (inside or early)[0 if inside else -1].watts
-    pts = [(a, start)] + [(r.t, r.watts) for r in inside] + [(b, before_end[-1].watts)]
+    inside = [r for r in before_end if r.t >= a] or before_end[-1:]
+    pts = [(a, inside[0].watts)] + [(r.t, r.watts) for r in inside if r.t >= a] + [(b, inside[-1].watts)]
     joules = sum((t2 - t1) * (w1 + w2) / 2 for (t1, w1), (t2, w2) in zip(pts, pts[1:]))
-    return joules, len(inside) + (1 if early else 0)
+    return joules, len(inside)
 
 
 def meter_summary(s: Sampler, window: tuple[float, float] | None = None) -> dict[str, Any]:
