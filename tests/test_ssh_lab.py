@@ -226,7 +226,7 @@ def test_command_workload_over_ssh_hostile_values_and_timeout(lab, tmp_path):
     assert out.status == "done" and out.failed == 0 and len(runs) == len(hostile)
     assert [sides[0]["stdout"] for sides in raw] == hostile and not marker.exists()
     assert all(r.wall_s > 0 and r.cpu_s is not None and r.exit_code == 0 for r in runs)
-    assert all(r.peak_rss_kb < 20 * 1024 and r.peak_rss_method == "rusage-helper" for r in runs)  # printf: a shell's size
+    assert all(r.peak_rss_kb < 4 * 1024 and r.peak_rss_method == "rusage-time" for r in runs)  # printf: a shell's size
     secs = f"{41 + os.getpid() % 1000 / 1000:.3f}"
     f.write_text(study_text(lab["inventory"], f'engine = "command"\nhost = "client"\nrun = "sleep {secs} & sleep {secs}; wait"\ntimeout = 2\n',
                             name="t-ssh-cmd-timeout"))

@@ -176,8 +176,9 @@ class CommandColumns(BaseModel):
                                            since=2, doc="peak resident set of the largest process of its tree, nettune's own size "
                                            "never in it (how: peak_rss_method)")] = None
     peak_rss_method: Annotated[str | None, Row("", "peak RSS method", by=COMMAND, since=3,
-                                               doc="how peak_rss_kb was measured (`rusage-helper`: wait4 of a small helper that forked "
-                                               "the command; empty: not measured, and why), docs/workloads.md")] = None
+                                               doc="how peak_rss_kb was measured: `rusage-time` (GNU time under a small helper, from about "
+                                               "1 MiB up), `rusage-helper` (the helper's own wait4, from about 6 MiB up), or `not measured: "
+                                               "<why>`; docs/workloads.md")] = None
     exit_code: Annotated[int | None, Row("", "exit code", by=COMMAND, since=2, doc="the run's exit status")] = None
 
 

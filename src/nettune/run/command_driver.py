@@ -20,7 +20,7 @@ import sys
 import time
 
 from ..engines.result import SideOutput, TestResult
-from ..engines.rss_helper import METHOD, take_report, wrapped
+from ..engines.rss_helper import take_report, wrapped
 from ..engines.timed_command import CommandEngine, stderr_tail
 from ..errors import NettuneError
 from ..probes.base import Probe
@@ -126,7 +126,7 @@ def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float
         t0 = max(t0, t1 - report.wall_s)  # its window ends when its exit was seen, without the helper's start
         measured.wall_s, measured.cpu_user_s, measured.cpu_sys_s = round(report.wall_s, 6), report.user_s, report.sys_s
         measured.cpu_s = round(report.user_s + report.sys_s, 6)
-        measured.peak_rss_kb, measured.peak_rss_method = report.max_rss_kb, METHOD
+        measured.peak_rss_kb, measured.peak_rss_method = report.max_rss_kb, report.method
     else:
         ru = proc.rusage_tree() or {}
         cpu = proc.cpu_seconds()
