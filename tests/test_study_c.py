@@ -23,7 +23,7 @@ from nettune.analysis.intervals import log_t_interval
 from nettune.errors import NettuneError
 from nettune.importers.nettune_export import import_exports, read_exports
 from nettune.plan.points import expand_and_check
-from nettune.plan.run_order import first_pass, run_blocks
+from nettune.plan.run_order import run_groups, run_order
 from nettune.probes import power_command
 from nettune.probes.power_command import Reading, Sampler, integrate, meter_summary
 from nettune.record.fields import EXPORTED
@@ -134,16 +134,18 @@ def test_the_summary_says_watts_are_joules_over_seconds_and_flags_a_short_run():
 
 # -- sequential means sequential --------------------------------------------------------
 
-def test_sequential_blocks_are_one_configuration_each_and_boot_groups_are_never_revisited():
+def test_sequential_groups_are_one_configuration_each():
+    """Sequential: one group per point (the run finishes a group, its adaptive runs too,
+    before the next); interleaved: one group, its points in rounds."""
     seq = parse_study(command_study("nettune-t-order", 'run = ["true"]', "s = [1, 2, 3]", "order = \"sequential\"\nmin_runs = 2\nmax_runs = 4\n"
                                     "target_margin = 0.01\nwarmup = 1"))
-    blocks = run_blocks(seq, expand_and_check(seq, "", "<t>"))
-    assert [b.points for b in blocks] == [(0,), (1,), (2,)]
-    assert [(s.point.index, s.run, s.warmup) for s in blocks[0].slots] == [(0, 0, True), (0, 1, False), (0, 2, False)]
+    groups = run_groups(seq, expand_and_check(seq, "", "<t>"))
+    assert [{s.point.index for s in g} for g in groups] == [{0}, {1}, {2}]
+    assert [(s.point.index, s.run, s.warmup) for s in groups[0]] == [(0, 0, True), (0, 1, False), (0, 2, False)]
     inter = parse_study(command_study("nettune-t-order", 'run = ["true"]', "s = [1, 2]", "min_runs = 2\nmax_runs = 4\ntarget_margin = 0.01"))
-    blocks = run_blocks(inter, expand_and_check(inter, "", "<t>"))
-    assert [b.points for b in blocks] == [(0, 1)]  # no boot-time knob: one block, its points interleaved
-    assert [(s.point.index, s.run) for s in first_pass(inter, expand_and_check(inter, "", "<t>"))] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    groups = run_groups(inter, expand_and_check(inter, "", "<t>"))
+    assert len(groups) == 1  # no costly knob: one group, its points interleaved
+    assert [(s.point.index, s.run) for s in run_order(inter, expand_and_check(inter, "", "<t>"))] == [(0, 0), (1, 0), (0, 1), (1, 1)]
 
 
 def test_sequential_with_adaptive_repeats_finishes_a_configuration_before_the_next(tmp_path):

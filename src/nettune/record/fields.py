@@ -134,9 +134,14 @@ class Measures(BaseModel):
     cpu_server: Annotated[float | None, Row("%", "server CPU %", 1.0, "lower", "cpu_server", by=PROBES, adds=True,
                                             doc="the server process, % of one core (unless cpu_units says otherwise)")] = None
     cpu_host: Annotated[float | None, Row("%", "host CPU %", 1.0, "lower", "cpu_host", by=PROBES,
-                                          doc="the machine, % of all cores")] = None
+                                          doc="the test's machine (the client's), % of all cores")] = None
     cpu_host_softirq: Annotated[float | None, Row("%", "host softirq %", 1.0, "lower", "cpu_host_softirq", by=PROBES,
                                                   doc="the machine's softirq part, % of all cores")] = None
+    cpu_server_host: Annotated[float | None, Row("%", "server machine CPU %", 1.0, "lower", "cpu_server_host", by=PROBES, since=3,
+                                                 doc="the server's machine when it is another one than cpu_host's (a VM, a remote "
+                                                     "host), % of all its cores")] = None
+    cpu_server_host_softirq: Annotated[float | None, Row("%", "server machine softirq %", 1.0, "lower", "cpu_server_host_softirq",
+                                                         by=PROBES, since=3, doc="that machine's softirq part, % of all its cores")] = None
 
     @property
     def total_bps(self) -> float | None:
@@ -175,7 +180,7 @@ class CommandColumns(BaseModel):
     peak_rss_kb: Annotated[int | None, Row("KiB", "peak RSS MiB", 1 / 1024, "lower", "peak_rss", by=COMMAND,
                                            since=2, doc="peak resident set of the largest process of its tree, nettune's own size "
                                            "never in it (how: peak_rss_method)")] = None
-    peak_rss_method: Annotated[str | None, Row("", "peak RSS method", by=COMMAND, since=3,
+    peak_rss_method: Annotated[str | None, Row("", "peak RSS method", by=COMMAND, since=4,
                                                doc="how peak_rss_kb was measured: `rusage-time` (GNU time under a small helper, from about "
                                                "1 MiB up), `rusage-helper` (the helper's own wait4, from about 6 MiB up), or `not measured: "
                                                "<why>`; docs/workloads.md")] = None
@@ -194,7 +199,7 @@ class EnergyColumns(BaseModel):
     meter_w: Annotated[float | None, Row("W", "meter average W", 1.0, "lower", "meter_w", by=PROBES, since=2,
                                          doc="the meter's average watts over the run: meter_j / the run's seconds")] = None
     energy_why: Annotated[str | None, Row("", "why no energy", by=PROBES, since=2, doc="why a machine or the meter has no energy")] = None
-    energy_note: Annotated[str | None, Row("", "energy note", by=PROBES, since=3,
+    energy_note: Annotated[str | None, Row("", "energy note", by=PROBES, since=4,
                                            doc="a caveat on the energy that was measured: a run too short to meter")] = None
 
 

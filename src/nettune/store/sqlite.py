@@ -37,7 +37,7 @@ from ..record.point_state import PointState
 from . import columns
 from . import idle_table as idle
 from . import instrument_tables as instrument
-from .cpu_units import units_for
+from .cpu_units import CPU_COLUMNS, units_for
 from .records import RunRecord
 
 SCHEMA_VERSION = 4  # 4: command workload and energy columns, idle_power (store/idle_table.py); CPU units (cpu_units_json)
@@ -112,7 +112,7 @@ CREATE TABLE IF NOT EXISTS host_facts (
 
 # the network and CPU values of a run (the field table's measures group, stored, after duration)
 METRIC_COLUMNS = [f.name for f in STORED if f.group == "measures" and f.name != "duration"]
-CPU_COLS = ["cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq"]
+CPU_COLS_OF_SCHEMA_3 = ["cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq"]  # what a schema-3 database has to upgrade
 
 
 class Store:
@@ -157,7 +157,7 @@ class Store:
             have = {r["name"] for r in self.db.execute("PRAGMA table_info(runs)")}
             if "cpu_units_json" not in have:
                 self.db.execute("ALTER TABLE runs ADD COLUMN cpu_units_json TEXT NOT NULL DEFAULT '{}'")
-            rows = self.db.execute(f"SELECT id, cpu_extra_json, {', '.join(CPU_COLS)} FROM runs WHERE cpu_units_json='{{}}'").fetchall()
+            rows = self.db.execute(f"SELECT id, cpu_extra_json, {', '.join(CPU_COLS_OF_SCHEMA_3)} FROM runs WHERE cpu_units_json='{{}}'").fetchall()
             fill = [(json.dumps(units_for(dict(r), json.loads(r["cpu_extra_json"] or "{}"), None)), r["id"]) for r in rows]
             self.db.executemany("UPDATE runs SET cpu_units_json=? WHERE id=?", [f for f in fill if f[0] != "{}"])
             self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
@@ -231,7 +231,7 @@ class Store:
                 settings: PointState | dict[str, Any] | None = None, commit: bool = True) -> int:
         r = result
         started = r.client.started if r.client else time.time()
-        units = units_for(r.model_dump(include=set(CPU_COLS)), r.cpu_extra, r.cpu_units)  # an import may declare them
+        units = units_for(r.model_dump(include=set(CPU_COLUMNS)), r.cpu_extra, r.cpu_units)  # an import may declare them
         state = settings.to_json() if isinstance(settings, PointState) else (settings or {})
         names = columns.names()
         cur = self.db.execute(
