@@ -27,6 +27,7 @@ from nettune.plan.run_order import run_groups, run_order
 from nettune.probes import power_command
 from nettune.probes.power_command import Reading, Sampler, integrate, meter_summary
 from nettune.record.fields import EXPORTED
+from nettune.report.workload_section import workload_rows
 
 MIB = 1024  # KiB
 
@@ -53,7 +54,7 @@ def test_peak_rss_is_the_commands_own_not_nettunes(tmp_path):
     with Store(tmp_path / "r.db") as store:
         out = run_study(parse_study(text), store)
         runs = {r.point["mib"]: r for r in store.runs(out.study_id)}
-    assert out.status == "done" and out.failed == 0
+    assert out.status == "done" and out.failed == 0, [(r.error, r.extra.get("command")) for r in runs.values() if not r.ok]
     assert 1 * MIB <= runs[1].peak_rss_kb <= 4 * MIB, runs[1].peak_rss_kb
     assert abs(runs[300].peak_rss_kb - 300 * MIB) <= 0.05 * 300 * MIB, runs[300].peak_rss_kb
     assert {r.peak_rss_method for r in runs.values()} == {"rusage-time"}  # GNU time is installed by scripts/env.sh
@@ -217,6 +218,13 @@ def test_study_c_in_miniature(tmp_path, monkeypatch):
         assert e.source == "meter" and e.joules == pytest.approx(WATTS * mean_wall, rel=0.02) and e.watts == pytest.approx(WATTS, rel=0.02)
         assert e.joules_ci is not None and e.joules_ci > 0
     assert all(i["min_w"] == IDLE for i in data.study["idle"] if i["source"] == "meter")
+    # the report's table, as the author's: joules per build with its margin, watts and idle watts per configuration
+    head, rows = workload_rows(data)
+    for row, p in zip(rows, data.points):
+        got = dict(zip(head, row))
+        mean_wall = sum(r.wall_s for r in p.counted) / len(p.counted)
+        assert float(got["J per run"]) == pytest.approx(WATTS * mean_wall, rel=0.02) and float(got["± J"]) > 0
+        assert float(got["W"]) == pytest.approx(WATTS, rel=0.02) and got["energy from"] == "meter" and float(got["idle W"]) == IDLE
     assert any(f.startswith("least energy per run at secs=1") and "(meter)" in f for f in a.findings), a.findings
     # compare and check on energy, from the CLI
     r = nettune("compare", "nettune-t-study-c", "--db", str(db), "--a", "secs=1", "--b", "secs=1.3", "--metric", "meter_j", check=True)
