@@ -37,6 +37,12 @@ KIND_PLANS: dict[str, Callable[[Study, str, str, DryRun], None]] = {"kubernetes"
 def print_plan(study: Study, text: str, file: str) -> None:
     plan = dry_run(study, text, file)
     print_dry_run(plan)
+    if study.search is not None:
+        from ..commands.search_plan import search_lines
+        from ..plan.points import expand_and_check
+
+        for line in search_lines(study, expand_and_check(study, text, file), text, file):
+            console.print(escape(line), highlight=False)
     more = KIND_PLANS.get(study.target.kind)  # a target kind's own part of the plan
     if more is not None:
         more(study, text, file, plan)

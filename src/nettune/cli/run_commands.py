@@ -18,7 +18,7 @@ from ..report import table as rt
 from ..commands.eta import MAX_HOURS, check_length, human_seconds
 from ..studyfile.load import read_study_text
 from ..studyfile.models import Study, json_schema
-from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
+from .app import DB_OPT, app, console, open_writer, print_fitted, print_items, user_errors
 
 if TYPE_CHECKING:  # the summary and the dry run are loaded only by the command that prints them
     from ..commands.summary import RunSummary
@@ -71,7 +71,7 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
     from ..commands.summary import summarize
 
     prog = RichProgress()
-    with open_store(db, must_exist=resume) as store:
+    with open_writer(db, must_exist=resume) as store:
         try:
             outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first, resume=resume,
                                 cross_check=cross_check, doctor=doctor)
@@ -79,6 +79,10 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
             prog.stop()
         done = summarize(store, outcome, study.name, db, resume)
     print_summary(done)
+    if outcome.search is not None:
+        from ..search.answer_text import answer_lines
+
+        print_items(answer_lines(outcome.search), bullet="")
 
 
 def print_summary(done: RunSummary) -> None:
@@ -131,7 +135,13 @@ def run(
 
         print_plan(study, text, str(file))
         return
-    check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)
+    resolved = expand_and_check(study, text, str(file))
+    if study.search is not None:
+        from ..commands.search_plan import check_search_length
+
+        check_search_length(study, resolved, text, str(file), None if allow_long else MAX_HOURS)
+    else:
+        check_length(study, resolved, str(file), None if allow_long else MAX_HOURS)
     if doctor not in ("on", "off"):
         raise NettuneError(f"--doctor {doctor!r}: on or off")
     execute(study, text, str(file), db, restore_first, resume, cross_check, doctor == "on")
@@ -158,11 +168,15 @@ def schema() -> None:
 
 @app.command()
 @user_errors
-def setup() -> None:
+def setup(
+    vms: bool = typer.Option(False, "--vms", help="Also what the VM lab needs (QEMU, libvirt, busybox-static, GRUB; Debian's packages, apt-get only), libvirt's libvirt-qemu user, and the guest image built once into /var/cache/nettune/vmlab."),
+) -> None:
     """Install the system tools nettune drives (iperf3, iperf, ethtool, openssh, iproute2, procps, sudo)."""
-    from ..setup_tools import setup as do_setup
+    from ..setup_tools import setup as do_setup, setup_vms
 
     installed = do_setup(echo=console.print)
+    if vms:
+        installed += setup_vms(echo=lambda s: console.print(s, highlight=False, soft_wrap=True))
     if installed:
         console.print("installed: " + ", ".join(installed))
 

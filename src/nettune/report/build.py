@@ -15,6 +15,7 @@ from typing import Any
 
 from ..analysis.analyze import analyze
 from ..analysis.data import PointData, StudyData, get_metric
+from ..analysis.digest import SECTION_TITLES
 from ..analysis.energy_verdicts import SOURCES
 from ..analysis.frontier import SHARE
 from ..analysis.metric import resolve
@@ -29,6 +30,7 @@ from .cross_check_section import cross_check_md
 from .html import render_html
 from .pair_matrix import pair_chart, pair_table, round_table
 from .stability_chart import stability_chart
+from .search_trace import SearchPart, search_md, search_part
 from .workload_section import workload_md
 
 Cell = tuple[str, Any]  # (text shown, value to sort by)
@@ -137,12 +139,35 @@ def _boot_security(data: StudyData) -> list[str]:
     return []
 
 
+def summary_md(analysis: Analysis) -> list[str]:
+    """The at most five lines the report opens with (analysis/digest.py)."""
+    return ["## Summary", ""] + [f"- {md_text(line)}" for line in analysis.summary] + [""]
+
+
+def verdicts_md(analysis: Analysis, checked: bool = False) -> list[str]:
+    """Every verdict, grouped under throughput, cost, noise and instrument; `checked`: the
+    study has --cross-check tables, whose verdicts stand under them (once), not here."""
+    lines = ["", "## Verdicts", ""]
+    for section, found in analysis.sections.items():
+        shown = [f for f in found if not (checked and f.startswith("cross-check at "))]
+        lines += [f"### {SECTION_TITLES[section]}", ""] + [f"- {md_text(f)}" for f in shown] + [""] if shown else []
+    return lines
+
+
+def _emulated(data: StudyData) -> list[str]:
+    """A line above the results when the hosts ran on emulated CPUs (the VM lab under TCG)."""
+    from ..analysis.emulation import note  # noqa: PLC0415
+
+    line = note(data.facts)
+    return [f"**{line}.**", ""] if line else []
+
+
 def md_text(text: Any) -> str:
     """Text from the database as Markdown prose: HTML in it is shown, never rendered."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;")  # '>' alone opens no tag
 
 
-def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
+def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path, search: SearchPart | None = None) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
     started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
@@ -154,11 +179,12 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += [f"Study #{s['id']}, {s['status']}, started {started}; target {s.get('target_kind') or '?'}; "
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
               f"with 95% intervals: {analysis.interval}" + (f", because {analysis.interval_why}" if analysis.interval_why else "") + ".",
-              ""] + _boot_security(data) + ["## Results", ""]
+              ""] + _boot_security(data) + _emulated(data) + summary_md(analysis) + ["## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power
-    lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]
+    lines += verdicts_md(analysis, bool(s.get("cross_checks")))
+    lines += search_md(search, md_text)  # [search]: the answer, importances beside the ablation
     lines += _audit_md(data.facts)
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:
@@ -195,9 +221,12 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
     charts += [c for c in [stability_chart(data, analysis, out / "charts")] if c is not None]  # every point's intervals over time
     pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
     charts += [pairs] if pairs else []
+    search = search_part(data, out / "charts")
+    charts += [search.chart] if search is not None and search.chart is not None else []
     md = out / "report.md"
-    write_private(md, render_markdown(data, analysis, charts, out))  # 0600 (store/private_file.py)
+    write_private(md, render_markdown(data, analysis, charts, out, search))  # 0600 (store/private_file.py)
     head, rows = summary_table(analysis, data.params)
     html = out / "report.html"
-    write_private(html, render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis)))
+    write_private(html, render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis),
+                                    search.lines if search is not None else []))
     return Report(out, md, html, charts, analysis)

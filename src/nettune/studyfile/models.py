@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from .command_workload import CommandWorkload
 from .field_types import (BENCH_NET as BENCH_NET, MAX_LAB_HOSTS as MAX_LAB_HOSTS, Bytes as Bytes, Duration as Duration, Mtu as Mtu,
@@ -19,7 +19,9 @@ from .kubernetes_target import KubernetesTargetSpec  # the kubernetes target spe
 from .lab_target import LabTargetSpec
 from .network_workload import NetworkWorkload, pairs_hosts as pairs_hosts, pairs_problem as pairs_problem
 from .probes_section import ProbesSpec
+from .search_section import SearchSpec
 from .ssh_hosts import SshHostSpec as SshHostSpec, SshTargetSpec  # the ssh target spec lives in its own file
+from .vmlab_target import VmlabTargetSpec  # the VM lab's spec lives in its own file
 from .workload import Pairs as Pairs, Workload as Workload
 from .workload_kind import WorkloadKind
 
@@ -66,7 +68,7 @@ class LocalTargetSpec(Strict, ThisMachine):
 # reboot_refusal (why a boot-time knob on its hosts cannot be set) and study_problem (what
 # can never work given the workload's bind and the knobs). What needs more than
 # the spec (a lab's layout, connecting) each target kind answers: targets/target_kind.py.
-TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec], Field(discriminator="kind")]
+TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec, VmlabTargetSpec], Field(discriminator="kind")]
 # the `[target] kind` values, as the union's members declare them (error messages list them)
 TARGET_KINDS: tuple[str, ...] = tuple(get_args(m.model_fields["kind"].annotation)[0] for m in get_args(get_args(TargetSpec)[0]))
 
@@ -125,6 +127,16 @@ STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # also checked where a name c
 
 
 class Study(Strict):
+    """A study file, parsed and checked (nettune's own pydantic model): `name`,
+    `description`, `target`, `workload`, `sweep`, `repeat`, `knobs`, `probes`, as
+    docs/study-file.md describes them. Build one with `load_study` or `parse_study` (they
+    also expand and check every point); `model_dump()` gives it back as a dict. Example::
+
+        study = nettune.load_study("examples/quick.toml")
+        study.workload.engine, study.repeat.runs       # 'iperf3', 1
+        nettune.run_study(study, db="results.db")
+    """
+
     name: str = Field(pattern=STUDY_NAME, description="Study name, used in namespace names and the results database.")
     description: str = ""
     target: TargetSpec
@@ -136,6 +148,7 @@ class Study(Strict):
     repeat: Repeat = Field(default_factory=Repeat)
     knobs: KnobsSpec | None = Field(default=None, description="Settings changed per point and always restored (see docs/knobs.md).")
     probes: ProbesSpec | None = Field(default=None, description="Extra measurements: idle power after each point, an external power meter (see docs/workloads.md).")
+    search: SearchSpec | None = Field(default=None, description="Search the sweep's grid by measuring a fraction of it (see docs/search.md).")
     # the file this study was read from (absolute path) and its text, when it was read from
     # one: the knob journal records its digest (a command knob's restore runs only what it declares)
     _source: tuple[str, str] | None = PrivateAttr(default=None)
@@ -155,6 +168,14 @@ class Study(Strict):
         if problem:
             raise ValueError(problem)
         return wl
+
+    @field_validator("search")
+    @classmethod
+    def _search(cls, search: SearchSpec | None, info: ValidationInfo) -> SearchSpec | None:
+        problem = search.check_sweep(info.data.get("sweep") or {}) if search is not None else None
+        if problem:
+            raise ValueError(problem)
+        return search
 
     @model_validator(mode="after")
     def _target_problem(self) -> "Study":
