@@ -14,7 +14,8 @@ import pytest
 from scipy import stats as sst
 
 from conftest import nettune
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.run.study import run_study
 from nettune.analysis.analyze import analyze
 from nettune.analysis.compare import within_study
 from nettune.analysis.data import load
@@ -28,6 +29,7 @@ from nettune.probes import power_command
 from nettune.probes.power_command import Reading, Sampler, integrate, meter_summary
 from nettune.record.fields import EXPORTED
 from nettune.report.workload_section import workload_rows
+from nettune.store.writer import StoreWriter
 
 MIB = 1024  # KiB
 
@@ -51,7 +53,7 @@ def test_peak_rss_is_the_commands_own_not_nettunes(tmp_path):
     nettune's own size, inherited through fork and exec), and with a 300 MiB buffer within
     5%, with the method stored beside the value."""
     text = command_study("nettune-t-peak", 'run = ["dd", "if=/dev/zero", "of=/dev/null", "bs={mib}M", "count=1", "status=none"]', "mib = [1, 300]")
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(text), store)
         runs = {r.point["mib"]: r for r in store.runs(out.study_id)}
     assert out.status == "done" and out.failed == 0, [(r.error, r.extra.get("command")) for r in runs.values() if not r.ok]
@@ -152,7 +154,7 @@ def test_sequential_groups_are_one_configuration_each():
 def test_sequential_with_adaptive_repeats_finishes_a_configuration_before_the_next(tmp_path):
     text = command_study("nettune-t-seq", 'run = ["sleep", "{s}"]', "s = [0.05, 0.1]",
                          'order = "sequential"\nmin_runs = 2\nmax_runs = 4\ntarget_margin = 0.000001')
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(text), store)
         runs = sorted(store.runs(out.study_id), key=lambda r: r.id)  # ids in the order the runs were stored
     assert out.status == "done"
@@ -186,7 +188,7 @@ def test_study_c_in_miniature(tmp_path, monkeypatch):
                          'order = "sequential"\nmin_runs = 3\nmax_runs = 5\ntarget_margin = 0.02',
                          f'power_command = ["{plug}"]\nidle_power = 1')
     db = tmp_path / "c.db"
-    with Store(db) as store:
+    with StoreWriter(db) as store:
         out = run_study(parse_study(text), store)
         runs = sorted(store.runs(out.study_id), key=lambda r: r.id)
         data = load(store, out.study_id)
@@ -241,7 +243,7 @@ def test_study_c_in_miniature(tmp_path, monkeypatch):
     # the export carries every field, and reading it back restores them
     header = exported.read_text().splitlines()[0].split(",")
     assert all(f.name in header for f in EXPORTED)
-    with Store(tmp_path / "back.db") as store:
+    with StoreWriter(tmp_path / "back.db") as store:
         import_exports(store, read_exports([exported]), "back")
         back = sorted(store.runs(load(store, "back").study["id"]), key=lambda r: (r.point_idx, r.run))
     mine = sorted(runs, key=lambda r: (r.point_idx, r.run))
@@ -254,7 +256,7 @@ def test_study_c_in_miniature(tmp_path, monkeypatch):
 def test_a_missing_energy_metric_names_its_cause(tmp_path):
     """--metric energy on runs without powercap: the reason the machine gave and the metrics
     that were measured, never "0 counted runs" or "no successful counted run"."""
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(command_study("nettune-t-noenergy", 'run = ["sleep", "{s}"]', "s = [0.01, 0.02]", "runs = 2")), store)
         data = load(store, out.study_id)
     if any(r.energy_j is not None for r in data.runs):
