@@ -93,8 +93,10 @@ def print_summary(done: RunSummary) -> None:
     whole = f" ({len(done.runs)} in study #{done.study_id})" if done.resumed else ""
     console.print(f"{done.tests} tests{failed}{whole}; results in [bold]{escape(str(done.db.resolve()))}[/]")
     print_items(done.headline, bullet="")
-    for c in done.cross_checks:  # the tool-bound points measured again, side by side
-        print_items([f"cross-check at {c['label']}: {c['verdict']}"], bullet="")
+    said = " ".join(done.headline)
+    for c in done.cross_checks:  # the tool-bound points measured again, side by side (once: not again after the headline)
+        if c["verdict"] not in said:
+            print_items([f"cross-check at {c['label']}: {c['verdict']}"], bullet="")
     console.print("next: " + "   |   ".join(done.next_commands), highlight=False)
 
 
@@ -133,7 +135,7 @@ def run(
     if dry_run:
         from .dry_run_output import print_plan
 
-        print_plan(study, text, str(file))
+        print_plan(study, text, str(file), db)
         return
     resolved = expand_and_check(study, text, str(file))
     if study.search is not None:
