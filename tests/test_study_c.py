@@ -192,7 +192,7 @@ def test_study_c_in_miniature(tmp_path, monkeypatch):
         out = run_study(parse_study(text), store)
         runs = sorted(store.runs(out.study_id), key=lambda r: r.id)
         data = load(store, out.study_id)
-    assert out.status == "done" and out.failed == 0
+    assert out.status == "done" and out.failed == 0, [(r.error, r.extra.get("command")) for r in runs if not r.ok]
     # sequential: every run of a configuration before the next configuration is applied
     order = [r.point["secs"] for r in runs]
     assert order == sorted(order, key=[1.0, 1.3].index) and 6 <= len(runs) <= 10
