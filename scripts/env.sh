@@ -12,19 +12,20 @@ fi
 # (TOOLS, and TEST_TOOLS: grub-mkconfig and grub-editenv, the boot loader's own readings the
 # cmdline:KEY tests check edits against; neither installs a boot loader).
 need_pkgs=""
-for t in iperf3 iperf ethtool sshd ssh ssh-keygen ip tc sudo ps sysctl pgrep ping nft grub-mkconfig grub-editenv; do
-  command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || need_pkgs=1
+# type -P: the program on PATH (bash's own `time` keyword is not GNU time)
+for t in iperf3 iperf ethtool sshd ssh ssh-keygen ip tc sudo ps sysctl pgrep ping nft time grub-mkconfig grub-editenv; do
+  type -P "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || need_pkgs=1
 done
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs=1
 if [ -n "$need_pkgs" ]; then
   if command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive   # iperf3's debconf must not ask to start a daemon
     apt-get update -q >/dev/null
-    apt-get install -y -q iperf3 iperf ethtool openssh-server openssh-client iproute2 procps sudo iputils-ping nftables python3-venv grub-common grub2-common >/dev/null
+    apt-get install -y -q iperf3 iperf ethtool openssh-server openssh-client iproute2 procps sudo iputils-ping nftables time python3-venv grub-common grub2-common >/dev/null
   elif command -v dnf >/dev/null; then
-    dnf install -y -q iperf3 iperf ethtool openssh-server openssh-clients iproute iproute-tc procps-ng sudo iputils nftables python3 grub2-tools grub2-tools-minimal
+    dnf install -y -q iperf3 iperf ethtool openssh-server openssh-clients iproute iproute-tc procps-ng sudo iputils nftables time python3 grub2-tools grub2-tools-minimal
   else
-    echo "install iperf3, iperf, ethtool, openssh-server, openssh-client, iproute2, procps, sudo, ping (iputils) and nftables with your package manager" >&2
+    echo "install iperf3, iperf, ethtool, openssh-server, openssh-client, iproute2, procps, sudo, ping (iputils), nftables and GNU time with your package manager" >&2
     exit 2
   fi
 fi

@@ -15,7 +15,7 @@ from ..errors import NettuneError
 from .cost_curves import cost_curve, cost_findings
 from .costs import costs, display_values, stored_unit
 from ..record.fields import METRIC_FIELDS
-from .data import METRICS, Metric, PointData, StudyData, get_metric
+from .data import METRICS, Metric, PointData, StudyData, get_metric, require_values
 from .frontier import SHARE, Frontier, frontier_findings, frontiers
 from . import intervals
 from .repeats import suggest
@@ -25,7 +25,7 @@ from .stability import stability
 from .instrument import verdict as instrument_verdict
 from .links import analyze_pairs
 from .emulation import withhold
-from .energy_verdicts import energy_findings
+from .energy_verdicts import energy_findings, point_energy
 from .metric import resolve
 from .stats import summarize
 from .verdicts import (Analysis, Best, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
@@ -60,11 +60,13 @@ def point_row(p: PointData, m: Metric, params: list[str], method: str = interval
     row.cpu_server, row.cpu_server_ci = cpu["server"].mean, cpu["server"].half_width
     row.cpu_host, row.cpu_host_ci = cpu["host"].mean, cpu["host"].half_width
     row.fairness = fairness(counted)
+    row.energy = point_energy(p)
     return row
 
 
 def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION, share: float = SHARE, by: str | None = None) -> Analysis:
     m = get_metric(resolve(metric, data.engines))  # "auto": throughput, or a command's wall seconds
+    require_values(data, m)  # counted runs, none with this metric: the real cause, not "no counted run"
     if not 0 < threshold < 1:
         raise NettuneError(f"--saturation {threshold}: give a gain per doubling between 0 and 1 (e.g. 0.1 = 10%)")
     if not 0 < share <= 1:

@@ -161,8 +161,10 @@ def analyze(
     from ..report.fit import fit_table
 
     head, rows = summary_table(result, result.params)
-    # the terminal gets the statistics; CPU columns are in `nettune results` and the report
-    keep = [i for i, h in enumerate(head) if i < len(result.params) or h in ("N", result.unit, "± 95%", "median", "sd", "min to max", "CV %", "two bands")]
+    # the terminal gets the statistics and the energy per run (joules with their margin, watts: study C's table);
+    # CPU columns are in `nettune results` and the report
+    keep = [i for i, h in enumerate(head) if i < len(result.params) or h in ("N", result.unit, "± 95%", "median", "sd", "min to max", "CV %", "two bands")
+            or h.startswith(("J per run (", "± J (", "W ("))]
     title = f"{result.study} (study #{result.study_id}): {result.unit} of counted runs, ± = 95% CI ({result.interval})"
     print_fitted(fit_table([head[i] for i in keep], [[row[i][0] for i in keep] for row in rows], console.width,
                            drop_order=["CV %", "sd", "median", "min to max"], boxed=False, title=title, title_justify="left"))

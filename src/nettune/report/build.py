@@ -16,6 +16,7 @@ from typing import Any
 from ..analysis.analyze import analyze
 from ..analysis.data import PointData, StudyData, get_metric
 from ..analysis.digest import SECTION_TITLES
+from ..analysis.energy_verdicts import SOURCES
 from ..analysis.frontier import SHARE
 from ..analysis.metric import resolve
 from ..analysis.sweep import SATURATION, num
@@ -55,8 +56,10 @@ def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], lis
     unit = analysis.unit
     cpu = [f"{side} CPU ({analysis.cpu_units.get(side, '%')})" for side in ("client", "server", "host")]  # the unit in every header
     split = any(r.bands for r in analysis.points)  # two regimes under one mean: said next to it (analysis/modes.py)
+    sources = [s for s in SOURCES if any(e.source == s for r in analysis.points for e in r.energy)]  # joules per run, W
+    energy = [h for s in sources for h in (f"J per run ({s})", f"± J ({s})", f"W ({s})")]
     head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %", *(["two bands"] if split else []),
-                     *cpu, "failed", "outlier runs"]
+                     *cpu, *energy, "failed", "outlier runs"]
     rows = []
     for r in analysis.points:
         cells: list[Cell] = [(str(r.point.get(p, "")), r.point.get(p)) for p in params]
@@ -66,10 +69,20 @@ def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], lis
                   (num(r.half_width) if r.half_width is not None else "", r.half_width), (ci, r.ci_low),
                   (num(r.median) if r.n else "", r.median), (num(r.stdev) if r.stdev is not None else "", r.stdev),
                   (rng, r.min), (f"{r.cv * 100:.1f}" if r.cv is not None else "", r.cv),
-                  *([(r.bands or "", r.bands)] if split else []), _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"), (str(r.failed or ""), r.failed),
+                  *([(r.bands or "", r.bands)] if split else []), _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"),
+                  *(c for s in sources for c in _energy(r, s)), (str(r.failed or ""), r.failed),
                   (", ".join(str(x + 1) for x in r.outlier_runs), len(r.outlier_runs))]
         rows.append(cells)
     return head, rows
+
+
+def _energy(r: PointRow, source: str) -> list[Cell]:
+    """A point's joules per run, its 95% margin and its watts from one source (empty when not measured)."""
+    e = next((e for e in r.energy if e.source == source), None)
+    if e is None:
+        return [("", None)] * 3
+    return [(num(e.joules), e.joules), (num(e.joules_ci) if e.joules_ci is not None else "", e.joules_ci),
+            (num(e.watts) if e.watts is not None else "", e.watts)]
 
 
 def pick_point(data: StudyData, filters: dict[str, str], analysis: Analysis) -> PointData | None:

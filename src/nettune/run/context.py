@@ -132,6 +132,10 @@ class KnobLayer(Protocol):
 
     def apply_point(self, rp: ResolvedPoint) -> dict[str, dict[str, Any]]: ...
 
+    # place -> what the last point's knobs decide beyond their own values, read once all
+    # were set (a tuned profile's and an amd_pstate mode's governor and EPP)
+    read_back: dict[str, dict[str, Any]]
+
     def take_messages(self) -> list[str]: ...
 
     def restore_all(self) -> list[str]: ...
