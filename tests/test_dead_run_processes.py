@@ -14,7 +14,7 @@ import pytest
 from nettune import parse_study
 from nettune.targets.procs import OWNER_ENV, start_time, started_by
 
-from conftest import nettune
+from conftest import needs_root, nettune
 
 
 @pytest.fixture(autouse=True)
@@ -92,3 +92,35 @@ def test_what_lab_up_left_running_on_purpose_is_left_to_lab_down(tmp_path, monke
         if p.poll() is None:
             p.kill()
         p.wait()
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for t in os.listdir(f"/proc/{pid}/task") for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
+
+
+@needs_root
+def test_a_nettune_in_another_pid_namespace_is_left_alone(tmp_path):
+    """A nettune in a container (here: unshare --pid) marks its processes with a PID of its
+    own namespace. Seen from the host that PID is another process, so the owner looked dead
+    and a restore or the next run on the host killed the container's iperf3 mid-test ("the
+    server has terminated"). A mark from another PID namespace cannot be judged: left alone."""
+    from nettune.targets.procs import owner_alive, stop_dead_runs
+
+    # PID 1 of the new namespace marks itself: its owner (itself) is alive there
+    ns = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+                           f'{OWNER_ENV}="1 $(cut -d" " -f22 /proc/1/stat)" exec sleep 120'], start_new_session=True)
+    try:
+        deadline, marked = time.monotonic() + 10, None
+        while marked is None and time.monotonic() < deadline:
+            for pid in _children(ns.pid):
+                env = dict(e.split("=", 1) for e in open(f"/proc/{pid}/environ").read().split("\0") if "=" in e)
+                if OWNER_ENV in env:
+                    marked, token = pid, env[OWNER_ENV]
+            time.sleep(0.05)
+        assert marked is not None and token.startswith("1 ")
+        assert not owner_alive(token)  # from here the token names our PID 1: it looks dead
+        assert stop_dead_runs(owners={token}) == []
+        assert ns.poll() is None and start_time(marked) is not None
+    finally:
+        os.killpg(ns.pid, 9)
+        ns.wait()

@@ -329,13 +329,26 @@ def stop_recorded(force: bool = False, owners: set[str] | None = None, labs: boo
     return stopped
 
 
+def _same_pid_namespace(pid: int) -> bool:
+    """Whether `pid` lives in this process's PID namespace. An owner token is a PID *of
+    the owner's namespace*: seen from the host, the mark of a nettune running in a
+    container (or unshare --pid) names a PID that means another process here, so its
+    owner would look dead and its iperf3 server be killed mid-test ("the server has
+    terminated"). Unreadable: cannot tell, so not ours to judge either."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
+
+
 def marked_processes() -> dict[int, str]:
-    """Every live process of this machine (that this user may read) carrying a nettune
-    owner mark in its environment: pid -> the owner token."""
+    """Every live process of this PID namespace (that this user may read) carrying a
+    nettune owner mark in its environment: pid -> the owner token. Processes of other PID
+    namespaces are left out: their tokens cannot be judged from here (_same_pid_namespace)."""
     found: dict[int, str] = {}
     prefix = f"{OWNER_ENV}=".encode()
     for d in os.listdir("/proc"):
-        if d.isdigit() and int(d) != os.getpid():
+        if d.isdigit() and int(d) != os.getpid() and _same_pid_namespace(int(d)):
             try:
                 env = Path(f"/proc/{d}/environ").read_bytes().split(b"\0")
             except OSError:
@@ -370,8 +383,8 @@ def started_by(owners: set[str]) -> list[int]:
         return []
     want = {f"{OWNER_ENV}={o}".encode() for o in owners}
     found = []
-    for d in os.listdir("/proc"):
-        if d.isdigit() and int(d) != os.getpid():
+    for d in os.listdir("/proc"):  # tokens are PIDs of this namespace: only its processes carry ours
+        if d.isdigit() and int(d) != os.getpid() and _same_pid_namespace(int(d)):
             try:
                 env = set(Path(f"/proc/{d}/environ").read_bytes().split(b"\0"))
             except OSError:
