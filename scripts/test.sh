@@ -9,4 +9,4 @@ if ! command -v chromium >/dev/null; then   # renders report.html to check it (t
     dnf install -y -q chromium
   fi
 fi
-python -m pytest -q -p no:cacheprovider "$@"
+python -m pytest -q -p no:cacheprovider --durations=20 "$@"   # the slowest tests in every CI log

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 
 from ..errors import NettuneError
 from .app import DB_OPT, app, console, open_store, user_errors
@@ -33,14 +34,14 @@ def ceiling(
             for host, p in plans:
                 tools = ", ".join(f"{e} {v}" for e, v in p.versions.items() if v)
                 where = p.machine if host.on_this_machine else f"{host.name} ({p.machine})"
-                console.print(f"[bold]{where}[/]: {len(p.tests)} loopback tests of {duration}s ({tools}; {p.cores} core(s))")
+                console.print(f"[bold]{escape(where)}[/]: {len(p.tests)} loopback tests of {duration}s ({escape(tools)}; {p.cores} core(s))")
                 rows = measure(host, p, duration, _show)
                 add_ceilings(store.db, p.machine, rows)
                 for fam, (bps, at) in best(rows).items():
-                    console.print(f"ceiling {fam}: {bps / 1e9:.2f} Gbit/s at -P {at} (machine {p.machine})", highlight=False)
-    console.print(f"stored in {db.resolve()}")
+                    console.print(escape(f"ceiling {fam}: {bps / 1e9:.2f} Gbit/s at -P {at} (machine {p.machine})"), highlight=False)
+    console.print(escape(f"stored in {db.resolve()}"))
 
 
 def _show(row: dict[str, Any]) -> None:
-    what = f"{row['bps'] / 1e9:.2f} Gbit/s" if row["bps"] is not None else f"[red]failed: {row['error']}[/]"
-    console.print(f"  {row['config']} -P {row['streams']}: {what}", highlight=False)
+    what = f"{row['bps'] / 1e9:.2f} Gbit/s" if row["bps"] is not None else f"[red]failed: {escape(str(row['error']))}[/]"
+    console.print(f"  {escape(str(row['config']))} -P {row['streams']}: {what}", highlight=False)
