@@ -104,7 +104,7 @@ def run_stability(run: Any, point: dict[str, Any], label: str, alpha: float = AL
         warnings.simplefilter("ignore")
         if len(set(ts)) > 1 and sd > 0:
             lr = sst.linregress(ts, ys)
-            out.trend_pct_per_min, out.trend_p = lr.slope * 60 / mean * 100, float(lr.pvalue)
+            out.trend_pct_per_min, out.trend_p = float(lr.slope) * 60 / mean * 100, float(lr.pvalue)
     found = _step(ys)
     if found is not None:
         k, p = found
@@ -146,8 +146,8 @@ def stability(data: StudyData, params: list[str]) -> tuple[list[RunStability], l
     head = (f"stability over each run ({len(rows)} runs, intervals of {iv[len(iv) // 2]:g} s): {steady} steady, "
             f"{sum(r.verdict == 'noisy' for r in rows)} noisy, {len(moved)} with a step or a trend")
     lines = [head]
-    for r in moved[:10]:
-        lines.append(f"run {r.run}{' ' + r.pair if r.pair else ''} at {r.label}: {r.text}")
+    for moved_run in moved[:10]:
+        lines.append(f"run {moved_run.run}{' ' + moved_run.pair if moved_run.pair else ''} at {moved_run.label}: {moved_run.text}")
     if len(moved) > 10:
         lines.append(f"... and {len(moved) - 10} more runs with a step or a trend (analyze --format json: stability)")
     return rows, lines

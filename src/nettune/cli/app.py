@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from ..errors import NettuneError
 from ..store import Store
+from ..store.writer import StoreWriter
 
 app = typer.Typer(
     name="nettune",
@@ -82,10 +83,18 @@ def print_given_up(lines: list[tuple[str, str]], what: str) -> None:
 DB_OPT = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite).")
 
 
-def open_store(db: Path, must_exist: bool = True) -> Store:
-    if must_exist and not db.exists():
+def open_store(db: Path) -> Store:
+    """The results database, read-only (commands that only read)."""
+    if not db.is_file():
         raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
     return Store(db)
+
+
+def open_writer(db: Path, must_exist: bool = False) -> StoreWriter:
+    """The results database for a run or a measurement (created unless `must_exist`)."""
+    if must_exist and not db.is_file():
+        raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
+    return StoreWriter(db)
 
 
 def print_export(text: str | None, out: Path | None, runs: int) -> None:

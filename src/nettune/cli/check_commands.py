@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from ..errors import NettuneError
 from ..record.fields import metric_help
-from .app import DB_OPT, app, console, err_console, open_store, print_fitted, user_errors
+from .app import DB_OPT, app, console, err_console, open_store, open_writer, print_fitted, user_errors
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FORMATS = ("text", "json", "csv", "markdown")
@@ -61,6 +61,7 @@ def _baseline(path: Path, name: str, ref: str | None, tmp: Path) -> Any:
     from ..analysis.data import load
     from ..importers.nettune_export import import_exports, is_export, read_exports
     from ..store import Store
+    from ..store.writer import StoreWriter
 
     if not path.exists():
         raise NettuneError(f"--baseline {path}: no such file; give a results database or a `nettune export` file")
@@ -69,7 +70,7 @@ def _baseline(path: Path, name: str, ref: str | None, tmp: Path) -> Any:
             return load(store, ref if ref is not None else name)
     if not is_export(path):
         raise NettuneError(f"--baseline {path}: neither a results database nor a `nettune export` file (CSV, JSON, Parquet)")
-    with Store(tmp / "baseline.db") as store:
+    with StoreWriter(tmp / "baseline.db") as store:
         import_exports(store, read_exports([path]), "baseline")
         return load(store, "baseline")
 
@@ -159,7 +160,7 @@ def _check(study: str, baseline: Path, tolerance: str, baseline_study: str | Non
             from ..run.study import run_study
 
             check_length(spec, expand_and_check(spec, text, str(file)), str(file), MAX_HOURS)
-            with open_store(db, must_exist=False) as store:
+            with open_writer(db) as store:
                 outcome = run_study(spec, store, text, str(file), progress=_Lines(progress))
                 after = load(store, outcome.study_id)
         else:

@@ -32,7 +32,7 @@ from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..studyfile.load import read_bytes
 from ..studyfile.models import Workload
-from ..store.sqlite import Store
+from ..store.writer import StoreWriter
 from .base import WORKLOAD_HINTS, Importer, importers
 from ..record.fields import FIELDS
 from .decode import text_of, unpack
@@ -255,7 +255,7 @@ def _numbers(ns: list[int]) -> str:
     return ", ".join(map(str, ns)) if len(ns) <= 4 else f"{ns[0]}, {ns[1]}, ... {ns[-1]} ({len(ns)} tests)"
 
 
-def import_files(store: Store, files: list[Path], study: str, params: dict[str, Any], description: str = "",
+def import_files(store: StoreWriter, files: list[Path], study: str, params: dict[str, Any], description: str = "",
                  name_rules: list[re.Pattern[str]] | None = None, header_rules: list[re.Pattern[str]] | None = None,
                  member: Importer | None = None) -> ImportOutcome:
     """Read every file, then store the usable tests (NettuneError when there is none)."""
@@ -269,13 +269,13 @@ def import_files(store: Store, files: list[Path], study: str, params: dict[str, 
 
 
 @contextmanager
-def import_store(db: Path) -> Iterator[Store]:
+def import_store(db: Path) -> Iterator[StoreWriter]:
     """The database to import into, created if needed. When the import fails and this
     created the database, the file goes again with SQLite's -wal/-shm/-journal files
     beside it: a failed import leaves no database behind (an existing one is kept)."""
     existed = db.exists()
     try:
-        with Store(db) as store:
+        with StoreWriter(db) as store:
             yield store
     except BaseException:
         if not existed:
@@ -284,7 +284,7 @@ def import_store(db: Path) -> Iterator[Store]:
         raise
 
 
-def store_files(store: Store, results: list[Read], study: str, description: str = "") -> ImportOutcome:
+def store_files(store: StoreWriter, results: list[Read], study: str, description: str = "") -> ImportOutcome:
     """Add the read tests as runs of the imported study `study` (created if needed), each
     at the point of its parameters."""
     out: ImportOutcome | None = None
@@ -315,7 +315,7 @@ def measured(res: TestResult) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in held.items()) or "no throughput"
 
 
-def _study_and_point(store: Store, name: str, params: dict[str, Any], description: str) -> tuple[int, int, int]:
+def _study_and_point(store: StoreWriter, name: str, params: dict[str, Any], description: str) -> tuple[int, int, int]:
     """The imported study to add to (created if needed), the point for `params`, the next run number."""
     row = store.db.execute("SELECT id, status FROM studies WHERE name=? ORDER BY id DESC LIMIT 1", (name,)).fetchone()
     if row is not None and row["status"] != "imported":
@@ -338,7 +338,7 @@ def _study_and_point(store: Store, name: str, params: dict[str, Any], descriptio
     return sid, pid, next_run
 
 
-def _update_sweep(store: Store, sid: int) -> None:
+def _update_sweep(store: StoreWriter, sid: int) -> None:
     """Keep spec_json's [sweep] listing every value imported, so the analysis sees the axes."""
     row = store.db.execute("SELECT spec_json FROM studies WHERE id=?", (sid,)).fetchone()
     spec = json.loads(row[0])
@@ -356,7 +356,7 @@ def _header() -> str:
     return "# Imported with `nettune import`: no study file; each run came from one log file.\n"
 
 
-def _log_files(store: Store, sid: int, files: list[FileOutcome]) -> None:
+def _log_files(store: StoreWriter, sid: int, files: list[FileOutcome]) -> None:
     """Append the imported files to spec_text, the record of where the runs came from."""
     row = store.db.execute("SELECT spec_text FROM studies WHERE id=?", (sid,)).fetchone()
     stamp = time.strftime("%Y-%m-%d %H:%M")

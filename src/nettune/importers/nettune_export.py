@@ -32,7 +32,7 @@ from ..record.fields import EXPORTED, FIELDS
 from ..record.parts import CommandRun, EngineChoice, EnergyRun, FanOut, PairPlace, ToolDetails
 from ..store.cpu_units import parse_units_text
 from ..store.idle_table import add_idle_row
-from ..store.sqlite import Store
+from ..store.writer import StoreWriter
 from .export_bundle import Bundle, nested_series, numbers, owns, part_of, read_bundle, table_of
 from .intake import NAME, ImportTarget
 
@@ -237,7 +237,7 @@ def _spec(exports: list[ExportRows], points: dict[str, dict[str, Any]], name: st
     return ExportedStudy.model_validate(base | {"name": name, "description": description or "imported from nettune exports", "sweep": sweep})
 
 
-def import_exports(store: Store, exports: list[ExportRows], name: str, description: str = "") -> tuple[int, int]:
+def import_exports(store: StoreWriter, exports: list[ExportRows], name: str, description: str = "") -> tuple[int, int]:
     """A new imported study `name` holding every row of `exports`: (study id, runs)."""
     if not NAME.match(name):
         raise NettuneError(f"--study {name!r}: use letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)")

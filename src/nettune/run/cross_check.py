@@ -21,7 +21,7 @@ from ..engines.choice import auto_processes, config_label
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint
 from ..store import instrument_tables as tables
-from ..store.sqlite import Store
+from ..store.writer import StoreWriter
 from ..targets.procs import owner_token
 from .context import RunContext
 from .engine_choice import HostAnswers
@@ -32,7 +32,7 @@ from .workloads import workload_hosts, workload_run
 AGREE = 0.10  # configurations within 10% of each other agree: the first was not the tool's limit
 
 
-def tool_bound_indices(store: Store, study_id: int) -> list[int]:
+def tool_bound_indices(store: StoreWriter, study_id: int) -> list[int]:
     data = load(store, str(study_id))
     return tool_bound_points(data, data.params)[2]
 
@@ -104,7 +104,7 @@ def _row(engine: str, procs: int, version: str, values: list[float], failed: int
             "gbps": None if mean is None else mean / 1e9, "n": len(values), "failed": failed}
 
 
-def _stored_row(store: Store, study_id: int, rp: ResolvedPoint) -> dict[str, Any]:
+def _stored_row(store: StoreWriter, study_id: int, rp: ResolvedPoint) -> dict[str, Any]:
     """What the study itself measured at this point (its counted runs)."""
     runs = [r for r in store.runs(study_id, include_warmup=False) if r.point_idx == rp.point.index]
     ok = [r for r in runs if r.ok and r.total_bps is not None]

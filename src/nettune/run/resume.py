@@ -23,7 +23,8 @@ from typing import Any
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..plan.points import Slot
-from ..store.sqlite import Store, spec_hash
+from ..store.schema import spec_hash
+from ..store.sqlite import Store
 from ..studyfile.models import Study
 from ..targets import target_kind
 from ..targets.procs import owner_alive, stop_dead_runs

@@ -1,4 +1,5 @@
-"""Where results live. SQLite by default; the schema is versioned (store.sqlite.SCHEMA_VERSION)."""
+"""Where results live: SQLite, versioned (store/schema.py). `Store` reads (public);
+`StoreWriter` (store/writer.py) is what runs and imports write through."""
 from .records import RunRecord
 from .sqlite import METRIC_COLUMNS, SCHEMA_VERSION, Store
 
