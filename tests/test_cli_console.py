@@ -34,3 +34,18 @@ def test_stdout_prints_a_path_verbatim(tmp_path):
         with c.capture() as cap:
             c.print(":b: :thumbs_up:", highlight=False)
         assert cap.get() == ":b: :thumbs_up:\n"
+
+
+def test_the_api_progress_bar_shows_names_verbatim():
+    """nettune.run's terminal bar: the study name and point label are its task description
+    (rich markup), a finished test's line is printed by its own console."""
+    from nettune.api.progress import ProgressUpdate, TerminalBar
+
+    bar = TerminalBar()
+    with bar.console.capture() as cap:
+        bar(ProgressUpdate(event="start", study=WEIRD, done=0, total=1, text=""))
+        bar(ProgressUpdate(event="test_start", study=WEIRD, done=0, total=1, text=WEIRD))
+        assert bar.bar.columns[0].render(bar.bar.tasks[0]).plain == WEIRD  # what the bar shows
+        bar(ProgressUpdate(event="test_end", study=WEIRD, done=1, total=1, text=WEIRD))
+        bar.close()
+    assert WEIRD in cap.get()

@@ -32,7 +32,7 @@ class RichProgress:
 
     def __init__(self) -> None:
         self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console, transient=True,
         )
         self.task: Any = None
