@@ -22,7 +22,7 @@ from .repeats import suggest
 from .fairness import UNEVEN, fairness
 from .groups import analyze_groups
 from .stability import stability
-from .instrument import best_near_ceiling, instrument, tool_bound
+from .instrument import verdict as instrument_verdict
 from .links import analyze_pairs
 from .emulation import withhold
 from .energy_verdicts import energy_findings
@@ -118,7 +118,8 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     findings.add("noise", [r.text for r in out.repeats])
     out.fairness = [PointFairness.of(r, r.fairness) for r in rows if r.fairness]
     findings += _fairness_text(out.fairness)
-    out.instrument = instrument(data, params)
+    inst = instrument_verdict(data, params, bp.idx)  # computed once: findings and headline say the same
+    out.instrument = inst.findings
     findings += out.instrument
     out.outliers = [PointOutliers(r.point, r.outlier_runs) for r in rows if r.outlier_runs]
     for r in rows:
@@ -149,7 +150,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
         out.groups = analyze_groups(data, by, m)
         findings += [f"by {by}: {f}" if not f.startswith("  ") else f for f in out.groups.findings]
     out.findings, out.sections = list(findings), findings.grouped(out.instrument)
-    out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx) + margin_line
+    out.headline = headline(out, bp.label(params) if params else "", inst.headline()) + margin_line
     if out.groups is not None:
         out.headline += [i.text for i in out.groups.interactions if i.depends]
     if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
@@ -159,17 +160,14 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     return out
 
 
-def headline(out: Analysis, where: str, hits: dict[str, float]) -> list[str]:
+def headline(out: Analysis, where: str, instrument: list[str]) -> list[str]:
     """The two or three lines a reader needs first: the best point, and what limited it
-    (the measuring tool, else the parameter that mattered most), and whether it is settled."""
+    (the instrument's verdict on it, analysis/instrument.py, else the parameter that
+    mattered most), and whether it is settled."""
     best, unit = out.best, out.unit
     ci = f" (95% CI {num(best.ci_low)} to {num(best.ci_high)}, N={best.n})" if best.ci_low is not None else f" (N={best.n}, single run)"
-    lines = [f"best: {num(best.mean)} {unit}{' at ' + where if where else ''}{ci}"]
-    if hits:
-        side, top = max(hits.items(), key=lambda kv: kv[1])
-        lines.append(f"bottleneck: the tool, not the network: iperf3 before 3.16 runs every stream on one thread, and its {side} "
-                     f"used up to {top:.0f}% of a core; use engine = \"auto\" or processes = \"auto\" (or iperf2, iperf3 >= 3.16) for the path's real capacity")
-    else:
+    lines = [f"best: {num(best.mean)} {unit}{' at ' + where if where else ''}{ci}"] + instrument
+    if not any(line.startswith("bottleneck:") for line in instrument):
         effects = [p.effect for p in out.parameters if p.effect and p.effect.mattered and p.effect.change_pct is not None]
         if effects:
             e = max(effects, key=lambda e: abs(math.log1p(e.change_pct / 100)) if e.change_pct > -100 else math.inf)  # type: ignore[operator]
@@ -220,4 +218,4 @@ def _fairness_text(fair: list[PointFairness]) -> list[str]:
             f"{worst.jain_min:.2f} ({span})"]
 
 
-__all__ = ["analyze", "efficiency", "headline", "instrument"]
+__all__ = ["analyze", "efficiency", "headline"]

@@ -13,7 +13,10 @@ The mark is the hosts' facts (`emulated`: true, stored by the vmlab target for e
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # verdicts imports nothing of this module; the type only
+    from .verdicts import Analysis
 
 EMULATED = "emulated CPU: throughput shows behaviour, not performance"
 
@@ -31,7 +34,7 @@ def note(facts: dict[str, dict[str, Any]]) -> str | None:
     return f"{EMULATED} ({', '.join(hosts)} ran on QEMU's {accel.upper()}); performance verdicts are withheld"
 
 
-def withhold(out: Any, facts: dict[str, dict[str, Any]]) -> Any:
+def withhold(out: Analysis, facts: dict[str, dict[str, Any]]) -> Analysis:
     """The analysis without its performance verdicts when the study ran on emulated CPUs
     (the points' numbers stay: they are what was measured)."""
     line = note(facts)

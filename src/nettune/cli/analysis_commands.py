@@ -152,9 +152,11 @@ def analyze(
 
     _fmt(format)
     with open_store(db) as store:
-        result = run_analysis(load(store, study), metric, saturation, share, by)
+        data = load(store, study)
+        result = run_analysis(data, metric, saturation, share, by)
+    searched = _search_answer(data)  # [search]: the search's answer after the sweep's verdicts
     if format == "json":
-        _print_json(result.to_dict())
+        _print_json(result.to_dict() | ({"search": searched.to_dict()} if searched is not None else {}))
         return
     from ..report.build import summary_table
     from ..report.fit import fit_table
@@ -172,6 +174,17 @@ def analyze(
         print_fitted(fit_table(phead, prows, console.width, drop_order=["failed", "server", "client", "95% CI"], boxed=False,
                                title="pairs: each link on its own (N = its repeats)", title_justify="left"))
     print_items(result.findings)
+    if searched is not None:
+        from ..search.answer_text import answer_lines
+
+        print_items(answer_lines(searched), bullet="")
+
+
+def _search_answer(data: Any) -> Any:
+    """The answer of a study with [search] (None without one)."""
+    from ..search.session import answer_of
+
+    return answer_of(data)
 
 
 @app.command()

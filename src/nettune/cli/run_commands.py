@@ -79,6 +79,10 @@ def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = 
             prog.stop()
         done = summarize(store, outcome, study.name, db, resume)
     print_summary(done)
+    if outcome.search is not None:
+        from ..search.answer_text import answer_lines
+
+        print_items(answer_lines(outcome.search), bullet="")
 
 
 def print_summary(done: RunSummary) -> None:
@@ -89,8 +93,10 @@ def print_summary(done: RunSummary) -> None:
     whole = f" ({len(done.runs)} in study #{done.study_id})" if done.resumed else ""
     console.print(f"{done.tests} tests{failed}{whole}; results in [bold]{escape(str(done.db.resolve()))}[/]")
     print_items(done.headline, bullet="")
-    for c in done.cross_checks:  # the tool-bound points measured again, side by side
-        print_items([f"cross-check at {c['label']}: {c['verdict']}"], bullet="")
+    said = " ".join(done.headline)
+    for c in done.cross_checks:  # the tool-bound points measured again, side by side (once: not again after the headline)
+        if c["verdict"] not in said:
+            print_items([f"cross-check at {c['label']}: {c['verdict']}"], bullet="")
     console.print("next: " + "   |   ".join(done.next_commands), highlight=False)
 
 
@@ -129,9 +135,15 @@ def run(
     if dry_run:
         from .dry_run_output import print_plan
 
-        print_plan(study, text, str(file))
+        print_plan(study, text, str(file), db)
         return
-    check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)
+    resolved = expand_and_check(study, text, str(file))
+    if study.search is not None:
+        from ..commands.search_plan import check_search_length
+
+        check_search_length(study, resolved, text, str(file), None if allow_long else MAX_HOURS)
+    else:
+        check_length(study, resolved, str(file), None if allow_long else MAX_HOURS)
     if doctor not in ("on", "off"):
         raise NettuneError(f"--doctor {doctor!r}: on or off")
     execute(study, text, str(file), db, restore_first, resume, cross_check, doctor == "on")

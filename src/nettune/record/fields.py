@@ -123,6 +123,10 @@ class Measures(BaseModel):
     lost_packets: Annotated[int | None, Row("count", "lost packets", adds=True, doc="UDP datagrams lost")] = None
     packets: Annotated[int | None, Row("count", "packets", adds=True, doc="UDP datagrams sent")] = None
     lost_percent: Annotated[float | None, Row("%", "loss %", 1.0, "lower", "lost_percent", doc="UDP datagrams lost, %")] = None
+    offered_bps: Annotated[float | None, Row("bit/s", "offered Gbit/s", 1e-9, adds=True, since=4,
+                                             doc="the rate the main direction's sender was asked for, all its streams (-b times "
+                                                 "the streams, or the tool's UDP default); none when nothing limited it (TCP "
+                                                 "without -b). A sender below 95% of it is warned")] = None
     reverse_sender_bps: Annotated[float | None, Row("bit/s", "reverse sender Gbit/s", 1e-9, adds=True,
                                                     doc="bits/s sent server to client in a bidir test")] = None
     reverse_receiver_bps: Annotated[float | None, Row("bit/s", "reverse Gbit/s", 1e-9, "higher", "reverse", FAST, adds=True,

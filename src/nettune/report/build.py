@@ -29,6 +29,7 @@ from .cross_check_section import cross_check_md
 from .html import render_html
 from .pair_matrix import pair_chart, pair_table, round_table
 from .stability_chart import stability_chart
+from .search_trace import SearchPart, search_md, search_part
 from .workload_section import workload_md
 
 Cell = tuple[str, Any]  # (text shown, value to sort by)
@@ -153,7 +154,7 @@ def md_text(text: Any) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;")  # '>' alone opens no tag
 
 
-def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
+def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path, search: SearchPart | None = None) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
     started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
@@ -170,6 +171,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power
     lines += verdicts_md(analysis, bool(s.get("cross_checks")))
+    lines += search_md(search, md_text)  # [search]: the answer, importances beside the ablation
     lines += _audit_md(data.facts)
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:
@@ -206,9 +208,12 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
     charts += [c for c in [stability_chart(data, analysis, out / "charts")] if c is not None]  # every point's intervals over time
     pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
     charts += [pairs] if pairs else []
+    search = search_part(data, out / "charts")
+    charts += [search.chart] if search is not None and search.chart is not None else []
     md = out / "report.md"
-    write_private(md, render_markdown(data, analysis, charts, out))  # 0600 (store/private_file.py)
+    write_private(md, render_markdown(data, analysis, charts, out, search))  # 0600 (store/private_file.py)
     head, rows = summary_table(analysis, data.params)
     html = out / "report.html"
-    write_private(html, render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis)))
+    write_private(html, render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis),
+                                    search.lines if search is not None else []))
     return Report(out, md, html, charts, analysis)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..engines.choice import Choice
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint, Slot
+from ..search.answer import Answer
 from ..store.writer import StoreWriter
 from ..studyfile.models import Study
 from ..targets.base import Target
@@ -117,6 +118,7 @@ class Outcome:
     failed: int = 0
     warnings: list[str] = field(default_factory=list)
     cross_checks: list[dict[str, Any]] = field(default_factory=list)  # --cross-check: side-by-side rows and verdicts
+    search: Answer | None = None  # [search]: its answer (search/answer.py)
     messages: list[str] = field(default_factory=list)  # the notes the run made (Progress.message), in order
     name: str = ""  # the study's name
     db: Path | None = None  # the results database it is in (nettune.run_study)

@@ -17,8 +17,8 @@ from typing import Any
 from ..record.fields import STORED, Field
 from ..record.legacy import split
 
-# 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd; 3: cpu_server_host(_softirq)
-FIELDS_VERSION = 3
+# 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd; 3: cpu_server_host(_softirq); 4: offered_bps
+FIELDS_VERSION = 4
 
 
 def ddl() -> str:

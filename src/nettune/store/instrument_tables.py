@@ -2,13 +2,16 @@
 
 Two tables, in the results database's own connection (store.sqlite creates them):
 
-- `ceilings`: a host machine's loopback ceiling per configuration (engine, processes)
-  and stream count, as `nettune ceiling` measured it. A machine is known by its node
-  name (`uname -n`), so a lab's namespaces and a local study's hosts, all this machine,
-  share one ceiling, and a study run later finds the ceiling measured earlier.
+- `ceilings`: what each tool configuration (engine, processes) reached at each stream
+  count on a path of a host machine, as `nettune ceiling` measured it: every run's bits/s
+  (`values_json`), their mean (`bps`), count and 95% interval. `path` names the path
+  class: "loopback" (the machine's own 127.0.0.1) or "lab mtu=N" (two lab namespaces of
+  the machine on an unshaped link). A machine is known by its node name (`uname -n`), so
+  a lab's namespaces and a local study's hosts, all this machine, share one ceiling, and
+  a study run later finds the ceiling measured earlier.
 - `cross_checks`: `nettune run --cross-check`'s side-by-side rows for a point analysis
-  marked tool-bound: each configuration's mean over its runs, and the verdict; the runs
-  themselves are stored in a study of their own (`check_study_id`).
+  marked tool-bound: each configuration's runs (Gbit/s), mean and count, and the verdict;
+  the runs themselves are stored in a study of their own (`check_study_id`).
 """
 from __future__ import annotations
 
@@ -29,7 +32,12 @@ CREATE TABLE IF NOT EXISTS ceilings (
   bps REAL,                       -- receiver throughput on loopback; NULL: the test failed
   duration REAL,
   cores INTEGER,
-  measured REAL NOT NULL
+  measured REAL NOT NULL,
+  path TEXT NOT NULL DEFAULT 'loopback',  -- path class: "loopback", "lab mtu=N"
+  runs INTEGER,                   -- runs behind bps (their mean)
+  ci_low REAL,                    -- 95% Student-t interval of the mean (NULL with one run)
+  ci_high REAL,
+  values_json TEXT                -- every run's bits/s
 );
 CREATE INDEX IF NOT EXISTS ceilings_machine ON ceilings(machine);
 CREATE TABLE IF NOT EXISTS cross_checks (
@@ -44,50 +52,120 @@ CREATE TABLE IF NOT EXISTS cross_checks (
 """
 
 
+# columns added to `ceilings` after its first version (older databases get them on open)
+_ADDED = {"path": "TEXT NOT NULL DEFAULT 'loopback'", "runs": "INTEGER", "ci_low": "REAL", "ci_high": "REAL", "values_json": "TEXT"}
+
+
 def create(db: sqlite3.Connection) -> None:
     db.executescript(SCHEMA)
+    have = {r[1] for r in db.execute("PRAGMA table_info(ceilings)")}
+    for col, decl in _ADDED.items():
+        if col not in have:
+            db.execute(f"ALTER TABLE ceilings ADD COLUMN {col} {decl}")
+    db.commit()
 
 
-def add_ceilings(db: sqlite3.Connection, machine: str, rows: list[dict[str, Any]]) -> None:
-    """One `nettune ceiling` run on one machine: it replaces that machine's earlier rows
-    of the same configurations (a ceiling is what the machine does now)."""
+def add_ceilings(db: sqlite3.Connection, machine: str, rows: list[dict[str, Any]], path: str = "loopback") -> None:
+    """One `nettune ceiling` run on one machine and path: it replaces that machine's
+    earlier rows of the same path and configurations (a ceiling is what the machine does
+    now). A row: config, engine, processes, streams, and `values` (bits/s of each run;
+    failed runs left out) or a single `bps`."""
     now = time.time()
     with db:
         for config in {r["config"] for r in rows}:
-            db.execute("DELETE FROM ceilings WHERE machine=? AND config=?", (machine, config))
+            db.execute("DELETE FROM ceilings WHERE machine=? AND path=? AND config=?", (machine, path, config))
+        out = []
+        for r in rows:
+            given: list[Any] = list(r["values"]) if r.get("values") is not None else [r.get("bps")]
+            vals = [float(v) for v in given if v is not None]
+            mean, lo, hi = _interval(vals)
+            out.append((machine, path, r["config"], r["engine"], r["processes"], r["streams"], r.get("tool_version"), mean,
+                        r.get("duration"), r.get("cores"), now, len(vals), lo, hi, json.dumps(vals)))
         db.executemany(
-            "INSERT INTO ceilings (machine, config, engine, processes, streams, tool_version, bps, duration, cores, measured)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(machine, r["config"], r["engine"], r["processes"], r["streams"], r.get("tool_version"), r.get("bps"),
-              r.get("duration"), r.get("cores"), now) for r in rows])
+            "INSERT INTO ceilings (machine, path, config, engine, processes, streams, tool_version, bps, duration, cores, measured,"
+            " runs, ci_low, ci_high, values_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", out)
 
 
-def ceilings(db: sqlite3.Connection, machine: str) -> dict[str, dict[int, float]]:
-    """config -> {streams: bits/s} measured on `machine` (failed tests left out)."""
+def _interval(vals: list[float]) -> tuple[float | None, float | None, float | None]:
+    """Mean and 95% Student-t interval (None where fewer than two runs give none)."""
+    if not vals:
+        return None, None, None
+    mean = sum(vals) / len(vals)
+    if len(vals) < 2:
+        return mean, None, None
+    from scipy import stats  # noqa: PLC0415 - only when a ceiling is stored
+
+    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
+    half = float(stats.t.ppf(0.975, len(vals) - 1)) * sd / len(vals) ** 0.5
+    return mean, mean - half, mean + half
+
+
+def open_read_only(path: Any) -> sqlite3.Connection | None:
+    """A results database opened read-only (the dry run changes nothing); None when there
+    is no file there."""
+    from pathlib import Path  # noqa: PLC0415
+
+    if path is None or not Path(path).is_file():
+        return None
+    return sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+
+
+def ceilings(db: sqlite3.Connection, machine: str, path: str = "loopback") -> dict[str, dict[int, float]]:
+    """config -> {streams: mean bits/s} measured on `machine`'s `path` (failed tests left out)."""
     out: dict[str, dict[int, float]] = {}
-    for r in db.execute("SELECT config, streams, bps FROM ceilings WHERE machine=? AND bps IS NOT NULL ORDER BY id", (machine,)):
+    try:
+        rows = db.execute("SELECT config, streams, bps FROM ceilings WHERE machine=? AND path=? AND bps IS NOT NULL ORDER BY id",
+                          (machine, path)).fetchall()
+    except sqlite3.OperationalError:
+        return out  # a database opened read-only (the dry run) from before ceilings had paths, or without the table
+    for r in rows:
         out.setdefault(r[0], {})[int(r[1])] = float(r[2])
     return out
 
 
+def ceiling_runs(db: sqlite3.Connection, machine: str) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """path -> config -> {streams (text): every run's bits/s} measured on `machine`."""
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for path, config, streams, bps, values in db.execute(
+            "SELECT path, config, streams, bps, values_json FROM ceilings WHERE machine=? AND bps IS NOT NULL ORDER BY id", (machine,)):
+        vals = _floats(values) or [float(bps)]
+        out.setdefault(str(path), {}).setdefault(str(config), {})[str(int(streams))] = vals
+    return out
+
+
+def _floats(text: Any) -> list[float]:
+    """A stored list of numbers (values_json), read as untrusted: anything else is []."""
+    try:
+        got = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return []
+    return [float(v) for v in got if isinstance(v, (int, float)) and not isinstance(v, bool)] if isinstance(got, list) else []
+
+
 def ceiling_rows(db: sqlite3.Connection, machine: str | None = None) -> list[dict[str, Any]]:
-    q = "SELECT machine, config, engine, processes, streams, tool_version, bps, duration, cores, measured FROM ceilings"
+    q = ("SELECT machine, path, config, engine, processes, streams, tool_version, bps, runs, ci_low, ci_high, duration, cores, measured"
+         " FROM ceilings")
     args: tuple[Any, ...] = ()
     if machine is not None:
         q, args = q + " WHERE machine=?", (machine,)
-    cur = db.execute(q + " ORDER BY machine, config, streams", args)
+    cur = db.execute(q + " ORDER BY machine, path, config, streams", args)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
 def with_ceilings(db: sqlite3.Connection, facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Host facts with each host's machine ceilings added (`loopback_ceiling`: config ->
-    {streams: bits/s}) when its facts name its machine and `nettune ceiling` measured it."""
+    """Host facts with each host's machine ceilings added when its facts name its machine
+    and `nettune ceiling` measured it: `ceilings` (path -> config -> {streams: every run's
+    bits/s}) and, for the report, `loopback_ceiling` (config -> {streams: mean bits/s})."""
     out = {}
     for host, f in facts.items():
         machine = f.get("machine") if isinstance(f, dict) else None
-        c = ceilings(db, str(machine)) if machine else {}
-        out[host] = f | {"loopback_ceiling": {k: {str(p): b for p, b in v.items()} for k, v in c.items()}} if c else f
+        runs = ceiling_runs(db, str(machine)) if machine else {}
+        if not runs:
+            out[host] = f
+            continue
+        loop = {k: {p: sum(v) / len(v) for p, v in by.items()} for k, by in (runs.get("loopback") or {}).items()}
+        out[host] = f | {"ceilings": runs} | ({"loopback_ceiling": loop} if loop else {})
     return out
 
 

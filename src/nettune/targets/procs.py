@@ -329,12 +329,11 @@ def stop_recorded(force: bool = False, owners: set[str] | None = None, labs: boo
     return stopped
 
 
-def _same_pid_namespace(pid: int) -> bool:
-    """Whether `pid` lives in this process's PID namespace. An owner token is a PID *of
-    the owner's namespace*: seen from the host, the mark of a nettune running in a
-    container (or unshare --pid) names a PID that means another process here, so its
-    owner would look dead and its iperf3 server be killed mid-test ("the server has
-    terminated"). Unreadable: cannot tell, so not ours to judge either."""
+def same_pid_namespace(pid: int) -> bool:
+    """Whether process `pid` lives in this process's PID namespace. An owner token names a
+    PID of its own namespace: a run in another one (an isolated test run, a container)
+    cannot be judged alive or dead from here, so its processes are never stopped from here
+    (seen: a run on the host stopped every server of a bench in private namespaces)."""
     try:
         return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
     except OSError:
@@ -342,19 +341,18 @@ def _same_pid_namespace(pid: int) -> bool:
 
 
 def marked_processes() -> dict[int, str]:
-    """Every live process of this PID namespace (that this user may read) carrying a
-    nettune owner mark in its environment: pid -> the owner token. Processes of other PID
-    namespaces are left out: their tokens cannot be judged from here (_same_pid_namespace)."""
+    """Every live process of this machine (that this user may read) carrying a nettune
+    owner mark in its environment: pid -> the owner token."""
     found: dict[int, str] = {}
     prefix = f"{OWNER_ENV}=".encode()
     for d in os.listdir("/proc"):
-        if d.isdigit() and int(d) != os.getpid() and _same_pid_namespace(int(d)):
+        if d.isdigit() and int(d) != os.getpid():
             try:
                 env = Path(f"/proc/{d}/environ").read_bytes().split(b"\0")
             except OSError:
                 continue
             mark = next((e[len(prefix):] for e in env if e.startswith(prefix)), None)
-            if mark is not None and not zombie(int(d)):
+            if mark is not None and not zombie(int(d)) and same_pid_namespace(int(d)):
                 found[int(d)] = mark.decode(errors="replace")
     return found
 
@@ -383,13 +381,13 @@ def started_by(owners: set[str]) -> list[int]:
         return []
     want = {f"{OWNER_ENV}={o}".encode() for o in owners}
     found = []
-    for d in os.listdir("/proc"):  # tokens are PIDs of this namespace: only its processes carry ours
-        if d.isdigit() and int(d) != os.getpid() and _same_pid_namespace(int(d)):
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
             try:
                 env = set(Path(f"/proc/{d}/environ").read_bytes().split(b"\0"))
             except OSError:
                 continue
-            if env & want and not zombie(int(d)):
+            if env & want and not zombie(int(d)) and same_pid_namespace(int(d)):
                 found.append(int(d))
     return found
 
