@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 
 from ..errors import NettuneError
 from ..exporters.base import MEMBERS, one_of
@@ -111,7 +112,7 @@ def compare(
         return
     for label, c in results:
         if label:
-            console.print(f"[bold]{label}[/]", highlight=False)
+            console.print(f"[bold]{escape(label)}[/]", highlight=False)
         else:
             mean = f" over {len(c.matched)} configurations, mean of their means" if c.matched else ", mean"
             console.print(f"a = {c.a}: N={c.n_a}{mean} {num(c.mean_a * m.scale)} {m.label}\n"

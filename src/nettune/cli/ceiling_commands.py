@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 
 from ..errors import NettuneError
 from .app import DB_OPT, app, console, open_writer, user_errors
@@ -37,12 +38,12 @@ def ceiling(
                 tools = ", ".join(f"{e} {v}" for e, v in p.versions.items() if v)
                 name = w.label or (p.machine if w.client.on_this_machine else f"{w.client.name} ({p.machine})")
                 kind = "loopback" if p.path == "loopback" else "lab"
-                console.print(f"[bold]{name}[/]: {len(p.tests)} {kind} tests of {duration}s, {runs} run(s) each ({tools}; {p.cores} core(s))")
+                console.print(f"[bold]{escape(name)}[/]: {len(p.tests)} {kind} tests of {duration}s, {runs} run(s) each ({escape(tools)}; {p.cores} core(s))")
                 rows = measure(w.server, w.client, p, duration, runs, _show)
                 add_ceilings(store.db, p.machine, rows, p.path)
                 for fam, (bps, at) in best(rows).items():
-                    console.print(f"ceiling {fam}: {bps / 1e9:.2f} Gbit/s at -P {at} (machine {p.machine}, {p.path})", highlight=False)
-    console.print(f"stored in {db.resolve()}")
+                    console.print(escape(f"ceiling {fam}: {bps / 1e9:.2f} Gbit/s at -P {at} (machine {p.machine}, {p.path})"), highlight=False)
+    console.print(escape(f"stored in {db.resolve()}"))
 
 
 def _largest_p(what: list[str]) -> int:
@@ -61,8 +62,8 @@ def _largest_p(what: list[str]) -> int:
 def _show(row: dict[str, Any]) -> None:
     vals = row["values"]
     if not vals:
-        console.print(f"  {row['config']} -P {row['streams']}: [red]failed: {row['errors'][-1] if row['errors'] else '?'}[/]", highlight=False)
+        console.print(f"  {escape(str(row['config']))} -P {row['streams']}: [red]failed: {escape(str(row['errors'][-1])) if row['errors'] else '?'}[/]", highlight=False)
         return
     mean = sum(vals) / len(vals)
     spread = f" ({min(vals) / 1e9:.2f} to {max(vals) / 1e9:.2f}, N={len(vals)})" if len(vals) > 1 else ""
-    console.print(f"  {row['config']} -P {row['streams']}: {mean / 1e9:.2f} Gbit/s{spread}", highlight=False)
+    console.print(escape(f"  {row['config']} -P {row['streams']}: {mean / 1e9:.2f} Gbit/s{spread}"), highlight=False)

@@ -35,9 +35,9 @@ def restore(
     if report.stopped:
         console.print(f"stopped {len(report.stopped)} process(es) that killed runs left: pid {', '.join(map(str, report.stopped))}")
     for s in report.alive:
-        console.print(f"[yellow]left alone[/]: a run is still in progress: {s.describe()}")
+        console.print(f"[yellow]left alone[/]: a run is still in progress: {escape(s.describe())}")
     if not out.lines and not report.alive:
-        console.print(f"nothing to restore ({report.journal} has no unrestored changes)")
+        console.print(escape(f"nothing to restore ({report.journal} has no unrestored changes)"))
     for result, text in out.lines:
         console.print(f"[{RESULT_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
     for who, why in out.unreachable.items():
@@ -47,7 +47,7 @@ def restore(
         return
     if out.failed:
         again = f"nettune restore --forget {host}" if host else "nettune restore --forget [HOST]"
-        err_console.print(f"[bold red]error:[/] {out.failed} setting(s) could not be restored; fix the cause and run `nettune restore` again, or give them up with `{again}`")
+        err_console.print(f"[bold red]error:[/] {out.failed} setting(s) could not be restored; fix the cause and run `nettune restore` again, or give them up with `{escape(again)}`")
         raise typer.Exit(1)
 
 
@@ -132,7 +132,7 @@ def persist(
         for line in e.lines:  # one line per refusal, then the summary (user_errors)
             print_error(line)
         raise
-    console.print(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:")
+    console.print(escape(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:"), highlight=False)
     for f in files:
         console.print(escape(f"  {f}"), highlight=False)
 

@@ -32,13 +32,13 @@ class RichProgress:
 
     def __init__(self) -> None:
         self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console, transient=True,
         )
         self.task: Any = None
 
     def start(self, study: Study, total_tests: int, expected_seconds: float) -> None:
-        console.print(f"[bold]{study.name}[/]: {total_tests} tests, about {human_seconds(expected_seconds)}")
+        console.print(f"[bold]{escape(study.name)}[/]: {total_tests} tests, about {human_seconds(expected_seconds)}")
         self.bar.start()
         self.task = self.bar.add_task(study.name, total=total_tests, eta=human_seconds(expected_seconds))
 
@@ -55,7 +55,7 @@ class RichProgress:
         said = run_of(result.engine).result_text(result) if result.ok else ""  # its kind's primary value: Gbit/s, a command's seconds
         what = escape(said) if said else f"[red]failed: {escape(result.error or '')}[/]"
         pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
-        console.print(f"  {slot.point.label()} run {slot.run}{pair}: {what}", highlight=False)
+        console.print(f"  {escape(slot.point.label())} run {slot.run}{escape(pair)}: {what}", highlight=False)
         self.bar.advance(self.task)
 
     def message(self, text: str) -> None:
@@ -155,7 +155,7 @@ def demo(db: Path = DB_OPT) -> None:
     """Run the built-in demo (examples/quick.toml) on the lab: installs missing tools first."""
     from ..setup_tools import setup
 
-    setup(echo=lambda s: console.print(f"[dim]{s}[/]"))
+    setup(echo=lambda s: console.print(f"[dim]{escape(s)}[/]"))
     text = resources.files("nettune").joinpath("data/quick.toml").read_text()
     study = parse_study(text, "examples/quick.toml")
     execute(study, text, "examples/quick.toml", db)

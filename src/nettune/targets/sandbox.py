@@ -36,6 +36,7 @@ import json
 import os
 import posixpath
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +242,18 @@ class SandboxHost(HostBase):
         if where != path and not p.exists():  # a mapped kernel path: the kernel's files cannot be created
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
         before = p.read_text().strip() if posixpath.normpath(path) == STATUS else None
-        p.write_text(text)
+        # all or nothing, as the kernel takes a write to /proc/sys or /sys: a run killed with
+        # -9 mid-write must not leave an empty (truncated) file that no kernel file can hold
+        # (restore would take it for someone else's value and leave it)
+        fd, tmp = tempfile.mkstemp(prefix=".nettune-write.", dir=p.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.chmod(tmp, p.stat().st_mode & 0o777 if p.exists() else 0o644)
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         if before is not None and text.strip() != before:  # amd-pstate switches over: new policies (sandbox_cpu.py)
             switch_mode(self.root, text.strip())
 
