@@ -70,7 +70,11 @@ def lab_leftovers() -> dict:
                 continue
             # a zombie is already dead: after kill -9 of nettune its children are reparented
             # to PID 1, and this sandbox's PID 1 does not reap them
-            if comm in ("iperf3", "iperf") and state != "Z" and int(pid) != os.getpid():
+            try:  # a run beside this one in its own PID namespace (scripts/isolated.sh) is not ours
+                same_ns = os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+            except OSError:
+                continue
+            if comm in ("iperf3", "iperf") and state != "Z" and same_ns and int(pid) != os.getpid():
                 ours.append(f"{pid}:{comm}")
     found["iperf processes"] = ours
     return {k: v for k, v in found.items() if v}
