@@ -29,6 +29,11 @@ for t in tests/test_vmlab.py tests/test_vmlab_parts.py $beside; do ignore="$igno
 vm_log=$(mktemp /tmp/nettune-vmtests.XXXXXX)
 (
   if command -v apt-get >/dev/null; then
+    # the packages of setup_tools.VM_TOOLS and VM_FILES (tests/test_setup_tools.py keeps them in
+    # step); `nettune setup --vms` then adds libvirt's user and builds the guest image
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-system-x86 qemu-utils libvirt-daemon libvirt-clients \
+      libvirt-daemon-driver-qemu busybox-static grub-common grub2-common grub-pc-bin e2fsprogs util-linux dpkg dash >/dev/null \
+      || echo "apt-get could not install the VM lab's packages: tests/test_vmlab.py says why it skips" >&2
     nettune setup --vms | tail -n 1 || echo "nettune setup --vms failed: tests/test_vmlab.py says why it skips" >&2
   fi
   # shellcheck disable=SC2086
