@@ -53,6 +53,20 @@ MAX_LAB_HOSTS = 245  # host i is at .(10+i) of a /24
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")  # the lab's addresses are only ever in here
 
 
+def bench_subnet(v: str | None, *, exactly_24: bool = False) -> str | None:
+    """A lab's `subnet`: IPv4 inside the benchmarking range, a /24 or (where the lab allows
+    it, not the VM lab: its guests' network config is a /24) a larger block of it."""
+    if v is None:
+        return v
+    try:
+        net = ipaddress.ip_network(v)
+    except ValueError as e:
+        raise ValueError(f"{v!r}: {e}; write a network such as '198.18.40.0/24'") from None
+    if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(BENCH_NET) or net.prefixlen > 24 or (exactly_24 and net.prefixlen != 24):
+        raise ValueError(f"{v!r}: use a /24 inside 198.18.0.0/15 (the benchmarking range), e.g. '198.18.40.0/24'")
+    return v
+
+
 class Strict(BaseModel):
     """Unknown keys are errors: a typo must never be silently ignored."""
 

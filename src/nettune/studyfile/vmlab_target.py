@@ -18,16 +18,15 @@ over SSH too, so libvirt knobs act through `virsh` as on a real KVM host.
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from .field_types import bench_subnet
 from .lab_link import LinkSpec
 
-BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
 MAX_GUESTS = 8
 DEFAULT_HYPERVISOR = "hypervisor"
 _SIZE = re.compile(r"^\s*(\d+)\s*(M|MB|MiB|G|GB|GiB)?\s*$", re.I)
@@ -100,15 +99,7 @@ class VmlabTargetSpec(BaseModel):
     @field_validator("subnet")
     @classmethod
     def _subnet(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            net = ipaddress.ip_network(v)
-        except ValueError as e:
-            raise ValueError(f"{v!r}: {e}; write a network such as '198.18.40.0/24'") from None
-        if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(BENCH_NET) or net.prefixlen != 24:
-            raise ValueError(f"{v!r}: use a /24 inside 198.18.0.0/15 (the benchmarking range), e.g. '198.18.40.0/24'")
-        return v
+        return bench_subnet(v, exactly_24=True)
 
     @model_validator(mode="after")
     def _check(self) -> "VmlabTargetSpec":
