@@ -6,6 +6,7 @@ models.py, which imports them all."""
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
@@ -124,3 +125,54 @@ class ThisMachine:
         are this machine are never rebooted."""
         return (f"needs a reboot, and a {self.kind} target's hosts are this machine, the one nettune runs on, which is never rebooted; "
                 "use an ssh target host with allow_reboot = true")
+
+
+class OtherMachines:
+    """What the target specs whose hosts are other kernels (ssh hosts, the VM lab's guests,
+    a cluster's pods) have in common: their binaries and files are known only once
+    connected, the target sets no queue count for every interface, and their tests never
+    cross this machine's loopback. Members override what is theirs (a cluster refuses some
+    knobs; ssh hosts and guests reboot, restart and are VMs of a hypervisor)."""
+
+    @property
+    def on_this_machine(self) -> bool:
+        return False
+
+    @property
+    def queues(self) -> int | None:
+        """Queues per host interface the target sets: none (knobs change a NIC's own, or a
+        guest's per host)."""
+        return None
+
+    @property
+    def over_loopback(self) -> bool:
+        return False
+
+    def study_problem(self, bind: bool, knobs: Any) -> str | None:
+        """What can never work in a study on this target: nothing (a host's knobs are its own)."""
+        return None
+
+    def vm_host(self, field: str, name: str) -> str | None:
+        """The study host that is VM `name` of a hypervisor: none known."""
+        return None
+
+    def disruption_seconds(self, what: str, host: str) -> float:
+        """Nothing is waited for: no reboot or restart (refused when the file is read)."""
+        return 0.0
+
+
+class RoleHosts(OtherMachines):
+    """Hosts in a table, each with a role: "test" hosts run the workload's server and client,
+    "hypervisor" hosts are only sampled (their CPU, their VMs' settings)."""
+
+    hosts: Mapping[str, Any]
+
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client (not role = "hypervisor")."""
+        return [n for n, h in self.hosts.items() if h.role == "test"]
+
+    @property
+    def hypervisors(self) -> list[str]:
+        return [n for n, h in self.hosts.items() if h.role == "hypervisor"]
+

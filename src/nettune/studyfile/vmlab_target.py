@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from .field_types import bench_subnet
+from .field_types import RoleHosts, bench_subnet
 from .lab_link import LinkSpec
 
 MAX_GUESTS = 8
@@ -73,7 +73,7 @@ class VmHostSpec(BaseModel):
         return self
 
 
-class VmlabTargetSpec(BaseModel):
+class VmlabTargetSpec(BaseModel, RoleHosts):
     """QEMU guests booted through GRUB, domains of a private libvirtd on this machine."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -120,30 +120,8 @@ class VmlabTargetSpec(BaseModel):
 
     @property
     def guests(self) -> list[str]:
-        return [n for n, h in self.hosts.items() if h.role == "test"]
-
-    @property
-    def test_hosts(self) -> list[str]:
-        """Hosts that may be a workload's server or client: the guests."""
-        return self.guests
-
-    @property
-    def hypervisors(self) -> list[str]:
-        return [n for n, h in self.hosts.items() if h.role == "hypervisor"]
-
-    @property
-    def on_this_machine(self) -> bool:
-        """The guests run their own kernels and files; nettune reaches them over SSH."""
-        return False
-
-    @property
-    def queues(self) -> int | None:
-        """Queues per host interface the target sets: per guest (hosts.NAME.queues), so none for all."""
-        return None
-
-    @property
-    def over_loopback(self) -> bool:
-        return False  # guests talk over the lab bridge, through their own kernels
+        """The VMs: the hosts that run tests (the hypervisor is this machine, only sampled)."""
+        return self.test_hosts
 
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         """Why a boot-time knob on these hosts (all, when empty) cannot be set: the
@@ -155,10 +133,6 @@ class VmlabTargetSpec(BaseModel):
                     return (f"needs a reboot of {name}, the VM lab's hypervisor: this machine, which nettune never reboots; "
                             "name the guests in [knobs.hosts]")
                 return f"needs a reboot of {name}, which does not allow one: add allow_reboot = true to [target.hosts.{name}]"
-        return None
-
-    def study_problem(self, bind: bool, knobs: Any) -> str | None:
-        """What can never work in a study on this target: nothing (the guests' knobs are their own)."""
         return None
 
     def disruption_refusal(self, what: str, opt_in: str, hosts: tuple[str, ...]) -> str | None:
