@@ -271,6 +271,20 @@ def _grub_files(lab: Lab) -> tuple[str, str]:
     return lab.ssh("server", "cat /etc/default/grub"), lab.ssh("server", "cat /boot/grub/grub.cfg")
 
 
+# one timed command on the server guest while its kernel boots with mitigations=off (study C's
+# cmdline knob): a reboot to apply, one to restore
+MITIGATIONS_OFF_ON_SERVER = """
+[workload]
+engine = "command"
+host = "server"
+run = ["cat", "/proc/cmdline"]
+[knobs]
+"cmdline:mitigations" = "off"
+[knobs.hosts]
+"cmdline:mitigations" = ["server"]
+"""
+
+
 @long_vm
 def test_cmdline_mitigations_off_reboots_into_it_and_one_reboot_restores(lab):
     from nettune.run.study import NoProgress
@@ -286,16 +300,7 @@ def test_cmdline_mitigations_off_reboots_into_it_and_one_reboot_restores(lab):
             seen["v1"] = lab.ssh("server", "cat /sys/devices/system/cpu/vulnerabilities/spectre_v1").strip()
             seen["default"], seen["cfg"] = _grub_files(lab)
 
-    f = _write(lab.tmp, "c.toml", """
-[workload]
-engine = "command"
-host = "server"
-run = ["cat", "/proc/cmdline"]
-[knobs]
-"cmdline:mitigations" = "off"
-[knobs.hosts]
-"cmdline:mitigations" = ["server"]
-""")
+    f = _write(lab.tmp, "c.toml", MITIGATIONS_OFF_ON_SERVER)
     out, runs, _ = _run(lab, f, Watch())
     assert out.status == "done" and out.failed == 0 and not out.warnings, (out, [r.error for r in runs])
     assert "mitigations=off" in seen["cmdline"] and seen["v1"].startswith("Vulnerable")  # the guest kernel booted with it
@@ -310,16 +315,7 @@ run = ["cat", "/proc/cmdline"]
 def test_kill_9_between_edit_and_reboot_then_restore(lab):
     grub0, cfg0 = _grub_files(lab)
     cmdline0 = lab.ssh("server", "cat /proc/cmdline")
-    f = _write(lab.tmp, "k.toml", """
-[workload]
-engine = "command"
-host = "server"
-run = ["cat", "/proc/cmdline"]
-[knobs]
-"cmdline:mitigations" = "off"
-[knobs.hosts]
-"cmdline:mitigations" = ["server"]
-""")
+    f = _write(lab.tmp, "k.toml", MITIGATIONS_OFF_ON_SERVER)
     env = dict(os.environ, NETTUNE_STATE_DIR=str(lab.state), COLUMNS="200")
     run = subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(lab.tmp / "k.db"), "--doctor", "off"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
