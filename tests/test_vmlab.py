@@ -8,9 +8,9 @@ and the reboot followed by `nettune restore`, and netem delay on the guests' lin
 Checks go around nettune: `virsh` on the lab's libvirtd, the QEMU vCPU threads' affinity
 from /proc, and OpenSSH's own client into the guests.
 
-The default run: lab up, study A on one guest (one restart and its restore), vcpupin,
-delay, lab status. The reboots of study C and the kill -9 cases run with
-NETTUNE_VM_TESTS=all (they take minutes under TCG). scripts/test.sh runs this module beside
+Run alone (pytest tests/test_vmlab.py): lab up, study A on one guest (one restart and its
+restore), vcpupin, delay, lab status. NETTUNE_VM_TESTS=all adds study C's reboots, the kill -9
+cases and study A on both guests (minutes under TCG); CI (scripts/test.sh) sets it, and runs this module beside
 the rest of the suite in namespaces of its own (scripts/isolated.sh). In a private PID namespace
 (`unshare --pid --fork`), PID 1 must reap orphans, or libvirtd waits for its QEMU
 capability probe to die and never answers: run pytest under a shell (`bash -c 'pytest
@@ -62,9 +62,9 @@ def _cannot() -> str | None:
 
 CANNOT = _cannot()
 pytestmark = pytest.mark.skipif(CANNOT is not None, reason=CANNOT or "")
-# The default run keeps the VM part short (one lab booted for the module, one guest restart
-# pair); the guest reboots and the kill -9 cases take minutes under TCG and run only with
-# NETTUNE_VM_TESTS=all (docs/development.md).
+# Run alone, the VM part stays short (one lab booted for the module, one guest restart pair);
+# the guest reboots and the kill -9 cases take minutes under TCG and run with
+# NETTUNE_VM_TESTS=all, which CI sets (scripts/test.sh, docs/development.md).
 ALL = os.environ.get("NETTUNE_VM_TESTS") == "all"
 long_vm = pytest.mark.skipif(not ALL, reason="guest reboots and kill -9 under TCG take minutes: NETTUNE_VM_TESTS=all runs this (docs/development.md)")
 
