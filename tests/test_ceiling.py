@@ -5,7 +5,6 @@ import json
 from nettune import Store
 from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
-from nettune.store.instrument_tables import add_ceilings, ceiling_rows
 
 from conftest import needs_iperf2, needs_iperf3, nettune
 from study_builders import build
@@ -20,7 +19,7 @@ def test_ceiling_is_measured_stored_and_used(tmp_path):
     out = nettune("ceiling", "--duration", "1", "--max-streams", "2", "--db", str(db), check=True).stdout
     assert "ceiling iperf2:" in out and "ceiling iperf3:" in out
     with Store(db) as s:
-        rows = ceiling_rows(s.db)
+        rows = s.ceiling_rows()
     machine = rows[0]["machine"]
     got = {(r["config"], r["streams"]) for r in rows}
     assert {("iperf3", 1), ("iperf3", 2), ("iperf2", 1), ("iperf2", 2)} <= got
@@ -45,7 +44,7 @@ def test_analyze_says_when_a_result_is_within_ten_percent_of_the_ceiling(tmp_pat
     with Store(tmp_path / "r.db") as s:
         facts = {"client": {"cpu_count": 8, "machine": "m1"}}
         build(s, "near", [({"streams": 1}, 10.0), ({"streams": 4}, 30.0)], facts=facts, noise=0.001)
-        add_ceilings(s.db, "m1", [{"config": "iperf3", "engine": "iperf3", "processes": 1, "streams": 1, "bps": 10.5e9},
+        s.add_ceilings("m1", [{"config": "iperf3", "engine": "iperf3", "processes": 1, "streams": 1, "bps": 10.5e9},
                                   {"config": "iperf3", "engine": "iperf3", "processes": 1, "streams": 4, "bps": 60e9}])
         a = analyze(load(s, "near"))
     near = [f for f in a.findings if NEAR in f]
@@ -56,7 +55,7 @@ def test_analyze_says_when_a_result_is_within_ten_percent_of_the_ceiling(tmp_pat
 def test_best_point_near_its_ceiling_is_in_the_headline(tmp_path):
     with Store(tmp_path / "r.db") as s:
         build(s, "top", [({"streams": 1}, 10.0), ({"streams": 4}, 30.0)], facts={"client": {"cpu_count": 8, "machine": "m2"}}, noise=0.001)
-        add_ceilings(s.db, "m2", [{"config": "iperf3", "engine": "iperf3", "processes": 1, "streams": 4, "bps": 31e9}])
+        s.add_ceilings("m2", [{"config": "iperf3", "engine": "iperf3", "processes": 1, "streams": 4, "bps": 31e9}])
         a = analyze(load(s, "top"))
     assert any(h.startswith("limit: the instrument, not the path: at streams=4: 30.0 Gbit/s") for h in a.headline)
 

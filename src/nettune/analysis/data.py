@@ -18,8 +18,7 @@ from typing import Any, Callable
 from ..errors import NettuneError
 from ..record.fields import METRIC_FIELDS, Field
 from ..store.records import RunRecord
-from ..store.instrument_tables import cross_checks
-from ..store.sqlite import Store
+from ..store.base import ResultStore
 from .stats import Summary, summarize
 
 
@@ -192,9 +191,9 @@ def parse_filter(text: str | None, opt: str) -> dict[str, str]:
     return out
 
 
-def load(store: Store, ref: str | int | None) -> StudyData:
+def load(store: ResultStore, ref: str | int | None) -> StudyData:
     study = store.find_study(ref)
-    study["cross_checks"] = cross_checks(store.db, study["id"])  # nettune run --cross-check (analysis/instrument.py)
+    study["cross_checks"] = store.cross_checks(study["id"])  # nettune run --cross-check (analysis/instrument.py)
     study["idle"] = store.idle(study["id"])  # [probes] idle_power (analysis/energy_verdicts.py)
     pts = {p["idx"]: PointData(p["idx"], p["point"]) for p in store.points(study["id"])}
     for r in store.runs(study["id"]):

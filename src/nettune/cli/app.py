@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import NettuneError
-from ..store import Store
+from ..store.base import ResultStore
 
 app = typer.Typer(
     name="nettune",
@@ -77,13 +77,15 @@ def print_given_up(lines: list[tuple[str, str]], what: str) -> None:
     console.print(f"[yellow]{what}[/]: the commands above put the originals back by hand (run them in that order)")
 
 
-DB_OPT = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite).")
+DB_OPT = typer.Option("nettune.db", "--db", envvar="NETTUNE_DB", show_envvar=True,
+                      help="Results database: a SQLite file, or postgresql://user@host/dbname (docs/results.md).")
 
 
-def open_store(db: Path, must_exist: bool = True) -> Store:
-    if must_exist and not db.exists():
-        raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
-    return Store(db)
+def open_store(db: str | Path, must_exist: bool = True) -> ResultStore:
+    """The store --db names (store/locate.py): a SQLite file that must exist is checked first."""
+    from ..store.locate import store_at
+
+    return store_at(db, must_exist)
 
 
 def print_export(text: str | None, out: Path | None, runs: int) -> None:

@@ -53,13 +53,18 @@ def _is_db(path: Path) -> bool:
         raise NettuneError(f"--baseline {path}: cannot read ({e.strerror})") from None
 
 
-def _baseline(path: Path, name: str, ref: str | None, tmp: Path) -> Any:
-    """The baseline study: from a results database (study `ref`, else the latest named
-    `name`), or from a `nettune export` file (read into a scratch database)."""
+def _baseline(where: str, name: str, ref: str | None, tmp: Path) -> Any:
+    """The baseline study: from a results database (a SQLite file or a postgresql:// URL;
+    study `ref`, else the latest named `name`), or from a `nettune export` file (read into
+    a scratch database)."""
     from ..analysis.data import load
     from ..importers.nettune_export import import_exports, is_export, read_exports
-    from ..store import Store
+    from ..store import Store, is_url, store_at
 
+    if is_url(where):
+        with store_at(where) as store:
+            return load(store, ref if ref is not None else name)
+    path = Path(where)
     if not path.exists():
         raise NettuneError(f"--baseline {path}: no such file; give a results database or a `nettune export` file")
     if _is_db(path):
@@ -72,7 +77,7 @@ def _baseline(path: Path, name: str, ref: str | None, tmp: Path) -> Any:
         return load(store, "baseline")
 
 
-def _testable_baseline(base: Any, metric: str, where: Path) -> None:
+def _testable_baseline(base: Any, metric: str, where: str) -> None:
     """Refuse, before anything is rerun, a baseline in which no point can be tested."""
     from ..analysis.regression import testable
 
@@ -94,14 +99,14 @@ def _write(out: Path, obj: dict[str, Any]) -> None:
 @user_errors
 def check(
     study: str = typer.Argument(..., help="A study file (TOML) to rerun now, or a study already in --db (name or id) to check."),
-    baseline: Path = typer.Option(..., "--baseline", "-b", help="Results database holding the baseline run, or a `nettune export` file (CSV, JSON, Parquet)."),
+    baseline: str = typer.Option(..., "--baseline", "-b", help="Results database holding the baseline run (a SQLite file or postgresql://...), or a `nettune export` file (CSV, JSON, Parquet)."),
     tolerance: str = typer.Option("5%", "--tolerance", "-t", help="Changes within this are never a regression, e.g. 5%."),
     baseline_study: Optional[str] = typer.Option(None, "--baseline-study", help="Study in the baseline database (name or id); default: the latest of the same name."),
     metric: str = typer.Option("auto", "--metric", "-m", help=f"What to compare: auto (total Gbit/s, or a command workload's wall seconds), or one of: {metric_help()}."),
     strict: bool = typer.Option(False, "--strict", help="Fail (exit 3) when a point is inconclusive or untested: the runs could not tell whether it regressed."),
     format: str = typer.Option("text", "--format", "-f", help="What goes to standard output: text, json, csv or markdown (the JSON is also written to --out)."),
     out: Path = typer.Option(Path("nettune-check.json"), "--out", "-o", help="Where to write the result as JSON (on every exit, an error included)."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
 ) -> None:
     """Is a rerun worse than its baseline? Per point (per pair) the change's interval against --tolerance, 5% false alarms over the whole study.
 
@@ -132,12 +137,13 @@ def _write_error(out: Path, message: str, code: int = 2, raise_: bool = True) ->
         raise NettuneError(message)
 
 
-def _check(study: str, baseline: Path, tolerance: str, baseline_study: str | None, metric: str, strict: bool, db: Path,
+def _check(study: str, baseline: str, tolerance: str, baseline_study: str | None, metric: str, strict: bool, db: str,
            progress: Console) -> Any:
     from ..analysis.data import get_metric, load
     from ..analysis.regression import check as run_check, parse_tolerance
     from ..plan.study_file import parse_study
     from ..studyfile.load import read_study_text
+    from ..store.locate import same_place
 
     tol = parse_tolerance(tolerance)
     if metric != "auto":
@@ -164,7 +170,7 @@ def _check(study: str, baseline: Path, tolerance: str, baseline_study: str | Non
             with open_store(db) as store:
                 after = load(store, study)
             base = _baseline(baseline, after.name, baseline_study, Path(tmp))
-            if baseline.resolve() == db.resolve() and base.study["id"] == after.study["id"]:
+            if same_place(baseline, db) and base.study["id"] == after.study["id"]:
                 raise NettuneError(f"the baseline is study #{after.study['id']} itself; give --baseline-study (the earlier run)")
             _testable_baseline(base, metric, baseline)
     return run_check(base, after, metric, tol, strict)

@@ -114,7 +114,7 @@ def persist(
     study: str = typer.Argument(..., help="Study name (its latest run) or id in the results database."),
     point: str = typer.Option(..., "--point", help="The point to persist: KEY=VAL,KEY=VAL (its sweep parameters)."),
     out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
     interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Write this interface instead of the one the study used."),
 ) -> None:
     """Write a point's knobs as installable files (sysctl.d, tuned, udev, NetworkManager, shell); applies nothing."""

@@ -3,11 +3,14 @@ the counts, the best point and what limited it (the analysis' headline), and the
 commands to look further. The CLI (cli/run_commands.py) only prints a RunSummary."""
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import NettuneError
+from ..store.locate import describe, is_url
+from ..store.postgres import shown
 
 
 @dataclass
@@ -18,20 +21,22 @@ class RunSummary:
     tests: int  # tests this run made
     failed: int
     resumed: bool
-    db: Path
+    db: str  # where the results are: the file's absolute path, or the URL without its password
     warnings: list[str] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)  # best point, bottleneck verdict; [] if no run succeeded
     next_commands: list[str] = field(default_factory=list)
     cross_checks: list[dict[str, Any]] = field(default_factory=list)  # --cross-check: point label, rows, verdict
 
 
-def summarize(store: Any, outcome: Any, name: str, db: Path, resumed: bool = False) -> RunSummary:
+def summarize(store: Any, outcome: Any, name: str, db: str | Path, resumed: bool = False) -> RunSummary:
     """The summary of a finished (or resumed) study, read back from the store."""
+    where = describe(db)
+    opt = f" --db {shlex.quote(shown(str(db)) if is_url(db) else str(db))}"  # a password stays out of the terminal
     return RunSummary(
         name=name, study_id=outcome.study_id, runs=store.runs(outcome.study_id), tests=outcome.tests,
-        failed=outcome.failed, resumed=resumed, db=db, warnings=list(outcome.warnings),
+        failed=outcome.failed, resumed=resumed, db=where, warnings=list(outcome.warnings),
         headline=headline(store, outcome.study_id), cross_checks=list(outcome.cross_checks),
-        next_commands=[f"nettune analyze {name} --db {db}", f"nettune report {name} --db {db} --out report/"],
+        next_commands=[f"nettune analyze {name}{opt}", f"nettune report {name}{opt} --out report/"],
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from ..engines.choice import Choice
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint, Slot
-from ..store.sqlite import Store
+from ..store.base import ResultStore
 from ..studyfile.models import Study
 from ..targets.base import Target
 from .credentials import StudyAccess
@@ -57,7 +57,7 @@ class RunContext:
     """What every slot of one study shares."""
 
     study: Study
-    store: Store
+    store: ResultStore
     target: Target
     knobs: KnobLayer | None
     versions: dict[str, str]  # engine -> the tool version its preflight read

@@ -12,14 +12,13 @@ ceilings. Each point's choice is printed once and stored with every test of the 
 """
 from __future__ import annotations
 
-import sqlite3
 
 from ..engines import ENGINES, NETWORK_ENGINES
 from ..engines.choice import Choice, auto_processes, choose, threaded
 from ..engines.fanout import split_streams
 from ..errors import ToolMissing
 from ..plan.points import ResolvedPoint
-from ..store import instrument_tables as instrument
+from ..store.base import ResultStore
 from ..studyfile.models import Study
 from ..targets.base import HostSet
 from ..targets.local import LocalHost
@@ -78,11 +77,11 @@ class HostAnswers:
         return self._machine[host]
 
 
-def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: sqlite3.Connection | None = None, answers: HostAnswers | None = None
+def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: ResultStore | None = None, answers: HostAnswers | None = None
                    ) -> tuple[list[ResolvedPoint], dict[int, Choice], list[str]]:
     """(the points with a concrete engine and process count, each auto point's choice,
-    one note per distinct choice naming its points). db: the results database's
-    connection, for the ceilings (None: rules without ceilings)."""
+    one note per distinct choice naming its points). db: the results store, for
+    the ceilings `nettune ceiling` measured (None: rules without ceilings)."""
     answers = answers or HostAnswers(target)
     out: list[ResolvedPoint] = []
     choices: dict[int, Choice] = {}
@@ -106,7 +105,7 @@ def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: sqlite3.C
             # machines; a lab's veth path on the same cores is neither (measured: iperf2 won on
             # loopback, one iperf3 process on the lab), so the lab goes by the rules
             use = db is not None and (rp.target.over_loopback or not shared)
-            ceil = instrument.ceilings(db, answers.machine(client)) if db is not None and use else {}
+            ceil = db.ceilings(answers.machine(client)) if db is not None and use else {}
             c = choose(streams, versions, cores, ceil, wl.processes if isinstance(wl.processes, int) else None)
         else:
             v = answers.version(str(wl.engine), client)

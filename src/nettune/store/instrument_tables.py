@@ -1,6 +1,7 @@
 """What the database knows about the instrument itself, beside the studies' runs.
 
-Two tables, in the results database's own connection (store.sqlite creates them):
+Two tables, in the results database itself (store/schema.py creates them; the store's
+methods of the same names call these):
 
 - `ceilings`: a host machine's loopback ceiling per configuration (engine, processes)
   and stream count, as `nettune ceiling` measured it. A machine is known by its node
@@ -13,9 +14,10 @@ Two tables, in the results database's own connection (store.sqlite creates them)
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
+
+from .sql import Sql
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ceilings (
@@ -44,61 +46,55 @@ CREATE TABLE IF NOT EXISTS cross_checks (
 """
 
 
-def create(db: sqlite3.Connection) -> None:
-    db.executescript(SCHEMA)
-
-
-def add_ceilings(db: sqlite3.Connection, machine: str, rows: list[dict[str, Any]]) -> None:
+def add_ceilings(sql: Sql, machine: str, rows: list[dict[str, Any]]) -> None:
     """One `nettune ceiling` run on one machine: it replaces that machine's earlier rows
     of the same configurations (a ceiling is what the machine does now)."""
     now = time.time()
-    with db:
+    with sql.transaction():
         for config in {r["config"] for r in rows}:
-            db.execute("DELETE FROM ceilings WHERE machine=? AND config=?", (machine, config))
-        db.executemany(
+            sql.run("DELETE FROM ceilings WHERE machine=? AND config=?", (machine, config))
+        sql.many(
             "INSERT INTO ceilings (machine, config, engine, processes, streams, tool_version, bps, duration, cores, measured)"
             " VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(machine, r["config"], r["engine"], r["processes"], r["streams"], r.get("tool_version"), r.get("bps"),
               r.get("duration"), r.get("cores"), now) for r in rows])
 
 
-def ceilings(db: sqlite3.Connection, machine: str) -> dict[str, dict[int, float]]:
+def ceilings(sql: Sql, machine: str) -> dict[str, dict[int, float]]:
     """config -> {streams: bits/s} measured on `machine` (failed tests left out)."""
     out: dict[str, dict[int, float]] = {}
-    for r in db.execute("SELECT config, streams, bps FROM ceilings WHERE machine=? AND bps IS NOT NULL ORDER BY id", (machine,)):
-        out.setdefault(r[0], {})[int(r[1])] = float(r[2])
+    for r in sql.rows("SELECT config, streams, bps FROM ceilings WHERE machine=? AND bps IS NOT NULL ORDER BY id", (machine,)):
+        out.setdefault(r["config"], {})[int(r["streams"])] = float(r["bps"])
     return out
 
 
-def ceiling_rows(db: sqlite3.Connection, machine: str | None = None) -> list[dict[str, Any]]:
+def ceiling_rows(sql: Sql, machine: str | None = None) -> list[dict[str, Any]]:
     q = "SELECT machine, config, engine, processes, streams, tool_version, bps, duration, cores, measured FROM ceilings"
     args: tuple[Any, ...] = ()
     if machine is not None:
         q, args = q + " WHERE machine=?", (machine,)
-    cur = db.execute(q + " ORDER BY machine, config, streams", args)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
+    return sql.rows(q + " ORDER BY machine, config, streams", args)
 
 
-def with_ceilings(db: sqlite3.Connection, facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def with_ceilings(sql: Sql, facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Host facts with each host's machine ceilings added (`loopback_ceiling`: config ->
     {streams: bits/s}) when its facts name its machine and `nettune ceiling` measured it."""
     out = {}
     for host, f in facts.items():
         machine = f.get("machine") if isinstance(f, dict) else None
-        c = ceilings(db, str(machine)) if machine else {}
+        c = ceilings(sql, str(machine)) if machine else {}
         out[host] = f | {"loopback_ceiling": {k: {str(p): b for p, b in v.items()} for k, v in c.items()}} if c else f
     return out
 
 
-def add_cross_check(db: sqlite3.Connection, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]],
+def add_cross_check(sql: Sql, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]],
                     verdict: str, check_study_id: int | None) -> None:
-    with db:
-        db.execute("INSERT INTO cross_checks (study_id, point_idx, label, rows_json, verdict, check_study_id) VALUES (?,?,?,?,?,?)",
+    sql.run("INSERT INTO cross_checks (study_id, point_idx, label, rows_json, verdict, check_study_id) VALUES (?,?,?,?,?,?)",
                    (study_id, point_idx, label, json.dumps(rows), verdict, check_study_id))
 
 
-def cross_checks(db: sqlite3.Connection, study_id: int) -> list[dict[str, Any]]:
-    rows = db.execute("SELECT point_idx, label, rows_json, verdict, check_study_id FROM cross_checks WHERE study_id=? ORDER BY id",
-                      (study_id,)).fetchall()
-    return [{"point_idx": r[0], "label": r[1], "rows": json.loads(r[2]), "verdict": r[3], "check_study_id": r[4]} for r in rows]
+def cross_checks(sql: Sql, study_id: int) -> list[dict[str, Any]]:
+    rows = sql.rows("SELECT point_idx, label, rows_json, verdict, check_study_id FROM cross_checks WHERE study_id=? ORDER BY id",
+                    (study_id,))
+    return [{"point_idx": r["point_idx"], "label": r["label"], "rows": json.loads(r["rows_json"]), "verdict": r["verdict"],
+             "check_study_id": r["check_study_id"]} for r in rows]
