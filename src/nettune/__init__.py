@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plan.study_file import load_study, parse_study
     from .studyfile.models import Study
     from .store.sqlite import Store
-    from .store.locate import store_at
 
 # Imported lazily so `import nettune` stays cheap (the CLI starts in well under a second).
 _EXPORTS = {
@@ -34,7 +33,6 @@ _EXPORTS = {
     "run_study": ".run.study",
     "Outcome": ".run.study",
     "Store": ".store.sqlite",
-    "store_at": ".store.locate",
     "TestResult": ".engines.result",
     "NettuneError": ".errors",
     "SpecError": ".errors",
