@@ -54,9 +54,10 @@ CREATE TABLE IF NOT EXISTS studies (
   started REAL NOT NULL,
   finished REAL,
   status TEXT NOT NULL DEFAULT 'running',     -- running, done, failed, interrupted, imported
+  nettune_version TEXT,                       -- the nettune that ran it (schema 5)
   spec_hash TEXT,                             -- sha256 of spec_text (schema 2)
-  owner TEXT,                                 -- the runner: pid, start time, boot id, machine (schema 2, 5)
-  nettune_version TEXT                        -- the nettune that ran it (schema 5)
+  -- the runner: '<pid> <start time> <boot id> <machine>' (schema 2; boot id and machine since 5)
+  owner TEXT
 );
 CREATE INDEX IF NOT EXISTS studies_name ON studies(name);
 CREATE TABLE IF NOT EXISTS points (
