@@ -15,7 +15,6 @@ import multiprocessing
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
