@@ -28,12 +28,17 @@ TOOLS = {
 }
 # Commands only the tests run on this machine -> (Debian package, Fedora package): the boot
 # loaders' own readings of the files cmdline:KEY edits (tests/boot_readers.py: the real
-# grub-mkconfig in private namespaces, grub-editenv for grubenv). scripts/env.sh installs
-# them too; `nettune setup` does not put a boot loader's tools on a user's machine. Fedora
-# names them grub2-*: there the tests that need them skip, saying why.
+# grub-mkconfig in private namespaces, grub-editenv for grubenv), and PostgreSQL's server
+# programs. scripts/env.sh installs them too; `nettune setup` does not put a boot loader's
+# tools or a database server on a user's machine. Fedora names the boot loader's grub2-*:
+# there the tests that need them skip, saying why.
 TEST_TOOLS = {
     "grub-mkconfig": ("grub2-common", "grub2-tools"),
     "grub-editenv": ("grub-common", "grub2-tools-minimal"),
+    # the store tests' throwaway PostgreSQL cluster (tests/pg_cluster.py); a PostgreSQL store's
+    # server is the user's own, anywhere, so `nettune setup` installs none
+    "initdb": ("postgresql", "postgresql-server"),
+    "pg_ctl": ("postgresql", "postgresql-server"),
 }
 
 
