@@ -26,11 +26,24 @@ def commands_panel(text: str) -> list[str]:
     return [ln.strip("│ ") for ln in panel.splitlines()[1:] if ln.strip("│ ")]
 
 
+def room_after(raw: str, width: int = 250) -> int:
+    """Columns left free at the end of a rendered line: the padding before a panel's closing
+    bar, or what is left of the terminal's width."""
+    body = raw.rstrip()
+    if body.endswith("│"):
+        inner = body[:-1]
+        return len(inner) - len(inner.rstrip())
+    return width - len(body)
+
+
 def broken_sentences(text: str) -> list[str]:
-    """Adjacent lines where a sentence continues on the next line although there was room."""
-    lines = [ln.strip(" │") for ln in text.splitlines()]
-    return [f"{a[-50:]} / {b[:50]}" for a, b in zip(lines, lines[1:])
-            if a and b and re.search(r"[a-z,]$", a) and re.match(r"[a-z(]", b) and not a.startswith("-")]
+    """Adjacent lines where a sentence continues on the next line although its next word
+    would have fitted on the line before (a list wrapped at the panel's edge is not broken)."""
+    raw = text.splitlines()
+    lines = [ln.strip(" │") for ln in raw]
+    return [f"{a[-50:]} / {b[:50]}" for ra, a, b in zip(raw, lines, lines[1:])
+            if a and b and re.search(r"[a-z,]$", a) and re.match(r"[a-z(]", b) and not a.startswith("-")
+            and len(b.split()[0]) + 1 < room_after(ra)]
 
 
 def all_commands() -> list[list[str]]:

@@ -392,8 +392,8 @@ def plan(text: str):
 
 
 def test_points_are_grouped_so_the_boot_value_changes_once_per_value():
-    from nettune.plan.boot_order import boot_ordered, reboots, split_by_boot
     from nettune.plan.points import schedule
+    from nettune.plan.run_order import costly_changes, run_groups, run_order
 
     text = PLAN.format(inventory="", allow="allow_reboot = true")
     study, resolved = plan(text)
@@ -401,36 +401,37 @@ def test_points_are_grouped_so_the_boot_value_changes_once_per_value():
     mit = {r.point.index: r.extra["knobs"]["cmdline:mitigations"] for r in resolved}
     flips = lambda ss: sum(mit[a.point.index] != mit[b.point.index] for a, b in zip(ss, ss[1:]))  # noqa: E731
     assert flips(slots) >= 3  # the interleaved schedule alternates (streams is the outer parameter)
-    ordered = boot_ordered(slots, resolved)
-    assert sorted(ordered, key=id) == sorted(slots, key=id) and flips(ordered) == 1
+    ordered = run_order(study, resolved)
+    key = lambda s: (s.point.index, s.run, s.warmup)  # noqa: E731
+    assert sorted(ordered, key=key) == sorted(slots, key=key) and flips(ordered) == 1
     assert [(s.point.index, s.run) for s in ordered if mit[s.point.index] == "off"][:2] == [(i, 0) for i in sorted(i for i in mit if mit[i] == "off")]
-    assert [shown for _i, shown in reboots(ordered, resolved)] == ["cmdline:mitigations=off (vm1)", "cmdline:mitigations=auto (vm1)",
-                                                                  "the original values (restore at the end)"]
-    by = {r.point.index: r for r in resolved}
-    assert sorted(map(sorted, split_by_boot([sorted(by)], by))) == sorted(sorted(i for i in mit if mit[i] == v) for v in ("off", "auto"))
+    # "auto" is the kernel's default: absent from the command line, already in force
+    assert [c.shown() for c in costly_changes(ordered, resolved)] == ["cmdline:mitigations=off (vm1)", "cmdline:mitigations=auto (vm1)",
+                                                                     "the original values"]
+    groups = run_groups(study, resolved)
+    assert [s for g in groups for s in g] == ordered and len(groups) == 2
+    assert [sorted({s.point.index for s in g}) for g in groups] == [sorted(i for i in mit if mit[i] == v) for v in ("off", "auto")]
 
 
 def test_a_plan_without_boot_knobs_keeps_its_order():
-    from nettune.plan.boot_order import boot_ordered
     from nettune.plan.points import schedule
+    from nettune.plan.run_order import run_groups, run_order
 
     study, resolved = plan(PLAN.format(inventory="", allow="").split("[knobs]")[0])
     slots = schedule(study, [r.point for r in resolved])
-    assert boot_ordered(slots, resolved) == slots
+    assert run_order(study, resolved) == slots and run_groups(study, resolved) == [slots]
 
 
 def test_refused_at_plan_time_with_one_line_naming_the_knob(tmp_path):
     from nettune.errors import SpecError
-    from nettune.plan.boot_order import check_boot_hosts
 
-    study, resolved = plan(text := PLAN.format(inventory="", allow=""))
-    with pytest.raises(SpecError, match=r"^s.toml:\d+: knobs.cmdline:mitigations: needs a reboot of vm1, which does not allow one: "
-                                        r"add allow_reboot = true to \[target.hosts.vm1\]"):
-        check_boot_hosts(study, resolved, text, "s.toml")
+    text = PLAN.format(inventory="", allow="")
+    with pytest.raises(SpecError, match=r"^s.toml:\d+: knobs.cmdline:mitigations: cmdline:mitigations = off: needs a reboot of vm1, which does "
+                                        r"not allow one: add allow_reboot = true to \[target.hosts.vm1\]"):
+        plan(text)
     lab = 'name = "l"\n[target]\nkind = "lab"\nhosts = ["a", "b"]\n[workload]\nserver = "a"\nclient = "b"\n[knobs]\n"cmdline:mitigations" = "off"\n'
-    study, resolved = plan(lab)
     with pytest.raises(SpecError, match="a lab target's hosts are this machine, the one nettune runs on, which is never rebooted"):
-        check_boot_hosts(study, resolved, lab, "s.toml")
+        plan(lab)
     (tmp_path / "lab.toml").write_text(lab)
     r = nettune("run", str(tmp_path / "lab.toml"), "--dry-run")
     assert r.returncode != 0 and r.stdout.count("\n") + r.stderr.count("\n") <= 1 and "never rebooted" in r.stdout + r.stderr
@@ -458,7 +459,10 @@ def test_dry_run_shows_every_reboot_its_commands_and_the_security_warning():
     notes = [n for p in d.planned for n in p.notes]
     boots = [n for n in notes if n.startswith("REBOOT")]
     assert len(boots) == 3 and "after the last test" in boots[-1]
-    assert all("edit /boot/loader/entries/*.conf: set mitigations=" in n and "proxmox-boot-tool refresh" in n for n in boots[:2])
+    assert "edit /boot/loader/entries/*.conf: set mitigations=off" in boots[0] and "proxmox-boot-tool refresh" in boots[0]
+    # auto is the kernel's default: the edit removes the parameter, and a host without it needs neither edit nor reboot
+    assert "-> absent" in boots[1] and "remove mitigations" in boots[1] and "proxmox-boot-tool refresh" in boots[1]
+    assert "unless the host's command line already has mitigations absent, which is the kernel's default mitigations=auto" in boots[1]
     assert all("override_boot_dropins = true" in n for n in boots[:2])  # a drop-in is named before it is touched
     assert sum(n.startswith("SECURITY: cmdline:mitigations=off") for n in notes) == 1
 

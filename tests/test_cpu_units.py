@@ -122,3 +122,20 @@ def test_units_survive_an_export_and_import(tmp_path, table):
     with Store(tmp_path / "b.db") as s:
         runs = s.runs(s.find_study("back")["id"])
     assert runs and all(r.cpu_units == {"cpu_host": "pct_of_16"} for r in runs)
+
+
+def test_study_a_table_has_the_server_vm_the_hypervisor_and_the_client_vm(tmp_path):
+    """Issue 32: study A's three machines, each in % of its own cores, beside the processes."""
+    with Store(tmp_path / "r.db") as s:
+        from nettune.studyfile.models import Study
+
+        sid = s.begin_study(Study.model_validate({"name": "a", "target": {"kind": "local"}}), 'name = "a"\n', "a.toml")
+        pid = s.add_point(sid, 0, {"queues": 4, "streams": 8})
+        s.add_run(sid, pid, 0, False, Result(engine="iperf3", receiver_bps=20e9, cpu_server=90.0, cpu_client=80.0, cpu_host=31.0,
+                                             cpu_server_host=42.0, cpu_server_host_softirq=30.0, cpu_extra={"hypervisor:pve": 55.0}))
+        runs = s.runs(sid)
+    assert runs[0].cpu_units["cpu_server_host"] == "pct_machine"
+    head, rows = columns(runs)
+    cells = dict(zip(head, rows[0]))
+    assert cells["server machine CPU (% of all cores)"] == "42" and cells["pve CPU (% of all cores)"] == "55"
+    assert cells["host CPU (% of all cores)"] == "31" and cells["server CPU (% of 1 core)"] == "90"

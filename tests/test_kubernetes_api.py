@@ -8,23 +8,10 @@ from typer.testing import CliRunner
 
 from nettune.cli.main import app
 from nettune.targets.kubernetes import kubernetes as k8s
-from nettune.targets.kubernetes.k8s_api import KubeApi, KubeError, pod_state
+from nettune.targets.kubernetes.k8s_api import CLI_FLAGS, KubeApi, KubeError, pod_state
 
-from k8s_fake import FakeKube
+from k8s_fake import UNREACHABLE_KUBECONFIG as KUBECONFIG, FakeKube
 
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: nowhere
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: me
-  user: {token: "t"}
-contexts:
-- name: lab
-  context: {cluster: nowhere, user: me}
-current-context: lab
-"""
 
 
 def test_kubeconfig_context_and_an_api_server_that_does_not_answer(tmp_path):
@@ -37,9 +24,11 @@ def test_kubeconfig_context_and_an_api_server_that_does_not_answer(tmp_path):
     assert "\n" not in str(e.value)
     with pytest.raises(KubeError, match=r"^exec in pod p: cannot reach the API server of context 'lab': "):
         api.exec("ns", "p", ["true"])
-    with pytest.raises(KubeError, match=r"kubeconfig has no context 'prod' \(lab\); fix \[target\] context"):
+    with pytest.raises(KubeError, match=r"has no context 'prod' \(\[target\] context names it; contexts: lab\); fix \[target\] context$"):
         KubeApi("prod", str(cfg))
-    with pytest.raises(KubeError, match="cannot read the kubeconfig"):
+    with pytest.raises(KubeError, match=r"has no context 'prod' \(--context names it; contexts: lab\); fix --context$"):
+        KubeApi("prod", str(cfg), CLI_FLAGS)
+    with pytest.raises(KubeError, match=f"^kubeconfig {tmp_path}/missing: no such file; fix \\[target\\] kubeconfig$"):
         KubeApi(None, str(tmp_path / "missing"))
 
 
@@ -60,12 +49,20 @@ def test_pod_state_from_the_client_model():
                                                                  message="0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.")])
     st = pod_state(unsched)
     assert (st.ready, st.reason, st.node) == (False, "Unschedulable", None) and "anti-affinity" in st.message
+    # an evicted pod: its own reason, not its container's (as the kubelet writes both)
+    evicted = pod(phase="Failed", reason="Evicted", message="The node was low on resource: memory.", node="n1", container_statuses=[
+        kc.V1ContainerStatus(name="tool", image="i", image_id="", ready=False, restart_count=0,
+                             state=kc.V1ContainerState(terminated=kc.V1ContainerStateTerminated(exit_code=137, reason="ContainerStatusUnknown")))])
+    st = pod_state(evicted)
+    assert (st.phase, st.reason, st.message) == ("Failed", "Evicted", "The node was low on resource: memory.")
+    rejected = pod(phase="Failed", reason="SysctlForbidden", message='Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted')
+    assert pod_state(rejected).reason == "SysctlForbidden"
 
 
 def test_k8s_clean_command(monkeypatch):
     fake = FakeKube()
     fake.objects[("Namespace", None, "nettune-x-abc123")] = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "nettune", "nettune/study": "x", "nettune/run": "abc123"}}}
-    monkeypatch.setattr(k8s, "API_FACTORY", lambda spec: fake)
+    monkeypatch.setattr(k8s, "API_FACTORY", lambda spec, *flags: fake)
     r = CliRunner().invoke(app, ["k8s", "clean", "--dry-run"])
     assert r.exit_code == 0 and "would delete Namespace nettune-x-abc123" in r.stdout
     assert fake.objects

@@ -13,7 +13,7 @@ from k8s_fake import FakeKube
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
     f = FakeKube()
-    monkeypatch.setattr(k8s, "API_FACTORY", lambda spec: f)
+    monkeypatch.setattr(k8s, "API_FACTORY", lambda spec, *flags: f)
     monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("NETTUNE_RUN_DIR", str(tmp_path / "run"))
     return f

@@ -33,9 +33,13 @@ class _OneHost:
         return nullcontext(None)
 
 
-def _study(knobs: dict) -> tuple:
+def _study(knobs: dict, host: str = "fbsd1") -> tuple:
+    """A study of these knobs on an ssh host named like the fake FreeBSD host, with its
+    interface (the knobs run on the fakes, handed to the session as the target's hosts)."""
     body = "".join(f'"{k}" = {json.dumps(v)}\n' for k, v in knobs.items())  # TOML's strings, numbers and booleans are JSON's
-    text = f'name = "nt-neutral"\n[target]\nkind = "local"\n[workload]\nduration = 1\n[knobs]\n{body}'
+    text = (f'name = "nt-neutral"\n[target]\nkind = "ssh"\n[target.hosts.{host}]\naddress = "192.0.2.10"\ninterface = "lagg0"\n'
+            f'allow_link_reset = true\n[target.hosts.peer]\naddress = "192.0.2.11"\n[workload]\nduration = 1\nserver = "{host}"\nclient = "peer"\n'
+            f'[knobs]\n{body}[knobs.hosts]\n' + "".join(f'"{k}" = ["{host}"]\n' for k in knobs))
     study = parse_study(text)
     (rp,) = expand_and_check(study, text, "n.toml")
     return study, rp
@@ -120,7 +124,7 @@ def test_linux_gets_the_linux_sysctls_keeping_min_and_default(tmp_path, monkeypa
     monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
     host = _LinuxHost()
     before = dict(host.files)
-    study, rp = _study({"sockbuf:max": "8M", "sockbuf:default": 1048576})
+    study, rp = _study({"sockbuf:max": "8M", "sockbuf:default": 1048576}, "deb1")
     s = KnobSession(study, _OneHost(host), None)
     values = s.apply_point(rp)["deb1"]
     assert host.files["/proc/sys/net/core/rmem_max"].split() == ["8388608"]
@@ -143,10 +147,10 @@ def test_bad_sockbuf_values_are_one_line_before_any_change(raw, why, tmp_path, m
     monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
     host = _freebsd_host()
     for knobs, words in (({"sockbuf:max": raw}, why), ({"sockbuf:min": "8M"}, "use sockbuf:max")):
-        study, rp = _study(knobs)
-        with pytest.raises(SpecError) as e:
+        with pytest.raises(SpecError) as e:  # refused when the file is read, as the dry run refuses it
+            study, rp = _study(knobs)
             precheck(study, _OneHost(host), [rp], "", "n.toml", gate=False)
-        assert "n.toml: knobs.sockbuf:" in str(e.value) and words in str(e.value) and "\n" not in str(e.value)
+        assert "knobs.sockbuf:" in str(e.value) and words in str(e.value) and "\n" not in str(e.value)
     assert host.calls == []
 
 
@@ -159,9 +163,11 @@ kind = "ssh"
 [target.hosts.fbsd-a]
 address = "192.0.2.10"
 interface = "vmx0"
+allow_link_reset = true
 [target.hosts.fbsd-b]
 address = "192.0.2.11"
 interface = "vmx0"
+allow_link_reset = true
 [workload]
 engine = "iperf2"
 server = "fbsd-a"
@@ -201,7 +207,7 @@ def test_study_b_example_with_vms_prints_each_pairs_freebsd_and_linux_commands()
     from nettune.commands.dry_run import dry_run
 
     text = (EXAMPLES / "study-b.toml").read_text()
-    hosts = "".join(f'[target.hosts.{h}]\naddress = "192.0.2.{10 + i}"\ninterface = "vmx0"\n'
+    hosts = "".join(f'[target.hosts.{h}]\naddress = "192.0.2.{10 + i}"\ninterface = "vmx0"\nallow_link_reset = true\n'
                     for i, h in enumerate(["freebsd-a", "freebsd-b", "debian-a", "debian-b"]))
     text = re.sub(r'\[target\]\nkind = "lab"\nhosts = \[[^\]]*\]\n', '[target]\nkind = "ssh"\n' + hosts, text)
     text = "\n".join(ln for ln in text.splitlines() if "lab stand-in only" not in ln) + "\n"

@@ -93,6 +93,7 @@ def test_knob_probe_importer_and_exporter_members_inherit_their_defaults():
     from nettune.knobs.base import Kind
     from nettune.knobs.registry import KINDS
     from nettune.probes.base import ProbeBase
+    from nettune.probes.cgroup_cpu import CgroupCpu
     from nettune.probes.power_command import PowerCommandProbe
     from nettune.probes.powercap import PowercapProbe
     from nettune.probes.registry import MACHINE_CPU
@@ -100,12 +101,12 @@ def test_knob_probe_importer_and_exporter_members_inherit_their_defaults():
     from nettune.probes.self_cpu import SelfCpu
 
     assert KINDS and all(isinstance(k, Kind) for k in KINDS.values())
-    assert all(issubclass(p, ProbeBase) for p in (*MACHINE_CPU.values(), ProcessCpu, SelfCpu, PowercapProbe, PowerCommandProbe))
+    assert all(issubclass(p, ProbeBase) for p in (*MACHINE_CPU.values(), CgroupCpu, ProcessCpu, SelfCpu, PowercapProbe, PowerCommandProbe))
     assert [m.name for m in importers()] == list(IMPORTERS) and all(isinstance(m, ImporterBase) for m in importers())
     assert all(isinstance(get_exporter(n), ExporterBase) and get_exporter(n).name == n for n in EXPORTERS)
     # every probe file is a registered member (or the machine members' shared base)
     probes = Path(importlib.import_module("nettune.probes").__file__).parent
-    members = {c.__module__.rsplit(".", 1)[1] for c in (*MACHINE_CPU.values(), ProcessCpu, SelfCpu, PowercapProbe, PowerCommandProbe)}
+    members = {c.__module__.rsplit(".", 1)[1] for c in (*MACHINE_CPU.values(), CgroupCpu, ProcessCpu, SelfCpu, PowercapProbe, PowerCommandProbe)}
     assert {f.stem for f in probes.glob("*.py")} - members == {"__init__", "base", "registry", "machine_cpu"}
 
 

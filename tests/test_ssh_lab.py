@@ -134,6 +134,9 @@ def test_quick_study_end_to_end_over_ssh(lab, tmp_path):
         assert r["receiver_bps"] > 1e6
         assert r["cpu_client"] > 0 and r["cpu_server"] > 0 and r["cpu_host"] > 0
         assert r["cpu_extra"]["hypervisor:pve"] > 0  # study A's third CPU column
+        # the server's machine, not only its iperf3 process (in a VM most work is softirq)
+        assert r["cpu_server_host"] > 0 and r["cpu_server_host_softirq"] is not None
+        assert r["cpu_units"]["cpu_server_host"] == "pct_machine"
     assert facts["server"]["iperf3_version"] and facts["pve"]["role"] == "hypervisor"
     assert facts["client"]["sudo"] is True and facts["server"]["address"].startswith("198.19.201.")
     # the servers required the study's credentials, sent over SSH (the client via sudo)
@@ -417,3 +420,29 @@ def test_proxmox_queue_knob_restart_then_the_guest_is_used(lab):
         for tm in timers:
             tm.join()
         t.close()
+
+
+def test_preflight_reads_the_hosts_and_changes_nothing(lab, tmp_path, monkeypatch):
+    """`nettune run --preflight` (issue 32): the tool's version, every knob checked against
+    its host as the run checks it, the value in force beside the study's, and nothing
+    changed: the sysctl keeps its value, no journal is written, no study stored."""
+    from nettune.commands.preflight import preflight_report
+
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    ns = lab["layout"].ns("server")
+    read = lambda: subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/sys/net/ipv4/tcp_rmem"],  # noqa: E731
+                                  capture_output=True, text=True, check=True).stdout.split()
+    before = read()
+    text = study_text(lab["inventory"], 'engine = "iperf3"\nserver = "server"\nclient = "client"\nduration = 1\n', name="t-ssh-preflight")
+    text += ('[sweep]\nmax = [6291456, 8388608]\n[knobs]\n"sysctl:net.ipv4.tcp_rmem" = "4096 131072 {max}"\n'
+             '[knobs.hosts]\n"sysctl:net.ipv4.tcp_rmem" = ["server"]\n')
+    lines = preflight_report(parse_study(text, str(tmp_path / "p.toml")), text, str(tmp_path / "p.toml"))
+    assert any(ln.startswith("iperf3: 3.") for ln in lines), lines
+    now = " ".join(before)
+    assert f"sysctl:net.ipv4.tcp_rmem on server: {now} now; the run would set 4096 131072 6291456, 4096 131072 8388608, and put {now} back at the end" in lines
+    assert lines[-1] == "preflight: nothing was changed on any host"
+    assert read() == before and not list((tmp_path / "state").rglob("*journal*"))
+    # what the run would refuse, the preflight refuses, reading the host: no such sysctl there
+    bad = text.replace("net.ipv4.tcp_rmem", "net.ipv4.tcp_nonexistent")
+    with pytest.raises(NettuneError, match="net.ipv4.tcp_nonexistent"):
+        preflight_report(parse_study(bad, str(tmp_path / "p.toml")), bad, str(tmp_path / "p.toml"))

@@ -44,6 +44,8 @@ class _Lines:
     def message(self, text: str) -> None:
         self.out.print(escape(text), highlight=False)
 
+    def eta(self, tests_left: int, seconds_left: float) -> None: ...
+
 
 def _is_db(path: Path) -> bool:
     try:

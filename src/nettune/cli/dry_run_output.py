@@ -28,6 +28,8 @@ def _wrapped(label: str, words: list[str], width: int) -> list[str]:
 
 
 
+SEQUENCE_SHOWN = 120  # the run order's first entries (#point, xN tests in a row)
+
 # What a target kind adds to the printed plan, by `[target] kind` (its CLI part): a
 # cluster study's kubectl lines and the objects it creates.
 KIND_PLANS: dict[str, Callable[[Study, str, str, DryRun], None]] = {"kubernetes": print_k8s_plan}
@@ -47,6 +49,11 @@ def print_dry_run(plan: DryRun) -> None:
     long = f" [yellow](more than {plan.max_hours} hours: `nettune run` needs --allow-long)[/]" if plan.too_long else ""
     console.print(f"expected time: {plan.expected}" + long, highlight=False)
     width = max(console.width, 40)
+    if len(plan.sequence) > 1:  # the tests in the order the run takes them
+        words = [f"#{i}" + (f"x{n}" if n > 1 else "") for i, n in plan.sequence[:SEQUENCE_SHOWN]]
+        if len(plan.sequence) > SEQUENCE_SHOWN:
+            words.append(f"... ({len(plan.sequence) - SEQUENCE_SHOWN} more)")
+        console.print(escape("\n".join(_wrapped("run order:", words, width))), highlight=False, soft_wrap=True)
     for n in plan.common_notes:  # said once, not under every point
         console.print(escape("\n".join(_wrapped("note:", n.split(), width))), highlight=False, soft_wrap=True)
     for p in plan.planned:
@@ -58,4 +65,6 @@ def print_dry_run(plan: DryRun) -> None:
         for n in p.own_notes:
             lines += _wrapped("   note  ", n.split(), width)
         console.print(escape("\n".join(lines)), highlight=False, soft_wrap=True)
+    console.print("[dim]points are listed in the order the run first reaches them; each REBOOT, VM RESTART and LINK RESET is said "
+                  "at the point it comes before[/]")
     console.print("[dim]dry run: nothing was created or changed (ports are chosen at run time; <user>, <password>, <key>, <dir>: made per study)[/]")

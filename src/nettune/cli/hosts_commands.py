@@ -4,13 +4,27 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Callable
 
 import typer
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from ..studyfile.models import Study
+from ..targets.target_kind import HostCheck
 from .app import app, console, user_errors
+
+
+def _k8s_hosts(study: Study, rows: list[HostCheck], connected: bool) -> None:
+    from .k8s_output import print_k8s_hosts  # noqa: PLC0415 - loads the cluster's modules only for a cluster study
+
+    print_k8s_hosts(study, rows, connected)
+
+
+# What a target kind adds to `nettune hosts`, by `[target] kind` (its CLI part): the
+# Kubernetes version a run plans for and the classes of the study's sysctls for it.
+KIND_HOSTS: dict[str, Callable[[Study, list[HostCheck], bool], None]] = {"kubernetes": _k8s_hosts}
 
 COLUMNS = ("host", "role", "address", "port", "user", "key", "jump", "known_hosts", "sudo", "from")
 
@@ -41,6 +55,9 @@ def hosts(
         print(json.dumps(doc, indent=2))
     else:
         _table(study.name, rows, connect, skipped)
+        more = KIND_HOSTS.get(study.target.kind)  # a target kind's own part (a cluster's version and sysctl classes)
+        if more is not None:
+            more(study, rows, connect)
     if not all(r.ok for r in rows):
         raise typer.Exit(1)
 

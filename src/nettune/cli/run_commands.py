@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..engines.result import TestResult
 from ..errors import NettuneError
@@ -25,19 +25,26 @@ if TYPE_CHECKING:  # the summary and the dry run are loaded only by the command 
 
 
 class RichProgress:
-    """Progress bar with ETA; one line per finished test so the log stays readable."""
+    """Progress bar with ETA; one line per finished test so the log stays readable. The
+    ETA is the run's own (run/plan_time.py: tests as measured so far, reboots, VM restarts
+    and idle-power windows still ahead), not a rate of tests per second, which a reboot
+    between two tests would make meaningless."""
 
     def __init__(self) -> None:
         self.bar = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True,
+            TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console, transient=True,
         )
         self.task: Any = None
 
     def start(self, study: Study, total_tests: int, expected_seconds: float) -> None:
         console.print(f"[bold]{study.name}[/]: {total_tests} tests, about {human_seconds(expected_seconds)}")
         self.bar.start()
-        self.task = self.bar.add_task(study.name, total=total_tests)
+        self.task = self.bar.add_task(study.name, total=total_tests, eta=human_seconds(expected_seconds))
+
+    def eta(self, tests_left: int, seconds_left: float) -> None:
+        done = self.bar.tasks[0].completed if self.bar.tasks else 0
+        self.bar.update(self.task, total=done + tests_left, eta=human_seconds(seconds_left))
 
     def test_start(self, slot: Slot, index: int) -> None:
         self.bar.update(self.task, description=slot.point.label() + (" (warm-up)" if slot.warmup else f" run {slot.run}"))
@@ -93,6 +100,7 @@ def run(
     file: Path = typer.Argument(..., help="Study file (TOML)."),
     db: str = DB_OPT,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (points and commands); change nothing."),
+    preflight: bool = typer.Option(False, "--preflight", help="Connect and read what the run checks first (tool versions, every knob against its host: qm config, vCPUs, tuned profiles, /proc/cmdline...), then say what the run would refuse, change, restart or reboot; change nothing."),
     restore_first: bool = typer.Option(False, "--restore-first", help="First put back settings an interrupted run left changed on the hosts this study uses (as `nettune restore`)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the latest interrupted study of this file (same text): restore settings first, run only the missing tests."),
     max_points: int = typer.Option(MAX_POINTS, "--max-points", min=1, help="Refuse a sweep of more points than this (counted before anything is expanded)."),
@@ -111,6 +119,13 @@ def run(
     print_items(resolution_notes(study), bullet="")
     if dry_run and resume:
         raise NettuneError("--dry-run and --resume: give one (--dry-run alone prints the whole plan; `nettune results` shows what a study holds)")
+    if preflight and (dry_run or resume):
+        raise NettuneError("--preflight reads the hosts, --dry-run only the file, --resume runs: give one")
+    if preflight:
+        from ..commands.preflight import preflight_report
+
+        print_items(preflight_report(study, text, str(file)), bullet="")
+        return
     if dry_run:
         from .dry_run_output import print_plan
 

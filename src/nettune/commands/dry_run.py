@@ -13,22 +13,24 @@ version, and a note says so. The CLI
 (cli/dry_run_output.py) only prints a DryRun."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..engines import get_engine
 from ..engines.base import Tool
-from ..knobs.base import Loc
 from ..knobs.keys import summary as knob_summary
 from ..knobs.kinds.sysctl_unsafe import danger_notes
-from ..plan.points import ResolvedPoint, expand_and_check
+from ..knobs.offline import check_offline
+from ..plan.points import ResolvedPoint, Slot, expand_and_check
+from ..plan.run_order import run_order
 from ..run.engine_choice import planned_choices
 from ..run.workloads import workload_run
 from ..run.workloads.base import PlannedTest as PlannedTest, ToolVersion as ToolVersion
 from ..studyfile.models import Study
 from ..targets.base import Host
 from ..targets.local import LocalHost
+from .dry_run_disruptions import steps
 from .dry_run_knobs import knob_lines
-from .eta import MAX_HOURS, describe, plan_seconds
+from .eta import MAX_HOURS, describe, plan_eta
 
 
 @dataclass
@@ -43,60 +45,64 @@ class DryRun:
     expected: str  # "about 12m05s", with the adaptive upper bound if any
     too_long: bool  # longer than MAX_HOURS: the run needs --allow-long
     max_hours: int
-    planned: list[PlannedTest]
+    planned: list[PlannedTest]  # in the order the run first reaches each point
     common_notes: list[str]  # notes every point has, said once
+    sequence: list[tuple[int, int]] = field(default_factory=list)  # the run's order: (point index, tests in a row)
 
 
 def dry_run(study: Study, text: str, file: str) -> DryRun:
     """The whole plan of `study` (the file's text and name for error messages)."""
     resolved, choice_notes = planned_choices(study, expand_and_check(study, text, file))  # engine = "auto" made concrete
+    check_offline(study, resolved, text, file)  # what loading the file refuses (a Study made without loading one)
     per_point = study.repeat.warmup + study.repeat.min_counted
     per_run = [workload_run(rp.workload).tests_per_slot(rp.workload, list(rp.target.test_hosts)) for rp in resolved]  # every host pair is a test of its own
     tests = per_point * sum(per_run)
     pairs = per_run[0] if study.workload.pairs is not None and len(set(per_run)) == 1 else None
+    order = run_order(study, resolved)  # the run's own order (plan/run_order.py)
+    by_index = {rp.point.index: rp for rp in resolved}
     versions: dict[str, ToolVersion] = {}
-    planned = []
-    for rp in resolved:
+    planned: list[PlannedTest] = []
+    for index in dict.fromkeys(s.point.index for s in order):  # each point where the run first reaches it
+        rp = by_index[index]
         engine = get_engine(str(rp.workload.engine))
         tool = versions.setdefault(engine.name, tool_version(study, engine))
         planned.append(planned_test(study, rp, tool))
-    boot_notes(study, resolved, planned, text, file)
+    disruption_notes(study, resolved, order, planned)
     common = [n for n in planned[0].notes if all(n in p.notes for p in planned)] if len(planned) > 1 else []
     common += choice_notes
     common += danger_notes(list(study.knobs.knobs()) if study.knobs else [])  # sysctl_unsafe: the denylist's override, said loudly
     for p in planned:
         p.own_notes = [n for n in p.notes if n not in common]
+    eta = plan_eta(study, resolved)
     return DryRun(
         name=study.name, target_kind=study.target.kind, points=len(resolved), runs_per_point=per_point,
-        tests=tests, host_pairs=pairs, order=study.repeat.order, expected=describe(study, resolved),
-        too_long=plan_seconds(study, resolved)[1] > MAX_HOURS * 3600, max_hours=MAX_HOURS,
-        planned=planned, common_notes=common,
+        tests=tests, host_pairs=pairs, order=study.repeat.order, expected=describe(study, resolved, eta),
+        too_long=eta.longest > MAX_HOURS * 3600, max_hours=MAX_HOURS,
+        planned=planned, common_notes=common, sequence=sequence(order),
     )
 
 
-def boot_notes(study: Study, resolved: list[ResolvedPoint], planned: list[PlannedTest], text: str, file: str) -> None:
-    """Every reboot the run makes for boot-time knobs, with its commands, on the point it
-    comes before (plan/boot_order.py orders points so there are as few as possible)."""
-    from ..knobs.kinds.cmdline import security_warning  # noqa: PLC0415
-    from ..knobs.registry import KINDS  # noqa: PLC0415
-    from ..plan.boot_order import boot_ordered, boot_values, check_boot_hosts, reboots  # noqa: PLC0415
-    from ..plan.points import schedule  # noqa: PLC0415
+def sequence(order: list[Slot]) -> list[tuple[int, int]]:
+    """The run's order as (point index, tests in a row) runs: '#3 x3, #1 x3, ...'."""
+    out: list[tuple[int, int]] = []
+    for s in order:
+        if out and out[-1][0] == s.point.index:
+            out[-1] = (s.point.index, out[-1][1] + 1)
+        else:
+            out.append((s.point.index, 1))
+    return out
 
-    check_boot_hosts(study, resolved, text, file)
+
+def disruption_notes(study: Study, resolved: list[ResolvedPoint], order: list[Slot], planned: list[PlannedTest]) -> None:
+    """Every reboot, VM restart and link reset of the run, with its commands and its
+    restore, on the point it comes before (the restores after the last test: on the
+    last point printed)."""
     by_point = {p.index: p for p in planned}
-    for index, shown in reboots(boot_ordered(schedule(study, [r.point for r in resolved]), resolved), resolved):
-        target = by_point.get(index, planned[-1])
-        rp = next((r for r in resolved if r.point.index == index), None)
-        cmds = []
-        for key, value, _h in boot_values(rp) if rp is not None else ():
-            arg = key.split(":", 1)[1]
-            cmds += KINDS["cmdline"].commands(Loc(key, "cmdline", arg), {"true": True, "false": None}.get(value, value))[:3]
-            warn = security_warning(arg, value)
-            if warn:
-                target.notes.append("SECURITY: " + warn)
-        when = "before this point" if rp is not None else "after the last test"
-        target.notes.append(f"REBOOT {when}: boot-time knobs -> {shown}; edit (the host's family decides): {' | '.join(cmds) or 'put the journaled files back'}; "
-                            "then reboot, wait for SSH, check /proc/cmdline")
+    for step in steps(study, resolved, order):
+        target = by_point.get(step.index, planned[-1])
+        for line in step.text.split("\n"):
+            if line not in target.notes:
+                target.notes.append(line)
 
 
 def planned_test(study: Study, rp: ResolvedPoint, tool: ToolVersion) -> PlannedTest:

@@ -1,7 +1,7 @@
 """Markdown: a pipe table. Prose columns (`Table.left`) are left-aligned, numbers right;
 a '|' in a cell is escaped and a line break becomes a space, so a row stays one line;
-'<', '>' and '&' are written as entities, so HTML in a cell (a host's fact, an error
-text) is shown, never rendered."""
+'<' and '&' are written as entities, so HTML in a cell (a host's fact, an error text) is
+shown, never rendered ('>' alone opens no tag and stays readable: a pair is 'h1->h2')."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +11,7 @@ from .base import Table, TextExporter
 
 def escape(v: Any) -> str:
     text = "" if v is None else str(v)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|").replace("\n", " ")
 
 
 class MarkdownExporter(TextExporter):

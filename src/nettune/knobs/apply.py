@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import NettuneError, PointFailed
 from ..studyfile.models import Study
@@ -24,6 +24,7 @@ from .items import Item, SpecLocator, lab_queues, point_items
 from .journal import Journal
 from .journal_records import JournalChange
 from .places import CpuCounts, Place, ident_changed, identity
+from .registry import KINDS
 from .restore import critical, restore_changes
 
 
@@ -44,10 +45,13 @@ def study_source(study: Study) -> tuple[str, str] | None:
 
 
 class KnobSession:
-    def __init__(self, study: Study, target: Target | None, study_id: int | None, kept: bool = False):
+    def __init__(self, study: Study, target: Target | None, study_id: int | None, kept: bool = False,
+                 announce: Callable[[str], None] | None = None):
         """kept: the changes stay in force after this process (`nettune doctor --fix`);
-        nothing restores them but `nettune restore`."""
+        nothing restores them but `nettune restore`. announce: says a disruptive step (a
+        reboot, a VM restart, a link reset) at the moment it is taken, before it is."""
         self.study, self.target = study, target
+        self.announce = announce or (lambda text: None)
         self.journal = Journal()
         self.sid = self.journal.begin(study.name, study_id, kept=kept, source=study_source(study))
         self.seq = 0
@@ -120,6 +124,7 @@ class KnobSession:
         if self._in_force(it, cur):
             return self._shown(kind, cur, it.value)
         rec = self._journaled(it, cur)
+        self._disrupting(it, cur)
         try:
             kind.apply(ex, loc, it.value)
         except NotInForce as e:  # made and journaled (restored at the end), but not what the host runs with
@@ -143,6 +148,7 @@ class KnobSession:
                 it.kind.configure(it.place.ex, it.loc, it.value)
             except KnobError as e:
                 raise self._failed(it, rec, cur, e) from None
+            self._disrupting(it, cur)
             boots.add(it.place, it.kind, it.loc, it.slot, it.value, (it, rec, cur))
         not_in_force: list[str] = []
         for w, err in boots.settle():
@@ -159,6 +165,16 @@ class KnobSession:
         if not_in_force:
             raise PointFailed("; ".join(not_in_force))
         return shown
+
+    def _disrupting(self, it: Item, cur: Any) -> None:
+        """Say a change that reboots a host, restarts a VM or resets a link, as it starts."""
+        d = it.kind.disruption(it.loc)
+        if d is None:
+            return
+        vm = f", VM {it.kind.vm_name(it.loc)}" if it.kind.vm_field else ""
+        when = f" {d.when}" if d.when else ""
+        self.announce(f"{d.what.upper()}: {it.loc.key} {it.kind.show(cur)} -> {it.kind.show(it.value)} on {it.place.label}{vm}{when} "
+                      f"({d.does}): {' | '.join(it.kind.commands(it.loc, it.value))}; put back at the end")
 
     def _in_force(self, it: Item, cur: Any) -> bool:
         """Is the item's value already there (this session's own change, or before it)?"""
@@ -238,6 +254,11 @@ class KnobSession:
             return []
         self._closed = True
         with critical():
+            for a in self.active:  # what putting back will disrupt, said before it starts
+                d = KINDS[a.change.loc.kind].disruption(a.change.loc)
+                if d is not None:
+                    self.announce(f"{d.what.upper()} to restore: {a.change.loc.key} back to {KINDS[a.change.loc.kind].show(a.change.original)} "
+                                  f"on {a.place.label}" + (f" {d.when}" if d.when else ""))
             if self.active:
                 self._restore(list(self.active))
             if self.active:

@@ -21,6 +21,12 @@ original values go to an on-disk journal instead of RAM).
     acts_on_interface(loc)     is the setting void once loc.device is re-created
     slot_key(loc)              what tells two settings of the kind apart beyond KIND:ARG@DEV
     forms(os, loc, v)          the settings it is on a host of that OS (OS-neutral kinds)
+    disruption(loc)            what a change does beyond the setting: a host reboot, a VM
+                               restart, a link reset (announced in the plan, opted into per host)
+    vm_field / vm_name(loc)    hypervisor kinds: the VM they act on, as a study host names it
+    vm_mac(ex, loc)            hypervisor kinds: the MAC of the VM's NIC the knob acts on, as
+                               the hypervisor's config says it (--preflight ties it to the study host)
+    check_offline(loc, v, q)   checks of a parsed value that need the point (lab queues), no host
     catalog()                  rows for `nettune knobs list`
 and declares its key's shape (takes_arg, example_arg, needs_device, table_value), which the
 study file's key check reads through the registry.
@@ -98,6 +104,29 @@ def check_plain(loc: Loc, value: Any, depth: int = 0) -> None:
         raise KnobError(f"{loc.key}: the journaled value is not plain data")
 
 
+# What a change of a kind may do to its host beyond the setting itself, and the host field
+# that allows it (the same form as allow_reboot): the plan announces each at the point
+# where it happens, with its commands and its restore, and the study file refuses it on a
+# host without the opt-in (knobs/offline.py).
+REBOOT, VM_RESTART, LINK_RESET = "reboot", "VM restart", "link reset"
+OPT_INS = {REBOOT: "allow_reboot", VM_RESTART: "allow_vm_restart", LINK_RESET: "allow_link_reset"}
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """One kind of disruption a knob change causes: `what` (REBOOT, VM_RESTART or
+    LINK_RESET), `when` (the condition, said in the plan: 'when the change stays pending'),
+    and what it does, in a few words."""
+
+    what: str
+    when: str = ""
+    does: str = ""
+
+    @property
+    def opt_in(self) -> str:
+        return OPT_INS[self.what]
+
+
 @dataclass
 class Ctx:
     """What validation may know beyond the value: CPU count, lab queues, scratch mode."""
@@ -139,8 +168,38 @@ class Kind:
     # record of it is acted on only while that file is unchanged and names it (verify.py)
     declared_only = False
 
+    # hypervisor kinds (run on a host with role = "hypervisor", act on one of its VMs): the
+    # study host field that names that VM (`vmid` for Proxmox, `domain` for libvirt), so a
+    # VM the knob acts on is tied to a study host; "" for every other kind
+    vm_field = ""
+
     def parse(self, loc: Loc, raw: Any) -> Any:
         return raw
+
+    def disruption(self, loc: Loc) -> Disruption | None:
+        """What a change of this setting does beyond the setting itself (None: nothing)."""
+        return None
+
+    def vm_name(self, loc: Loc) -> str:
+        """Hypervisor kinds: the VM the knob acts on, as a study host's `vm_field` names it."""
+        return ""
+
+    def vm_mac(self, ex: Host, loc: Loc) -> str | None:
+        """Hypervisor kinds: the MAC address of the VM NIC this knob acts on, read from the
+        hypervisor `ex` (None: it does not say); KnobError when it cannot be read."""
+        return None
+
+    def check_offline(self, loc: Loc, value: Any, queues: int | None) -> None:
+        """Checks of a parsed value that need the point but no host (when the study file is
+        read, in the dry run and the run alike): KnobError. `queues`: the queue count the
+        target gives the host's interface at this point (the lab's [target] queues), None
+        where the target sets none. Default: nothing beyond parse."""
+
+    def restore_commands(self, loc: Loc) -> list[str]:
+        """The restore as the plan says it before anything is read (the run puts back the
+        journaled original): the commands, with the original as <original>. Default: none
+        said (the plan says the journaled value goes back)."""
+        return []
 
     def check_loc(self, loc: Loc) -> None:
         """Static checks of where a knob acts, from the key alone: when the study file is
@@ -239,6 +298,12 @@ class Kind:
         names the real sysctls of each OS (knobs/kinds/sockbuf.py)."""
         return [(loc, value)]
 
+    def linux_sysctls(self, loc: Loc) -> list[str] | None:
+        """The Linux sysctls (dotted names) this knob writes, for targets whose hosts see
+        sysctls in several places (a Kubernetes node and its pods' namespaces): [] none,
+        None when it cannot be told (a command knob may write anything). Default: none."""
+        return []
+
     def slot_key(self, loc: Loc) -> str:
         """What tells two settings of this kind apart beyond kind, ARG and device."""
         return ""
@@ -246,6 +311,11 @@ class Kind:
     def show(self, value: Any) -> str:
         """A value (current, original or new) as one short line for messages and tables."""
         return str(value)
+
+    def written(self, raw: Any) -> str:
+        """A value as the study file writes it, after its key in the plan ('=9000'): true
+        and false as TOML writes them."""
+        return "=" + ("true" if raw is True else "false" if raw is False else str(raw))
 
     def persisted(self, loc: Loc, value: Any) -> "Persisted":
         """The value in the forms an admin installs (`nettune persist`); loc.device is set.

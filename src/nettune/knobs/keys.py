@@ -87,5 +87,15 @@ def summary(section: dict[str, Any] | None) -> str:
     parts = []
     for key, value in knobs.items():
         v = value.get("value") if isinstance(value, dict) else value
-        parts.append(f"{key}={v}" + (f" ({','.join(hosts[key])})" if key in hosts else ""))
+        parts.append(f"{key}{KINDS[parse_key(key).kind].written(v)}" + (f" ({','.join(hosts[key])})" if key in hosts else ""))
     return ", ".join(parts)
+
+
+def linux_sysctls(key: str) -> list[str] | None:
+    """The Linux sysctls knob `key` writes (the kind says: knobs/base.Kind.linux_sysctls);
+    None when that cannot be told (a command knob, a tuned profile)."""
+    kk = parse_key(key)
+    try:
+        return KINDS[kk.kind].linux_sysctls(Loc(key, kk.kind, kk.arg, kk.device))
+    except KnobError:  # a malformed ARG: the kind's own parse refuses the key, with its message
+        return None

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import SpecError
 from ..studyfile.expr import has_placeholder
 from ..studyfile.load import find_line
-from ..studyfile.models import Study, workload_kind
+from ..studyfile.models import Study, hypervisor_hint, workload_kind
 
 
 def selection_follows_sweep(study: Study) -> bool:
@@ -40,7 +40,8 @@ def check_point_hosts(study: Study, rp: Any, text: str, file: str) -> None:
         fix = (f"the template {written!r} must give one of them at every point: change the sweep values or the template"
                if has_placeholder(written) else "use one of them")
         return SpecError(file, field, f"{name!r} ({where}) is not a target host{' that runs tests' if known is test_hosts else ''} "
-                         f"({', '.join(known)}); {fix}", find_line(text, field.split(".")))
+                         f"({', '.join(known)}); {fix}{hypervisor_hint([str(name)], list(study.target.hypervisors))}",
+                         find_line(text, field.split(".")))
 
     for named in kind.host_fields(wl):
         if named.name not in test_hosts:

@@ -1,6 +1,8 @@
 """A study file loaded for running: the spec stage (spec.load: TOML checked against the
-models), then every point of its sweep expanded and resolved here, so that a file that
-loads has no bad expression or out-of-range filled-in value left to fail mid-run."""
+models), then every point of its sweep expanded and resolved here, and every knob of
+every point checked as far as it can be without a connection (knobs/offline.py), so that
+a file that loads has no bad expression, out-of-range filled-in value or refused knob
+left to fail mid-run, and the dry run refuses what the run refuses."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,5 +24,10 @@ def parse_study(text: str, file: str = "<study>", max_points: int | None = None)
     # Count the points first (refused at once if too many), then expand them: that checks
     # every sweep expression and every filled-in value now, before any host is touched.
     check_point_count(study, MAX_POINTS if max_points is None else max_points, text, file)
-    expand_and_check(study, text, file)
+    resolved = expand_and_check(study, text, file)
+    # the knobs layer's offline checks (a later stage, asked from here like the [knobs]
+    # section asks the registry for its key shapes: tests/test_layering.py LATE_IMPORTS)
+    from ..knobs.offline import check_offline  # noqa: PLC0415
+
+    check_offline(study, resolved, text, file)
     return study

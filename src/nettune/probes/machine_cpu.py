@@ -14,6 +14,9 @@ from ..targets.base import Host
 from .base import ProbeBase
 
 
+SERVER_MACHINE = "server"  # the key of the server's machine: cpu_server_host and its softirq part
+
+
 @dataclass(frozen=True)
 class MachineTimes:
     at: float
@@ -42,7 +45,9 @@ def machine_percent(a: MachineTimes, b: MachineTimes) -> tuple[float, float]:
 
 class MachineCpu(ProbeBase):
     """Busy % of all cores of one host over the window. `key` None: the test's machine
-    (cpu_host and cpu_host_softirq); else cpu_extra[key] (busy % only), e.g.
+    (cpu_host and cpu_host_softirq); SERVER_MACHINE: the server's machine when it is
+    another one (cpu_server_host and its softirq part: in a VM most network work is
+    softirq, not the server process); else cpu_extra[key] (busy % only), e.g.
     "hypervisor:pve". A member says how its OS gives the counters (`read`)."""
 
     def __init__(self, host: Host, key: str | None = None):
@@ -72,5 +77,7 @@ class MachineCpu(ProbeBase):
         busy, softirq = machine_percent(self.first, self.last)
         if self.key is None:
             res.cpu_host, res.cpu_host_softirq = busy, softirq
+        elif self.key == SERVER_MACHINE:
+            res.cpu_server_host, res.cpu_server_host_softirq = busy, softirq
         else:
             res.cpu_extra[self.key] = busy

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from ..targets.base import Host, Proc
 from .base import Probe
+from .cgroup_cpu import CgroupCpu
 from .freebsd_cpu import CpTimeCpu
 from .linux_cpu import ProcStatCpu
-from .machine_cpu import MachineCpu
+from .machine_cpu import SERVER_MACHINE, MachineCpu
 from .power_command import PowerCommandProbe
 from .powercap import PowercapProbe
 from .process_cpu import ProcessCpu
@@ -20,6 +21,8 @@ MACHINE_CPU: dict[str, type[MachineCpu]] = {"linux": ProcStatCpu, "freebsd": CpT
 
 
 def machine_cpu(host: Host, key: str | None = None) -> MachineCpu:
+    if host.cpu_counters == "cgroup":  # a container (a Kubernetes pod): its cgroup, throttling included
+        return CgroupCpu(host, key)
     return MACHINE_CPU.get(host.os, ProcStatCpu)(host, key)
 
 
@@ -30,12 +33,13 @@ def window_probes(machine: Host, extra_machines: dict[str, Host]) -> list[Probe]
             *(machine_cpu(h, k) for k, h in extra_machines.items()), *(PowercapProbe(h, k) for k, h in extra_machines.items())]
 
 
-def server_energy(server: Host, machine: Host) -> list[Probe]:
-    """The server's energy too when it is another machine (energy["server"]): two hosts of
-    this machine (lab, loopback) are one package, measured once as "machine"."""
+def server_machine(server: Host, machine: Host) -> list[Probe]:
+    """The server's machine CPU and energy too when it is another machine (cpu_server_host,
+    energy["server"]): two hosts of this machine (lab, loopback) are one machine, measured
+    once as the test's."""
     if server is machine or (server.on_this_machine and machine.on_this_machine):
         return []
-    return [PowercapProbe(server, "server")]
+    return [machine_cpu(server, SERVER_MACHINE), PowercapProbe(server, "server")]
 
 
 def meter_probes(power_command: list[str] | None) -> list[Probe]:

@@ -134,9 +134,14 @@ class Measures(BaseModel):
     cpu_server: Annotated[float | None, Row("%", "server CPU %", 1.0, "lower", "cpu_server", by=PROBES, adds=True,
                                             doc="the server process, % of one core (unless cpu_units says otherwise)")] = None
     cpu_host: Annotated[float | None, Row("%", "host CPU %", 1.0, "lower", "cpu_host", by=PROBES,
-                                          doc="the machine, % of all cores")] = None
+                                          doc="the test's machine (the client's), % of all cores")] = None
     cpu_host_softirq: Annotated[float | None, Row("%", "host softirq %", 1.0, "lower", "cpu_host_softirq", by=PROBES,
                                                   doc="the machine's softirq part, % of all cores")] = None
+    cpu_server_host: Annotated[float | None, Row("%", "server machine CPU %", 1.0, "lower", "cpu_server_host", by=PROBES, since=3,
+                                                 doc="the server's machine when it is another one than cpu_host's (a VM, a remote "
+                                                     "host), % of all its cores")] = None
+    cpu_server_host_softirq: Annotated[float | None, Row("%", "server machine softirq %", 1.0, "lower", "cpu_server_host_softirq",
+                                                         by=PROBES, since=3, doc="that machine's softirq part, % of all its cores")] = None
 
     @property
     def total_bps(self) -> float | None:

@@ -7,7 +7,6 @@ uncertainty.
 from __future__ import annotations
 
 import datetime as dt
-import html as html_lib
 import json
 import re
 from dataclasses import dataclass, field
@@ -127,7 +126,7 @@ def _boot_security(data: StudyData) -> list[str]:
 
 def md_text(text: Any) -> str:
     """Text from the database as Markdown prose: HTML in it is shown, never rendered."""
-    return html_lib.escape(str(text), quote=False)
+    return str(text).replace("&", "&amp;").replace("<", "&lt;")  # '>' alone opens no tag
 
 
 def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:

@@ -22,24 +22,38 @@ def _pct(v: float | None) -> str:
 CPU = [("cpu_client", "client CPU"), ("cpu_server", "server CPU"), ("cpu_host", "host CPU"), ("cpu_host_softirq", "softirq")]
 
 
-def _cpu_units(runs: list[RunRecord]) -> dict[str, str | None]:
+def cpu_columns(runs: list[RunRecord]) -> list[tuple[str, str]]:
+    """The CPU columns of these runs: the processes' and the client's machine always; the
+    server's machine and each hypervisor when a run has them (study A's three machines)."""
+    out = list(CPU)
+    if any(r.cpu_server_host is not None for r in runs):
+        out.insert(3, ("cpu_server_host", "server machine CPU"))
+    out += [(k, f"{k.split(':', 1)[1]} CPU") for k in sorted({k for r in runs for k in r.cpu_extra if k.startswith("hypervisor:")})]
+    return out
+
+
+def _value(r: RunRecord, col: str) -> float | None:
+    return r.cpu_extra.get(col) if ":" in col else r.get(col)  # "hypervisor:NAME": a cpu_extra figure
+
+
+def _cpu_units(runs: list[RunRecord], cols: list[tuple[str, str]]) -> dict[str, str | None]:
     """The one unit of each CPU column over these runs (None: they mix units)."""
     out: dict[str, str | None] = {}
-    for col, _ in CPU:
-        units = {r.cpu_units.get(col) or native_unit(col) for r in runs if r.get(col) is not None} or {native_unit(col)}
+    for col, _ in cols:
+        units = {r.cpu_units.get(col) or native_unit(col) for r in runs if _value(r, col) is not None} or {native_unit(col)}
         out[col] = units.pop() if len(units) == 1 else None
     return out
 
 
 def _cpu_cell(r: RunRecord, col: str, mixed: bool) -> str:
-    v = r.get(col)
+    v = _value(r, col)
     if v is None or not mixed:
         return _pct(v)
     return f"{_pct(v)} {unit_label(r.cpu_units.get(col) or native_unit(col))}"  # mixed units: each cell says its own
 
 
 # The table's own columns; a parameter of one of these names is shown as param_<name>.
-FIXED = ["pair", "round", "run", "Gbit/s", "round Gbit/s", "rev Gbit/s", "client CPU", "server CPU", "host CPU", "softirq",
+FIXED = ["pair", "round", "run", "Gbit/s", "round Gbit/s", "rev Gbit/s", "client CPU", "server CPU", "host CPU", "softirq", "server machine CPU",
          "retrans", "loss %", "jitter ms", "status"]
 
 
@@ -69,8 +83,9 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     head = [param_column(p, FIXED) for p in params]
     head += (["pair", "round"] if pairs else []) + (["run"] if multi else []) + ["Gbit/s"] + (["rev Gbit/s"] if has_rev else [])
     head += ["round Gbit/s"] if has_agg else []
-    units = _cpu_units(runs)  # every CPU header names its unit: "client CPU (% of 1 core)"
-    head += [f"{name} ({unit_label(u) if (u := units[col]) else 'mixed units'})" for col, name in CPU]
+    cpu = cpu_columns(runs)
+    units = _cpu_units(runs, cpu)  # every CPU header names its unit: "client CPU (% of 1 core)"
+    head += [f"{name} ({unit_label(u) if (u := units[col]) else 'mixed units'})" for col, name in cpu]
     head += (["retrans"] if has_retr else []) + (["loss %", "jitter ms"] if has_udp else []) + ["status"]
     rows = []
     for r in runs:
@@ -84,7 +99,7 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
             row.append(_g(r.reverse_receiver_bps))
         if has_agg:
             row.append(_g(r.round_total_bps))
-        row += [_cpu_cell(r, col, units[col] is None) for col, _ in CPU]
+        row += [_cpu_cell(r, col, units[col] is None) for col, _ in cpu]
         if has_retr:
             row.append("" if r.retransmits is None else str(r.retransmits))
         if has_udp:
@@ -98,7 +113,7 @@ def columns(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
 
 
 # Hidden first when the terminal is too narrow for every column (least important first).
-DROP_ORDER = ["J", "W", "peak RSS MiB", "softirq", "jitter ms", "loss %", "retrans", "host CPU%", "host CPU", "round", "rev Gbit/s", "round Gbit/s", "run",
+DROP_ORDER = ["J", "W", "peak RSS MiB", "softirq", "jitter ms", "loss %", "retrans", "host CPU%", "host CPU", "server machine CPU", "round", "rev Gbit/s", "round Gbit/s", "run",
               "server CPU", "client CPU"]  # "host CPU%": a timed command's table (report/workload_section.py)
 
 

@@ -13,7 +13,7 @@ from ..engines.access import Access, redact
 from ..engines.base import Engine, client_budget
 from ..engines.result import SideOutput, TestResult
 from ..probes.base import Probe
-from ..probes.registry import process_probes, server_energy, window_probes
+from ..probes.registry import process_probes, server_machine, window_probes
 from ..studyfile.workload import Workload
 from ..targets.base import Host
 from .fanout_driver import run_fanout
@@ -86,7 +86,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                     detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
                 return failed_result(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
-            window = window_probes(machine, extra_machines) + server_energy(server, machine) + list(meters or [])
+            window = window_probes(machine, extra_machines) + server_machine(server, machine) + list(meters or [])
             for p in window:
                 p.start()
             cargv, env = engine.client_argv(wl, server.address, port, tool_version, access), engine.client_env(access)

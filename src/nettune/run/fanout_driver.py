@@ -20,7 +20,7 @@ from ..engines.base import Engine, client_budget
 from ..engines.fanout import combine, process_workloads
 from ..engines.result import SideOutput, TestResult
 from ..probes.base import Probe
-from ..probes.registry import process_probes, window_probes
+from ..probes.registry import process_probes, server_machine, window_probes
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Proc
 from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, retry_reason, wait_listening, wait_server
@@ -120,7 +120,7 @@ def _attempt(engine: Engine, wl: Workload, wls: list[Workload], server: Host, cl
                 why = "exited before listening" if srv.poll() is not None else f"did not listen on port {w.port} within {SERVER_START_TIMEOUT:.0f}s"
                 detail = [ln.strip() for ln in (side.stderr or side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
                 return failed_result(engine, tool_version, wl, f"server of process {len(clis) + 1} {why} {detail[0]}".strip(), warnings, server=side)
-        window = window_probes(machine, extra_machines)
+        window = window_probes(machine, extra_machines) + server_machine(server, machine)
         for p in window:
             p.start()
         env = engine.client_env(access)

@@ -33,6 +33,7 @@ class PointRunner:
         self.unreached: dict[int, str] = {}  # point index -> why its settings could not be brought into force
         self.settings = PointState()  # what the target (and knobs) report in force at the current point
         self.count = 0
+        self.last_seconds = 0.0  # the last slot's tests took this long (its settings' time not included)
         self.values: dict[int, list[float | None]] = {i: [] for i in ctx.by_index}
         self.last_run: dict[int, int] = {}  # highest counted run number each point has
         for (idx, run, warmup), have in sorted(ctx.stored.by_slot.items()):
@@ -73,6 +74,9 @@ class PointRunner:
             self.settings = self.settings.with_knobs(applied).merged(ctx.target.state())  # read back what the knobs changed
             for note in ctx.knobs.take_messages():
                 ctx.progress.message(note)
+        # the target brings into force what depends on the knobs (Kubernetes: pods re-created
+        # after a node value they copy at creation changed) and says what it did
+        self.settings = self.settings.merged(ctx.target.settle(rp))
         if self.current is None and not self.facts_stored:
             facts = ctx.target.facts()
             for host, f in facts.items():  # the machine each host is (nettune ceiling's key)
@@ -108,6 +112,7 @@ class PointRunner:
         except PointFailed as e:  # e.g. the host booted without this point's value: its tests fail, the study goes on
             self.unreached[slot.point.index] = str(e)
             ctx.progress.message(f"{rp.point.label()}: {e}; its tests are recorded as failed")
+        self.last_seconds = 0.0
         if slot.point.index in self.unreached:
             return self._unreached(slot, rp, self.unreached[slot.point.index])
         if self.count and ctx.study.repeat.pause:
@@ -140,8 +145,9 @@ class PointRunner:
         if not slot.warmup:
             self.values[slot.point.index].append(_slot_value(kind, list(have.values()) + results))
             self.last_run[slot.point.index] = max(slot.run, self.last_run.get(slot.point.index, slot.run))
+        self.last_seconds = time.monotonic() - t0
         for res in results:
-            ctx.progress.test_end(slot, res, time.monotonic() - t0)
+            ctx.progress.test_end(slot, res, self.last_seconds)
         return results
 
 

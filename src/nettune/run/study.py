@@ -10,12 +10,12 @@ import os
 import signal
 from contextlib import contextmanager
 from types import FrameType
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..errors import NettuneError
 from ..analysis.stats import adaptive_rounds
-from ..plan.boot_order import boot_ordered, check_boot_hosts, split_by_boot
-from ..plan.points import ResolvedPoint, Slot, expand_and_check, schedule
+from ..plan.points import ResolvedPoint, Slot, expand_and_check
+from ..plan.run_order import run_groups
 from ..targets.base import Target
 from ..targets.procs import kill_pid, owner_token, started_by, study_owner
 from .context import KnobLayer, NoProgress as NoProgress, Outcome as Outcome, Progress as Progress, RunContext
@@ -24,6 +24,7 @@ from .point_runner import PointRunner
 from .engine_choice import HostAnswers, choose_engines
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
 from .workloads import workload_run
+from .plan_time import RunClock, plan_time
 from .workloads.base import OVERHEAD_GUESS as OVERHEAD_GUESS
 from ..studyfile.models import Study
 from ..store.base import ResultStore
@@ -58,31 +59,14 @@ def tests_per_slot(rp: ResolvedPoint, test_hosts: list[str]) -> int:
     return workload_run(rp.workload).tests_per_slot(rp.workload, test_hosts)
 
 
-def slot_seconds(rp: ResolvedPoint, test_hosts: list[str]) -> float:
-    """Rough seconds one slot of this point takes, as its workload kind guesses them (one
-    test per host pair, or one per round when a round's pairs run at once)."""
-    return workload_run(rp.workload).slot_seconds(rp.workload, test_hosts)
-
-
 def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Target | None = None, *, longest: bool = False,
                      left: list[tuple[Slot, int]] | None = None) -> float:
-    """First estimate for the ETA (the progress bar refines it as tests finish).
-    longest: as if adaptive repeats ran every point to max_runs (the most it can take).
-    left: only these slots, with how many tests each still has to run (a resumed study).
-    Counted from the slots per point, never by building the schedule (which can be huge)."""
-    rep = study.repeat
-    if left is not None:
-        per_test = {r.point.index: workload_run(r.workload).test_seconds(r.workload) for r in resolved}
-        return sum(per_test[s.point.index] * n for s, n in left) + rep.pause * max(0, len(left) - 1)
-    per_point = rep.warmup + (rep.max_counted if longest else rep.min_counted)
-    slots = per_point * len(resolved)
-    return per_point * sum(slot_seconds(r, _test_hosts(r, target)) for r in resolved) + rep.pause * max(0, slots - 1)
-
-
-def _test_hosts(rp: ResolvedPoint, target: Target | None) -> list[str]:
-    """The test hosts a point's tests are spread over: the target's, or (planning without
-    one) its resolved target spec's."""
-    return list(target.test_hosts if target is not None else rp.target.test_hosts)
+    """The estimate the plan and the progress bar start from (run/plan_time.py): tests,
+    reboots, VM restarts and idle-power windows. longest: as if adaptive repeats ran every
+    point to max_runs. left: only these slots, with how many tests each still has to run
+    (a resumed study)."""
+    eta = plan_time(study, resolved, target, left=left)
+    return eta.longest if longest else eta.expected
 
 
 def run_study(
@@ -105,14 +89,18 @@ def run_study(
     progress = progress or NoProgress()
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
     by_index = {r.point.index: r for r in resolved}
-    check_boot_hosts(study, resolved, spec_text or "", spec_file or "<study>")  # reboots: only hosts that allow them
-    slots = boot_ordered(schedule(study, [r.point for r in resolved]), resolved)  # boot-time values change once per group
+    _check_offline(study, resolved, spec_text, spec_file)  # what the dry run refuses, refused before connecting
+    groups = run_groups(study, resolved)  # the dry run's order: reboots and VM restarts as rarely as possible
+    slots = [s for g in groups for s in g]
     prior = find_interrupted(store, study, spec_text, spec_file or "<study>") if resume else None
     dead = dead_owners(store, study.name)  # before a claim makes the resumed study ours
 
     # before connecting anywhere: refuses over changes a killed run left on this study's hosts
     notes = _journal_gate(study, restore_first or resume)  # --resume restores first by itself
     target = make_target(study)  # raises NotRoot etc. before anything is created
+    said = list(target.warnings)  # the target's own (a cluster's pod sysctls it will refuse...), before the study
+    for note in said:
+        progress.message(note)
     claimed = False
     try:
         if prior is not None:
@@ -146,11 +134,12 @@ def run_study(
     point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
     outcome = Outcome(study_id, "running")
     status = "failed"
-    knobs = _knob_session(study, target, study_id)
+    knobs = _knob_session(study, target, study_id, progress)
     per_slot = {r.point.index: tests_per_slot(r, list(target.test_hosts)) for r in resolved}
     runner = PointRunner(RunContext(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot,
                                     access=access, choices=choices, answers=answers, doctor=doctor))
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
+    todo = {id(s) for s, _ in left}
     total = sum(n for _, n in left)
     extra = 0
     if study.repeat.adaptive:  # the most it can take; most studies stop earlier
@@ -159,13 +148,23 @@ def run_study(
         done = stored.count()
         more = f" (up to {total + extra} with adaptive repeats)" if extra else ""
         progress.message(f"resuming study #{study_id}: {done} of {done + total} tests done, {total} to run{more}")
-    progress.start(study, total + extra, expected_seconds(study, resolved, target, left=left))
+    clock = RunClock(study, resolved, target, left, per_slot)
+    # the bar's total and time are the same plan: the tests up front (adaptive rounds add to both as they come)
+    progress.start(study, total, clock.seconds_left())
+
+    def step(slot: Slot) -> None:
+        runner.run(slot)
+        clock.slot_done(slot, runner.last_seconds)
+        progress.eta(clock.tests_left(), clock.seconds_left())
+
     try:
         with sigterm_as_interrupt():
-            for slot, _ in left:
-                runner.run(slot)
-            if study.repeat.adaptive:
-                _adaptive_rounds(study, runner)
+            for group in groups:  # a group's tests, adaptive rounds included, before the next group's reboot or VM restart
+                for slot in group:
+                    if id(slot) in todo:
+                        step(slot)
+                if study.repeat.adaptive:
+                    _adaptive_rounds(study, runner, sorted({s.point.index for s in group}), step)
             if cross_check is not False:
                 from .cross_check import cross_check as run_cross_check  # noqa: PLC0415
 
@@ -183,6 +182,7 @@ def run_study(
                 outcome.warnings += access.close()  # the hosts' credential files, while they are reachable
             finally:
                 target.close()
+                outcome.warnings += [w for w in target.warnings if w not in said]  # what it found since (could not delete...)
                 if status == "interrupted":  # a Ctrl-C between a spawn and its bookkeeping must not leave a tool running
                     for pid in started_by({owner_token()}):
                         kill_pid(pid)
@@ -191,20 +191,21 @@ def run_study(
     return outcome
 
 
-def _adaptive_rounds(study: Study, runner: PointRunner) -> None:
-    """More rounds until every point's 95% CI is within target_margin (or max_runs).
-    Sequential order finishes one point before the next; otherwise rounds interleave.
-    A resumed study goes on from its stored values: the round number is how many rounds
-    its furthest point already had (each round gives every point still needing one a run)."""
+def _adaptive_rounds(study: Study, runner: PointRunner, points: list[int], step: Callable[[Slot], None]) -> None:
+    """More rounds for these points (one group of run_groups: alike in every value whose
+    change costs a reboot or a VM restart) until each one's 95% CI is within target_margin
+    (or max_runs). Sequential order finishes one point before the next; otherwise rounds
+    interleave. A resumed study goes on from its stored values: the round number is how
+    many rounds its furthest point already had (each round gives every point still
+    needing one a run)."""
     rep = study.repeat
-    groups = [[i] for i in sorted(runner.values)] if rep.order == "sequential" else [sorted(runner.values)]
-    groups = split_by_boot(groups, runner.ctx.by_index)  # rounds never alternate boot-time values (reboots)
+    groups = [[i] for i in points] if rep.order == "sequential" else [points]
     for group in groups:
         round_no = max(0, max(len(runner.values[i]) for i in group) - rep.min_counted)
         while need := adaptive_rounds(rep, {i: runner.values[i] for i in group}, round_no):
             for idx in need:
                 point = runner.ctx.by_index[idx].point
-                runner.run(Slot(point, runner.last_run.get(idx, rep.warmup - 1) + 1, False))
+                step(Slot(point, runner.last_run.get(idx, rep.warmup - 1) + 1, False))
             round_no += 1
 
 
@@ -218,6 +219,14 @@ def preflight(study: Study, resolved: list[ResolvedPoint], target: Target) -> di
             mine = [r for r in resolved if r.workload.engine == engine]
             versions[engine] = workload_run(rp.workload).preflight(engine, mine, target)
     return versions
+
+
+def _check_offline(study: Study, resolved: list[ResolvedPoint], spec_text: str | None, spec_file: str | None) -> None:
+    """The knobs' checks that need no connection (knobs/offline.py), the ones loading the
+    file runs: again here for a Study made without loading a file."""
+    from ..knobs.offline import check_offline  # noqa: PLC0415
+
+    check_offline(study, resolved, spec_text or "", spec_file or "<study>")
 
 
 def _journal_gate(study: Study, restore_first: bool) -> list[str]:
@@ -234,10 +243,11 @@ def _knob_precheck(study: Study, target: Target, resolved: list[ResolvedPoint], 
     return precheck(study, target, resolved, spec_text or "", spec_file or "<study>", gate=False)
 
 
-def _knob_session(study: Study, target: Target, study_id: int) -> KnobLayer | None:
-    """The knobs layer (issue 4) when the study sets knobs; None otherwise."""
+def _knob_session(study: Study, target: Target, study_id: int, progress: Progress) -> KnobLayer | None:
+    """The knobs layer (issue 4) when the study sets knobs; None otherwise. Its reboots, VM
+    restarts and link resets are said on the progress as they start."""
     if study.knobs is None:
         return None
     from ..knobs.apply import KnobSession  # noqa: PLC0415 - optional layer
 
-    return KnobSession(study, target, study_id)
+    return KnobSession(study, target, study_id, announce=progress.message)

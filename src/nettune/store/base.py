@@ -27,9 +27,9 @@ from ..record.point_state import PointState
 from . import columns
 from . import idle_table as idle
 from . import instrument_tables as instrument
-from .cpu_units import units_for
+from .cpu_units import CPU_COLUMNS, units_for
 from .records import RunRecord
-from .schema import CPU_COLS, migrate, spec_hash
+from .schema import migrate, spec_hash
 from .sql import Sql
 
 
@@ -162,7 +162,7 @@ class StoreBase:
         `transaction()`, with the outermost block)."""
         r = result
         started = r.client.started if r.client else time.time()
-        units = units_for(r.model_dump(include=set(CPU_COLS)), r.cpu_extra, r.cpu_units)  # an import may declare them
+        units = units_for(r.model_dump(include=set(CPU_COLUMNS)), r.cpu_extra, r.cpu_units)  # an import may declare them
         state = settings.to_json() if isinstance(settings, PointState) else (settings or {})
         names = columns.names()
         with self.sql.transaction():

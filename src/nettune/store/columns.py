@@ -17,8 +17,8 @@ from ..record.fields import STORED, Field
 from ..record.legacy import split
 from .sql import Sql
 
-# 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd
-FIELDS_VERSION = 2
+# 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd; 3: cpu_server_host(_softirq)
+FIELDS_VERSION = 3
 
 
 def ddl() -> str:

@@ -21,9 +21,10 @@ from ..errors import NettuneError
 
 PCT_CORE, PCT_MACHINE, CORES = "pct_core", "pct_machine", "cores"
 _OF_N = re.compile(r"pct_of_(\d+)")
-CPU_COLUMNS = ("cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq")
+CPU_COLUMNS = ("cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq", "cpu_server_host", "cpu_server_host_softirq")
 # what nettune's own probes measure (probes/process_cpu.py, probes/machine_cpu.py, self_cpu.py)
-NATIVE = {"cpu_client": PCT_CORE, "cpu_server": PCT_CORE, "cpu_host": PCT_MACHINE, "cpu_host_softirq": PCT_MACHINE}
+NATIVE = {"cpu_client": PCT_CORE, "cpu_server": PCT_CORE, "cpu_host": PCT_MACHINE, "cpu_host_softirq": PCT_MACHINE,
+          "cpu_server_host": PCT_MACHINE, "cpu_server_host_softirq": PCT_MACHINE}
 UNITS_HELP = "pct_core (% of one core), pct_machine (% of all the machine's cores), pct_of_N (% of N cores, e.g. pct_of_16), cores"
 
 

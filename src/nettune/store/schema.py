@@ -113,7 +113,7 @@ CREATE TABLE IF NOT EXISTS host_facts (
 
 # the network and CPU values of a run (the field table's measures group, stored, after duration)
 METRIC_COLUMNS = [f.name for f in STORED if f.group == "measures" and f.name != "duration"]
-CPU_COLS = ["cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq"]
+CPU_COLS_OF_SCHEMA_3 = ["cpu_client", "cpu_server", "cpu_host", "cpu_host_softirq"]  # what a schema-3 database has to upgrade
 
 
 def spec_hash(spec_text: str | None, spec_json: str = "") -> str:
@@ -139,7 +139,7 @@ def _to_4(sql: Sql) -> None:
     """The CPU units column, filled with the units nettune's probes wrote."""
     if "cpu_units_json" not in sql.columns("runs"):
         sql.script(sql.ddl("ALTER TABLE runs ADD COLUMN cpu_units_json TEXT NOT NULL DEFAULT '{}'"))
-    rows = sql.rows(f"SELECT id, cpu_extra_json, {', '.join(CPU_COLS)} FROM runs WHERE cpu_units_json='{{}}'")
+    rows = sql.rows(f"SELECT id, cpu_extra_json, {', '.join(CPU_COLS_OF_SCHEMA_3)} FROM runs WHERE cpu_units_json='{{}}'")
     fill = [(json.dumps(units_for(r, json.loads(r["cpu_extra_json"] or "{}"), None)), r["id"]) for r in rows]
     sql.many("UPDATE runs SET cpu_units_json=? WHERE id=?", [f for f in fill if f[0] != "{}"])
 

@@ -16,7 +16,8 @@ Ansible), `-o User=` (ansible_user), `-o ConnectTimeout=` (ansible_timeout, defa
 then ansible_ssh_common_args and ansible_ssh_extra_args, to ansible_host (else the name);
 that line and your ssh_config are then resolved as ssh would (ssh_config.py), so a
 ProxyCommand is refused the same way from either place. nettune's own variables:
-nettune_role, nettune_interface, nettune_allow_reboot, nettune_reboot_timeout, nettune_override_boot_dropins. Hosts with
+nettune_role, nettune_interface, nettune_allow_reboot, nettune_reboot_timeout, nettune_override_boot_dropins,
+nettune_allow_vm_restart, nettune_allow_link_reset, nettune_vmid, nettune_domain. Hosts with
 ansible_connection other than ssh (`local`, `docker`, ...) are left out, named in the
 target's `left_out`.
 """
@@ -204,13 +205,15 @@ def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
     conn = str(hv.get("ansible_connection") or "ssh")
     if conn not in SSH_CONNECTIONS:
         return {"_left_out": f"ansible_connection={conn}: not reached over SSH"}
-    for ours, theirs in (("role", "nettune_role"), ("interface", "nettune_interface"), ("reboot_timeout", "nettune_reboot_timeout")):
+    for ours, theirs in (("role", "nettune_role"), ("interface", "nettune_interface"), ("reboot_timeout", "nettune_reboot_timeout"),
+                         ("vmid", "nettune_vmid"), ("domain", "nettune_domain")):
         if hv.get(theirs) not in (None, ""):
             out[ours] = hv[theirs]
-    if "nettune_allow_reboot" in hv:  # boot-time knobs may reboot this host
-        out["allow_reboot"] = _truthy(hv["nettune_allow_reboot"])
-    if "nettune_override_boot_dropins" in hv:  # and edit a setting another package made
-        out["override_boot_dropins"] = _truthy(hv["nettune_override_boot_dropins"])
+    # boot-time knobs may reboot this host, hypervisor knobs restart it (a VM), link knobs
+    # bounce its interface; and boot-time knobs may edit a setting another package made
+    for flag in ("allow_reboot", "allow_vm_restart", "allow_link_reset", "override_boot_dropins"):
+        if f"nettune_{flag}" in hv:
+            out[flag] = _truthy(hv[f"nettune_{flag}"])
     if _truthy(hv.get("ansible_become", False)):
         if str(hv.get("ansible_become_method") or "sudo") != "sudo" or str(hv.get("ansible_become_user") or "root") != "root":
             ignored.append("ansible_become (nettune becomes root with sudo only)")

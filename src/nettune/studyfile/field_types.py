@@ -81,6 +81,30 @@ class ThisMachine:
         ceilings predict the path)? The lab's cross veths and a bridge instead."""
         return False
 
+    def study_problem(self, bind: bool, knobs: Any) -> str | None:
+        """What can never work in a study on this target (None: nothing; only a cluster's
+        pods refuse some knobs and binds)."""
+        return None
+
+    @property
+    def hypervisors(self) -> list[str]:
+        """Hosts only sampled, never running traffic (an ssh target's role = "hypervisor"): none here."""
+        return []
+
+    def disruption_seconds(self, what: str, host: str) -> float:
+        """Nothing here reboots or restarts (refused when the file is read)."""
+        return 0.0
+
+    def vm_host(self, field: str, name: str) -> str | None:
+        """The host that is VM `name` of a hypervisor: none (this machine's hosts are no VMs of a study host)."""
+        return None
+
+    def disruption_refusal(self, what: str, opt_in: str, hosts: tuple[str, ...]) -> str | None:
+        """Why a change that reboots, restarts or resets a link of these hosts cannot be
+        made: a reboot of this machine never; a link reset of a lab veth or of loopback is
+        nettune's own test path (no opt-in)."""
+        return self.reboot_refusal(hosts) if what == "reboot" else None
+
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         """Why a boot-time knob on these hosts (all, when empty) cannot be set: hosts that
         are this machine are never rebooted."""

@@ -16,6 +16,10 @@ each), for `[workload] pairs = "mesh" | "star:NODE"`; with `node_access = true` 
 `node:NAME` (its privileged pod) on which node knobs act and whose CPU is sampled.
 `pod_sysctls` are namespaced sysctls set on the test pods (securityContext.sysctls): a
 pod setting, so the pods are re-created when a point changes them.
+
+What can never work is refused here, before anything exists (study_problem): a node-level
+sysctl as a pod sysctl, a knob on a test pod (a pod cannot change its own settings), a
+node knob whose value never reaches a pod's network namespace (k8s_sysctl_classes).
 """
 from __future__ import annotations
 
@@ -25,8 +29,12 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-# nicolaka/netshoot carries iperf3 and iperf (2.x), sh and kill; pinned so a run is repeatable
-DEFAULT_IMAGE = "nicolaka/netshoot:v0.13"
+from .k8s_sysctl_classes import DEFAULT, IPC, NODE, WHERE_TEXT, where
+
+# nicolaka/netshoot carries iperf3 and iperf (2.x), sh and kill; pinned by digest so a run is
+# repeatable and a moved tag cannot change what runs (docs/kubernetes.md says where it comes from)
+DEFAULT_IMAGE = "nicolaka/netshoot:v0.13@sha256:a20c2531bf35436ed3766cd6cfe89d352b050ccc4d7005ce6400adf97503da1b"
+QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a DNS subdomain
 SYSCTL_NAME = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
@@ -55,6 +63,26 @@ class NodePlacement(_Strict):
 Placement = Union[Literal["same-node", "cross-node"], NodePlacement, Template]
 
 
+class Toleration(_Strict):
+    """A taint the pods tolerate, as in a pod spec (kubectl describe node shows the taints)."""
+
+    key: str | None = Field(default=None, description="The taint's key; empty with operator Exists: every taint.")
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str | None = Field(default=None, description="The taint's value (operator Equal).")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(default=None, description="Only taints of this effect (default: every effect).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "Toleration":
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError('operator = "Exists" takes no value (it tolerates every value of the key)')
+        if self.operator == "Equal" and not self.key:
+            raise ValueError('operator = "Equal" needs a key (an empty key with operator = "Exists" tolerates every taint)')
+        return self
+
+    def manifest(self) -> dict[str, str]:
+        return {k: v for k, v in {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect}.items() if v}
+
+
 class KubernetesTargetSpec(_Strict):
     """Pods of a Kubernetes cluster, reached through the API server (exec)."""
 
@@ -71,6 +99,11 @@ class KubernetesTargetSpec(_Strict):
     pods: Literal["server-client", "per-node"] = Field(default="server-client", description='"server-client": two pods, server and client, placed by `placement`; "per-node": one pod pinned to each node in `nodes`, the hosts named after the nodes (for [workload] pairs = "mesh" or "star:NODE").')
     pod_sysctls: dict[str, Union[str, int]] = Field(default_factory=dict, description="Namespaced sysctls on the test pods (securityContext.sysctls, scope \"pod\"); sweepable values.")
     ready_timeout: float = Field(default=120.0, gt=0, le=3600, description="Seconds a pod may take to become Ready before the point fails with the reason.")
+    tolerations: list[Toleration] = Field(default_factory=list, description="Taints the test pods and node pods tolerate (tainted nodes: kubectl describe node).")
+    cpu: int = Field(default=2, ge=0, le=1024, description="Whole CPUs each test pod requests and is limited to (Guaranteed QoS: a static CPU manager gives it cores of its own); 0: no requests or limits (BestEffort).")
+    memory: Annotated[str, StringConstraints(pattern=QUANTITY)] = Field(default="1Gi", description="Memory each test pod requests and is limited to (with cpu > 0), e.g. \"1Gi\".")
+    image_pull_secrets: list[str] = Field(default_factory=list, description="Secrets (in the pods' namespace) the kubelet pulls the image with.")
+    run_as_user: int = Field(default=65534, ge=0, le=2147483647, description="UID the test pods run as (runAsNonRoot unless 0: PodSecurity restricted needs a non-root UID).")
 
     @field_validator("namespace")
     @classmethod
@@ -95,7 +128,18 @@ class KubernetesTargetSpec(_Strict):
         for k in v:
             if not SYSCTL_NAME.match(k):
                 raise ValueError(f"{k!r} is not a sysctl name such as 'net.ipv4.tcp_rmem'")
+            if where(k) == NODE:  # the kubelet would pass it to the runtime, which fails the pod sandbox
+                raise ValueError(f"{k!r} is {WHERE_TEXT[NODE]}: set it as a knob on node:NAME hosts "
+                                 f"([target] node_access = true, [knobs.hosts] \"sysctl:{k}\" = [\"node:...\"])")
         return {k: str(x) if not isinstance(x, str) else x for k, x in v.items()}
+
+    @field_validator("image_pull_secrets")
+    @classmethod
+    def _secrets(cls, v: list[str]) -> list[str]:
+        for n in v:
+            if not NODE_NAME.match(n):
+                raise ValueError(f"{n!r} is not a Secret name (lower-case letters, digits, '-' and '.')")
+        return v
 
     @field_validator("kubeconfig")
     @classmethod
@@ -120,6 +164,41 @@ class KubernetesTargetSpec(_Strict):
         if self.network == "host" and any(k.startswith("net.") for k in self.pod_sysctls):
             raise ValueError("pod_sysctls: net.* sysctls cannot be set on pods with network = \"host\" (they share the node's)")
         return self
+
+    def study_problem(self, bind: bool, knobs: Any) -> str | None:
+        """What can never work in a study on this target, as one line (None: nothing).
+        `knobs` is the study's KnobsSpec (or None)."""
+        if self.via == "service" and bind:
+            return ('target.via = "service": the client connects to the Service\'s ClusterIP, which the server cannot '
+                    "bind to; set [workload] bind = false")
+        if knobs is None:
+            return None
+        from ..knobs.keys import linux_sysctls  # noqa: PLC0415 - which sysctls a knob writes is the knob kind's (test_layering)
+
+        for key in knobs.knobs():
+            names = linux_sysctls(key)
+            hosts = [h for h in knobs.hosts.get(key) or self.hosts if "{" not in h]
+            pods = [h for h in hosts if not h.startswith(NODE_PREFIX)]
+            if pods and names is not None:  # None: a command knob, the user's own commands
+                return (f"knobs: {key!r} would act on test pod(s) {', '.join(pods)}: a test pod cannot change its own settings "
+                        "(its /proc/sys and interfaces are read-only); set node settings on node:NAME hosts "
+                        f"([knobs.hosts] {key!r} = [\"node:...\"], [target] node_access = true) and per-pod sysctls in [target] pod_sysctls")
+            if self.network != "pod" or not hosts:
+                continue
+            for name in names or []:
+                w = where(name)
+                if w in (DEFAULT, IPC):
+                    return (f"knobs: {key!r} on {', '.join(hosts)}: {name} is {WHERE_TEXT[w]}, so the test pods never see "
+                            f"the node's value; set it per pod instead: [target] pod_sysctls = {{ {name!r} = ... }}")
+        return None
+
+    def knob_sysctls(self, knobs: Any) -> list[str]:
+        """The sysctls the study's knobs write (those a kind can tell), each once."""
+        if knobs is None:
+            return []
+        from ..knobs.keys import linux_sysctls  # noqa: PLC0415 - as in study_problem
+
+        return list(dict.fromkeys(n for key in knobs.knobs() for n in linux_sysctls(key) or []))
 
     @property
     def pod_hosts(self) -> list[str]:
@@ -152,3 +231,17 @@ class KubernetesTargetSpec(_Strict):
 
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         return "needs a reboot, and nettune never reboots a kubernetes target's nodes; use an ssh target host with allow_reboot = true"
+
+    @property
+    def hypervisors(self) -> list[str]:
+        return []
+
+    def vm_host(self, field: str, name: str) -> str | None:
+        return None
+
+    def disruption_seconds(self, what: str, host: str) -> float:
+        return 0.0
+
+    def disruption_refusal(self, what: str, opt_in: str, hosts: tuple[str, ...]) -> str | None:
+        """A node is never rebooted; a pod's interface is its own (created for the study)."""
+        return self.reboot_refusal(hosts) if what == "reboot" else None

@@ -34,6 +34,15 @@ def workload_kind(engine: str) -> WorkloadKind:
     return next((k for k in WORKLOAD_KINDS.values() if engine in k.engines), WORKLOAD_KINDS[DEFAULT_KIND])
 
 
+def hypervisor_hint(named: list[str], hypervisors: list[str]) -> str:
+    """Why a host named for traffic is refused when it is a hypervisor (said with the refusal)."""
+    hv = next((h for h in named if h in hypervisors), None)
+    if hv is None:
+        return ""
+    return (f'; {hv!r} has role = "hypervisor", so it is only sampled for CPU during every test and never runs traffic '
+            f'(run the test between its VMs, or drop role = "hypervisor" from {hv})')
+
+
 class LocalTargetSpec(Strict, ThisMachine):
     """Loopback on this machine: no namespaces, no root needed."""
 
@@ -54,7 +63,8 @@ class LocalTargetSpec(Strict, ThisMachine):
 # kind, hosts, test_hosts, on_this_machine (its hosts run this machine's binaries and
 # keep their files here), queues (per host interface, None when the target sets none),
 # over_loopback (its tests cross this machine's loopback: ceilings predict them) and
-# reboot_refusal (why a boot-time knob on its hosts cannot be set). What needs more than
+# reboot_refusal (why a boot-time knob on its hosts cannot be set) and study_problem (what
+# can never work given the workload's bind and the knobs). What needs more than
 # the spec (a lab's layout, connecting) each target kind answers: targets/target_kind.py.
 TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec], Field(discriminator="kind")]
 # the `[target] kind` values, as the union's members declare them (error messages list them)
@@ -147,11 +157,20 @@ class Study(Strict):
         return wl
 
     @model_validator(mode="after")
-    def _hosts_exist(self) -> "Study":
-        # hosts that may carry traffic (an ssh target's role="hypervisor" hosts are only sampled)
-        problem = workload_kind(str(self.workload.engine)).check_written(self.workload, self.target.test_hosts)
+    def _target_problem(self) -> "Study":
+        # what a target refuses given the workload and knobs (a Kubernetes pod cannot take node knobs)
+        problem = self.target.study_problem(self.workload.bind, self.knobs)
         if problem:
             raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _hosts_exist(self) -> "Study":
+        # hosts that may carry traffic (an ssh target's role="hypervisor" hosts are only sampled)
+        kind = workload_kind(str(self.workload.engine))
+        problem = kind.check_written(self.workload, self.target.test_hosts)
+        if problem:
+            raise ValueError(problem + hypervisor_hint([h.name for h in kind.host_fields(self.workload)], self.target.hypervisors))
         return self
 
 

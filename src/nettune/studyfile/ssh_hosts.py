@@ -101,6 +101,10 @@ class SshHostSpec(SshReachSpec):
     interface: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:@-]{1,15}$", description="The test NIC (default device of interface knobs such as mtu, channels).")
     jump: list[SshHopSpec] = Field(default_factory=list, description='Jump host(s), OpenSSH ProxyJump syntax: "bastion" or "user@gw:2222,bastion"; each hop is looked up in ssh_config.')
     allow_reboot: bool = Field(default=False, description="nettune may reboot this host (boot-time knobs such as cmdline:mitigations); never allowed for this machine.")
+    allow_vm_restart: bool = Field(default=False, description="This host is a VM that nettune may restart (pve_queues, libvirt_queues on its hypervisor); give its vmid or domain too.")
+    allow_link_reset: bool = Field(default=False, description="nettune may change settings that bounce this host's link (mtu, channels, ring, offloads such as lro): its interface goes down and up.")
+    vmid: int | None = Field(default=None, ge=100, le=999999999, description="Proxmox VE VMID of this host when it is a VM (pve_queues:VMID acts on it; `nettune run --preflight` reads its qm config: the NIC, its MAC against this host's interface, its vCPUs).")
+    domain: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$", description="libvirt domain name of this host when it is a VM (libvirt_queues:DOMAIN, libvirt_vcpupin:DOMAIN act on it).")
     reboot_timeout: float = Field(default=600.0, gt=0, le=7200, description="Seconds to wait for the host to answer over SSH again after a reboot.")
     override_boot_dropins: bool = Field(default=False, description="Boot-time knobs may edit a setting another package made (a /etc/default/grub.d drop-in, grubenv's tuned_params); journaled and put back like the rest.")
     resolved_from: str | None = Field(default=None, description="Set by nettune: the ssh_config file(s) this host was looked up in.")
@@ -184,6 +188,14 @@ class SshTargetSpec(_Strict):
         for h in self.hosts:
             if not HOST_NAME.match(h):
                 raise ValueError(f"host name {h!r}: use letters, digits, '.', '-' or '_' (at most 64)")
+        for field in ("vmid", "domain"):  # one VM is one host
+            seen: dict[Any, str] = {}
+            for h, spec in self.hosts.items():
+                v = spec.model_dump()[field]
+                if v is not None and v in seen:
+                    raise ValueError(f"hosts {seen[v]} and {h} both say {field} = {v!r}; a VM is one host")
+                if v is not None:
+                    seen[v] = h
         if not self.test_hosts:
             raise ValueError('every host has role = "hypervisor"; at least one must run tests')
         return self
@@ -211,14 +223,41 @@ class SshTargetSpec(_Strict):
     def over_loopback(self) -> bool:
         return False
 
+    def study_problem(self, bind: bool, knobs: Any) -> str | None:
+        """What can never work in a study on this target: nothing (a host's knobs are its own)."""
+        return None
+
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         """Why a boot-time knob on these hosts (all, when empty) cannot be set: one of them
         does not allow a reboot."""
+        return self.disruption_refusal("reboot", "allow_reboot", hosts)
+
+    def disruption_refusal(self, what: str, opt_in: str, hosts: tuple[str, ...]) -> str | None:
+        """Why a change that causes `what` (a reboot, a VM restart, a link reset) on these
+        hosts (all, when empty) cannot be made: one of them lacks the opt-in field."""
         for name in hosts or tuple(self.hosts):
             spec = self.hosts.get(name)
-            if spec is not None and not spec.allow_reboot:
-                return (f"needs a reboot of {name}, which does not allow one: add allow_reboot = true to [target.hosts.{name}] "
-                        "(inventory: allow_reboot = true; Ansible: nettune_allow_reboot=true)")
+            if spec is not None and not spec.model_dump()[opt_in]:
+                article = "an" if what[0] in "aeiou" else "a"
+                return (f"needs {article} {what} of {name}, which does not allow one: add {opt_in} = true to [target.hosts.{name}] "
+                        f"(inventory: {opt_in} = true; Ansible: nettune_{opt_in}=true)")
+        return None
+
+    def disruption_seconds(self, what: str, host: str) -> float:
+        """The most the run waits for a reboot of `host` (its reboot_timeout) or for a
+        restarted VM to answer again (reconnect_timeout): what the ETA counts for it."""
+        if what == "reboot":
+            spec = self.hosts.get(host)
+            return float(spec.reboot_timeout) if spec is not None else max((h.reboot_timeout for h in self.hosts.values()), default=600.0)
+        return float(self.reconnect_timeout)
+
+    def vm_host(self, field: str, name: str) -> str | None:
+        """The study host that is the VM `name` on its hypervisor (its `vmid` or `domain`
+        field says so), or None."""
+        for h, spec in self.hosts.items():
+            v = spec.model_dump()[field]
+            if v is not None and str(v) == name:
+                return h
         return None
 
 

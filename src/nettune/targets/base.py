@@ -91,6 +91,9 @@ class Host(Protocol):
     # the study lets boot-time knobs edit files other packages own (a /etc/default/grub.d
     # drop-in, grubenv's tuned_params) when the setting is made there
     override_boot_dropins: bool
+    # where its machine CPU counters come from: "os" (the OS's own: /proc/stat, kern.cp_time)
+    # or "cgroup" (a container's cgroup cpu.stat: a Kubernetes pod's CPU and its throttling)
+    cpu_counters: str
 
     def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> Proc:
         """Start argv. `env`: variables added to its environment (secrets such as
@@ -169,6 +172,12 @@ class Target(Protocol):
         """The actual state now (after knobs changed it); empty when nothing can change."""
         ...
 
+    def settle(self, resolved: Any) -> PointState:
+        """After the point's knobs are in force: bring into force what depends on them (a
+        Kubernetes pod copies some sysctls from its node only when it is created, so its
+        pods are re-created after such a node value changed); the state that adds (empty: none)."""
+        ...
+
     def facts(self) -> dict[str, dict[str, Any]]:
         """Host facts once per study: kernel, CPU model and count, tool versions..."""
         ...
@@ -216,6 +225,7 @@ class HostBase:
     allow_reboot = False
     reboot_timeout = 600.0
     override_boot_dropins = False
+    cpu_counters = "os"
 
     def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         raise NotImplementedError
@@ -259,6 +269,9 @@ class TargetBase:
 
     def state(self) -> PointState:
         return PointState()
+
+    def settle(self, resolved: Any) -> PointState:
+        return PointState()  # nothing of the target depends on the knobs
 
     def facts(self) -> dict[str, dict[str, Any]]:
         return {name: {} for name in self.hosts}

@@ -38,6 +38,11 @@ class LocalKind(TargetKindBase):
     def server_address(self, study: Study, host: str) -> str:
         return LocalHost(host).address
 
+    def knob_os(self, study: Study, host: str) -> tuple[str | None, str | None]:
+        """This machine; the default device of interface knobs is the one `make`'s hosts
+        have: none for loopback hosts (name one, KIND@DEV), lo for the sandbox's."""
+        return "linux", (SandboxHost.interface if sandbox_dir() is not None else None)
+
     def reaches(self, reach: dict[str, Any]) -> bool:
         return bool(reach.get("sandbox"))  # only the sandbox's hosts record a way back (this machine needs none)
 

@@ -39,6 +39,7 @@ class HostCheck:
     ran: list[str] = field(default_factory=list)  # ssh_config Match exec commands run to resolve it
     unresolved: list[str] = field(default_factory=list)  # what was not run (a dry run): values guessed
     connect_timeout: float | None = None
+    version: str = ""  # what it runs, once connected (a Kubernetes API server's version)
 
 
 class HostReconnector(Protocol):

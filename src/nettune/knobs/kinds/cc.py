@@ -66,6 +66,9 @@ class CongestionControl(Kind):
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [f"sysctl -w net.ipv4.tcp_congestion_control={value}"]
 
+    def linux_sysctls(self, loc: Loc) -> list[str] | None:
+        return ["net.ipv4.tcp_congestion_control"]
+
     def persisted(self, loc: Loc, value: Any) -> Persisted:
         return Persisted(shell=self.commands(loc, value), sysctl=[("net.ipv4.tcp_congestion_control", str(value))])
 

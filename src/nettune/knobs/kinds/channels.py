@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, check_plain, need_device, run_ok, same_uniform, whole
+from ..base import LINK_RESET, Ctx, Disruption, Kind, KnobError, Loc, Persisted, catalog_row, check_plain, need_device, run_ok, same_uniform, whole
 
 TYPES = ("rx", "tx", "other", "combined")
 
@@ -112,6 +112,18 @@ class Channels(Kind):
 
     def same(self, a: Any, b: Any) -> bool:
         return same_counts(a, b)
+
+    def disruption(self, loc: Loc) -> Disruption:
+        # ethtool -L / -G: the driver frees and re-allocates its queues (ixgbe, i40e, mlx5 and virtio-net reset the device)
+        return Disruption(LINK_RESET, "", f"the driver rebuilds {loc.device or 'the interface'}'s queues; its link goes down and up")
+
+    def restore_commands(self, loc: Loc) -> list[str]:
+        return [f"ethtool {self.tool_set} {loc.device or '$IFACE'} <original counts, as ethtool {self.tool_read} showed them>"]
+
+    def check_offline(self, loc: Loc, value: Any, queues: int | None) -> None:
+        """A lab veth has as many channels as [target] queues gives it at this point."""
+        if self.bounded_by_lab_queues and queues is not None and isinstance(value, int) and value > queues:
+            raise KnobError(f"{loc.key}: {value} channels is more than the target gives the interface at this point (queues = {queues})")
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         v = as_dict(value)

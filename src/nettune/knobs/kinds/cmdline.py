@@ -3,7 +3,7 @@
     [knobs]
     "cmdline:mitigations" = "{mitigations}"   # "off" / "auto"
     "cmdline:amd_pstate" = "active"
-    "cmdline:nosmt" = true                     # a bare parameter; false removes it
+    "cmdline:nosmt" = true                     # a bare parameter; false removes it (absent)
     [knobs.hosts]
     "cmdline:mitigations" = ["vm1"]
     [target.hosts.vm1]
@@ -27,6 +27,11 @@ restore: each journaled file back (its original bytes when only nettune's edit i
 at_boot: configure/unconfigure are those edits without the reboot; when a point sets, or a
          restore puts back, several keys of a host, the knobs layer makes every edit first
          and reboots the host once for all of them (boot_batch.py), then checks each.
+Kernel defaults: a value that is the kernel's own default for its parameter (KERNEL_DEFAULTS,
+from Documentation/admin-guide/kernel-parameters.txt) means the same as the parameter
+absent: parse, read and the reboot check all treat the two alike (canonical), so a host
+whose command line has no mitigations= already runs with mitigations=auto: no edit, no
+reboot. `false` is "absent" too, and the plan prints it so.
 Refused (validate, before anything changes) on this machine and its namespaces (local,
 lab), on a host without allow_reboot = true, and on a host with this machine's boot id.
 Not run on real hardware here: tested on real-format files in temporary roots and on
@@ -39,14 +44,44 @@ from typing import Any
 
 from ...targets.base import Host
 from ...targets.reboot import RebootError, refuse_unless_rebootable
-from ..base import Ctx, Kind, KnobError, Loc, NotInForce, Persisted, catalog_row, read_file, run_ok
+from ..base import REBOOT, Ctx, Disruption, Kind, KnobError, Loc, NotInForce, Persisted, catalog_row, read_file, run_ok
 from ..boot_batch import reboot
 from ..boot_bls import GRUBENV, grubenv_vars
+from ..boot_trace import same_key
 from ..bootloader import Edit, Family, Value, boot_file, check_value, detect, family_commands_all, parse_value, token, value_in
 
 FAMILIES = ("grub", "grubby", "proxmox")  # bootloader.detect's families
 SECURITY = ("cmdline:mitigations=off turns off the CPU's speculative-execution mitigations (Spectre, Meltdown, ...): "
             "the host is open to those attacks while it runs so; only on hosts that run nothing untrusted")
+
+
+# The kernel's own value of a parameter when the command line does not give it, as
+# Documentation/admin-guide/kernel-parameters.txt documents it: "mitigations= ... auto
+# (default)" (kernel 5.2+, backported to 4.x stable; for kernels built with
+# CPU_MITIGATIONS=y, every distribution kernel: "mitigations" is supported if and only if
+# the kernel was built with CPU_MITIGATIONS=y). Only parameters with one documented default
+# are here: amd_pstate's and intel_pstate's depend on the build and the CPU (no entry: a
+# value for them is always written).
+KERNEL_DEFAULTS = {"mitigations": "auto"}
+
+
+def kernel_default(key: str) -> str | None:
+    return next((v for k, v in KERNEL_DEFAULTS.items() if same_key(k, key)), None)
+
+
+def canonical(key: str, value: Value) -> Value:
+    """A value as nettune compares it: the kernel's default and absent are one (None)."""
+    default = kernel_default(key)
+    return None if default is not None and isinstance(value, str) and value == default else value
+
+
+def default_note(key: str, value: Value) -> str | None:
+    """What the plan says of a value that may already be in force (None: a value to set)."""
+    if canonical(key, value) is not None:
+        return None
+    default = kernel_default(key)
+    said = f"{key} absent, which is the kernel's default {key}={default}" if default else f"{key} absent"
+    return f"unless the host's command line already has {said}: then no edit and no reboot"
 
 
 def security_warning(key: str, value: Any) -> str | None:
@@ -70,7 +105,10 @@ class Cmdline(Kind):
     def parse(self, loc: Loc, raw: Any) -> Value:
         value = parse_value(raw)
         check_value(loc.arg or "", value)
-        return value
+        return canonical(loc.arg or "", value)  # "auto" for mitigations: the parameter absent
+
+    def disruption(self, loc: Loc) -> Disruption:
+        return Disruption(REBOOT, "unless the host already runs with the value", "reboot, wait for SSH, check /proc/cmdline")
 
     def check_reading(self, loc: Loc, value: Any) -> None:
         """A journaled reading {"family", "value", "booted", "files": {path: text}}: restore
@@ -96,7 +134,7 @@ class Cmdline(Kind):
             held = Family(str(fam), [str(p) for p in files]).value({str(p): str(x) for p, x in files.items()}, key) if files else value.get("value")
         except KnobError as e:
             raise KnobError(f"{loc.key}: the journaled texts cannot be read as the {fam} family reads them ({e})") from None
-        if held != value.get("value"):
+        if canonical(key, held) != canonical(key, value.get("value")):
             raise KnobError(f"{loc.key}: the journaled texts do not hold the journaled value")
 
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
@@ -121,7 +159,7 @@ class Cmdline(Kind):
             configured = value_in(_grubby_default(ex), key)
         else:
             configured = fam.value(files, key)
-        return {"family": fam.name, "value": configured, "booted": booted(ex, key), "files": files}
+        return {"family": fam.name, "value": canonical(key, configured), "booted": booted(ex, key), "files": files}
 
     def apply(self, ex: Host, loc: Loc, value: Any) -> None:
         self.configure(ex, loc, value)
@@ -147,6 +185,11 @@ class Cmdline(Kind):
         orig_value, _ = _facets(original)
         fam = detect(ex)
         before: dict[str, str] = dict(original.get("files") or {})
+        if before:  # the key as those files wrote it (an explicit default stays explicit)
+            try:
+                orig_value = fam.value(before, key)
+            except KnobError:
+                pass
         odd = [p for p in before if not boot_file(p)]
         if odd:  # a journal is read back from disk: it names only the files a family edits
             raise KnobError(f"{loc.key}: the journaled reading names {odd[0]!r}, not a boot configuration file nettune edits; not written")
@@ -218,6 +261,10 @@ class Cmdline(Kind):
         (o_conf, o_boot), (n_conf, n_boot) = _facets(original), _facets(new)
         return conf in (o_conf, n_conf) and boot in (o_boot, n_boot)
 
+    def written(self, raw: Any) -> str:
+        """false is the parameter absent from the command line; true a bare flag."""
+        return " absent" if raw is False else " (bare flag)" if raw is True else f"={raw}"
+
     def show(self, value: Any) -> str:
         conf, boot = _facets(value)
         return _shown("", conf) if conf == boot else f"{_shown('', conf)} (booted: {_shown('', boot)})"
@@ -252,7 +299,7 @@ class Cmdline(Kind):
 
 
 def booted(ex: Host, key: str) -> Value:
-    return value_in(read_file(ex, "/proc/cmdline"), key)
+    return canonical(key, value_in(read_file(ex, "/proc/cmdline"), key))
 
 
 def _grubby_default(ex: Host) -> str:

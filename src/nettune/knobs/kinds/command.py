@@ -85,6 +85,9 @@ class Command(Kind):
     def same(self, a: Any, b: Any) -> bool:
         return " ".join(str(a).split()) == " ".join(str(b).split())
 
+    def linux_sysctls(self, loc: Loc) -> list[str] | None:
+        return None  # its commands may write anything
+
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [shlex.join(argv_for(loc.spec["apply"], value))] if loc.spec else []
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from ...targets.base import Host
 from .. import libvirt_xml as lx
-from ..base import Ctx, Kind, KnobError, Loc, catalog_row, check_plain, run_ok, whole
+from ..base import VM_RESTART, Ctx, Disruption, Kind, KnobError, Loc, catalog_row, check_plain, run_ok, whole
 
 DOMAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")  # never read as an option (leading "-")
 DRIVER_TAG = re.compile(r"""<driver(\s+[A-Za-z_][\w:.-]*\s*=\s*("[^"<>]*"|'[^'<>]*'))*\s*/?>""")
@@ -175,6 +175,19 @@ class LibvirtQueues(Kind):
     name = "libvirt_queues"
     takes_arg, example_arg = "required", "myvm"
     host_wide = True
+    vm_field = "domain"  # the study host that is this guest says domain = "myvm"
+
+    def vm_name(self, loc: Loc) -> str:
+        return self._sel(loc)[0]
+
+    def disruption(self, loc: Loc) -> Disruption:
+        dom = self._sel(loc)[0]
+        return Disruption(VM_RESTART, "when the guest runs (libvirt refuses the change live)",
+                          f"virsh define, virsh shutdown {dom}, virsh start {dom}: the guest shuts down and starts again")
+
+    def restore_commands(self, loc: Loc) -> list[str]:
+        dom = self._sel(loc)[0]
+        return [f"virsh define <{dom}'s XML with the <driver> start tag as read before>", f"virsh shutdown {dom} && virsh start {dom}"]
 
     def _sel(self, loc: Loc) -> tuple[str, str | None]:
         dom = domain_of(loc, self.name)

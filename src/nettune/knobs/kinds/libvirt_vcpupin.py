@@ -107,6 +107,10 @@ class LibvirtVcpupin(Kind):
     name = "libvirt_vcpupin"
     takes_arg, example_arg = "required", "myvm"
     host_wide = True
+    vm_field = "domain"  # no restart (--live), but the guest is still one of the study's hosts
+
+    def vm_name(self, loc: Loc) -> str:
+        return domain_of(loc, self.name)
 
     def parse(self, loc: Loc, raw: Any) -> str:
         domain_of(loc, self.name)

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, read_file, run_ok, whole
+from ..base import LINK_RESET, Ctx, Disruption, Kind, KnobError, Loc, Persisted, catalog_row, need_device, read_file, run_ok, whole
 
 
 def mtu_bounds(ex: Host, dev: str) -> tuple[int | None, int | None]:
@@ -61,6 +61,13 @@ class Mtu(Kind):
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [f"ip link set dev {loc.device or '$IFACE'} mtu {value}"]
+
+    def disruption(self, loc: Loc) -> Disruption:
+        # many drivers (ixgbe, i40e, mlx5, virtio-net with XDP) rebuild their rings for a new MTU: the link goes down and up
+        return Disruption(LINK_RESET, "on drivers that rebuild their rings for a new MTU", f"{loc.device or 'the interface'} goes down and up")
+
+    def restore_commands(self, loc: Loc) -> list[str]:
+        return self.commands(loc, "<original>")
 
     def persisted(self, loc: Loc, value: Any) -> Persisted:
         return Persisted(shell=self.commands(loc, value), tuned_net={"mtu": [str(value)]},

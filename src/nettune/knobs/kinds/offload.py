@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row, need_device, on_off, run_ok
+from ..base import LINK_RESET, Ctx, Disruption, Kind, KnobError, Loc, Persisted, catalog_row, need_device, on_off, run_ok
 
 SHORT = {
     "gro": "generic-receive-offload",
@@ -31,6 +31,12 @@ SHORT = {
     "ufo": "udp-fragmentation-offload",
 }
 LONG = {v: k for k, v in SHORT.items()}
+# features that common drivers apply by resetting the device (ixgbe and i40e for lro and
+# ntuple, bnxt for rx-gro-hw and lro, e1000e and igb for the VLAN offloads): a change of
+# one is announced as a link reset and needs allow_link_reset on an ssh host. Other
+# features are applied in place by those drivers (a driver may still differ).
+RESETS = {"lro", "large-receive-offload", "rx-gro-hw", "ntuple", "ntuple-filters", "rxvlan", "rx-vlan-offload",
+          "txvlan", "tx-vlan-offload"}
 # features NetworkManager stores in a connection (ethtool.feature-NAME)
 NM_FEATURES = ("gro", "gso", "tso", "lro", "rx", "tx", "sg", "rxvlan", "txvlan", "ntuple", "rxhash")
 # FreeBSD: feature -> (ifconfig(8) flag, IFCAP_* names it toggles, as ifconfig prints them)
@@ -149,6 +155,15 @@ class Offload(Kind):
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [f"ethtool -K {loc.device or '$IFACE'} {self._set_name(loc)} {value}"]
+
+    def disruption(self, loc: Loc) -> Disruption | None:
+        if (loc.arg or "") not in RESETS:
+            return None
+        return Disruption(LINK_RESET, "on drivers that reset the device for it (ixgbe, i40e, bnxt, e1000e, igb)",
+                          f"{loc.device or 'the interface'} goes down and up")
+
+    def restore_commands(self, loc: Loc) -> list[str]:
+        return self.commands(loc, "<original on|off>")
 
     def persisted(self, loc: Loc, value: Any) -> Persisted:
         name, dev = self._set_name(loc), loc.device

@@ -41,7 +41,7 @@ import time
 from typing import Any
 
 from ...targets.base import Host
-from ..base import Ctx, Kind, KnobError, Loc, catalog_row, check_plain, run_ok, whole
+from ..base import VM_RESTART, Ctx, Disruption, Kind, KnobError, Loc, catalog_row, check_plain, run_ok, whole
 
 _ARG = re.compile(r"^(?P<vmid>[1-9][0-9]{2,8})(?:/(?P<net>net[0-9]{1,2}))?$")
 RESTART_TIMEOUT = 300.0
@@ -184,6 +184,19 @@ class ProxmoxQueues(Kind):
     name = "pve_queues"
     takes_arg, example_arg = "required", "101"
     host_wide = True  # lives on the hypervisor machine, not in a network namespace
+    vm_field = "vmid"  # the study host that is VM 101 says vmid = 101
+
+    def vm_name(self, loc: Loc) -> str:
+        return self.target(loc)[0]
+
+    def disruption(self, loc: Loc) -> Disruption:
+        vmid = self.target(loc)[0]
+        return Disruption(VM_RESTART, "when the change stays pending (the VM runs and its hotplug option lacks network)",
+                          f"qm reboot {vmid}: the guest shuts down and starts again")
+
+    def restore_commands(self, loc: Loc) -> list[str]:
+        vmid, net = self.target(loc)
+        return [f"qm set {vmid} --{net} '<the {net} line as qm config showed it before>'", f"qm reboot {vmid}  # when pending"]
 
     def target(self, loc: Loc) -> tuple[str, str]:
         m = _ARG.match(loc.arg or "")
@@ -227,6 +240,9 @@ class ProxmoxQueues(Kind):
         vcpus = int(cfg.get("vcpus") or 0) or int(cfg.get("cores") or 1) * int(cfg.get("sockets") or 1)
         if int(value) > vcpus:
             raise KnobError(f"{loc.key}: {value} queues for a VM with {vcpus} vCPUs; Proxmox recommends at most one queue per vCPU")
+
+    def vm_mac(self, ex: Host, loc: Loc) -> str | None:
+        return net_meaning(self._net(ex, loc, current=True)[0]).get("macaddr")
 
     def read(self, ex: Host, loc: Loc) -> dict[str, Any]:
         """{"queues": in effect, "line": the netN value as written}: the journal keeps the

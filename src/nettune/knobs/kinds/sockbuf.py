@@ -85,6 +85,9 @@ class SockBuf(Kind):
     def read(self, ex: Any, loc: Loc) -> Any:  # never set as itself: forms() gives what is
         raise KnobError(f"{loc.key}: set through its per-OS sysctls")
 
+    def linux_sysctls(self, loc: Loc) -> list[str] | None:
+        return [a.split(":")[0] for _, a in FORMS.get(loc.arg or "", {}).get("linux", [])]
+
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return [c for sloc, v in self.forms("linux", loc, value) for c in PARTS[sloc.kind].commands(sloc, v)]
 

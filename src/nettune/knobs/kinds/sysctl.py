@@ -184,6 +184,9 @@ class Sysctl(Kind):
     def same(self, a: Any, b: Any) -> bool:
         return norm(a) == norm(b)
 
+    def linux_sysctls(self, loc: Loc) -> list[str] | None:
+        return [(loc.arg or "").replace("/", ".")]
+
     def commands(self, loc: Loc, value: Any) -> list[str]:
         import shlex
 

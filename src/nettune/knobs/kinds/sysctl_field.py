@@ -88,6 +88,9 @@ class SysctlField(Kind):
     def show(self, value: Any) -> str:
         return norm(value)
 
+    def linux_sysctls(self, loc: Loc) -> list[str] | None:
+        return [split_arg(loc)[0].replace("/", ".")]
+
     def commands(self, loc: Loc, value: Any) -> list[str]:
         name = split_arg(loc)[0]
         fields = norm(value).split()

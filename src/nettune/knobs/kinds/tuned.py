@@ -51,6 +51,9 @@ class Tuned(Kind):
     def same(self, a: Any, b: Any) -> bool:
         return " ".join(str(a).split()) == " ".join(str(b).split())
 
+    def linux_sysctls(self, loc: Loc) -> list[str] | None:
+        return None  # a profile's [sysctl] section is the profile's
+
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return ["tuned-adm off" if value == "off" else f"tuned-adm profile {value}"]
 

@@ -95,6 +95,11 @@ class WorkloadRun(Protocol):
         """First estimate of one test's seconds (a resumed study's tests left)."""
         ...
 
+    def length_declared(self, written: Workload) -> bool:
+        """Is a test's length known before it runs, from the [workload] as written (a
+        network test: its duration; a timed command: only a declared `duration`)?"""
+        ...
+
     def preflight(self, engine: str, resolved: list[ResolvedPoint], target: Target) -> str:
         """Before anything is created: the tool of `engine` (its points in `resolved`) is on
         every host that runs it; its version (ToolMissing, NettuneError otherwise)."""
@@ -144,3 +149,7 @@ class WorkloadRunBase:
 
     def test_seconds(self, wl: Workload) -> float:
         return float(wl.duration) + float(wl.omit) + OVERHEAD_GUESS
+
+    def length_declared(self, written: Workload) -> bool:
+        """Is a test's length known before it runs (from the [workload] as written)?"""
+        return True

@@ -4,9 +4,10 @@ study-file half: studyfile/command_workload.py; the tool: engines/timed_command.
 Preflight: every point's host exists and has sh, and an argv `run` names a program that
 host has. A slot is one test: setup, the timed run, cleanup (run/command_driver.py).
 Nothing serves, so the study's credentials leave it alone, and `--cross-check` has no
-other engine to compare it with. A command's length is unknown before it runs: the first
-ETA counts `[workload] duration` (default 10 s) per run, and the progress bar corrects it
-from the runs themselves.
+other engine to compare it with. A command's length is unknown before it runs: the plan
+counts `[workload] duration` when the file declares it (else only the overhead, and says
+the length is unknown), and the progress bar corrects it from the runs themselves
+(run/plan_time.py).
 """
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ class CommandRun(WorkloadRunBase):
                                slot.meters() if slot.meters else None)
         slot.on_result(res)
         return [res]
+
+    def length_declared(self, written: Workload) -> bool:
+        return "duration" in written.model_fields_set  # a declared expectation of the command's length
 
     def failed(self, wl: Workload, tool_version: str, why: str) -> TestResult:
         return ENGINE.result(wl, None, CommandMeasures(), why)

@@ -13,6 +13,8 @@ from ...studyfile.kubernetes_target import NODE_PREFIX, KubernetesTargetSpec
 from .k8s_api import KubeError
 from .k8s_manifests import RunNames, namespace_manifest, node_pod
 
+JOURNAL_FLAGS = ("the context the journal recorded", "KUBECONFIG")  # where a restore's context came from
+
 
 class NodeReach:
     """The node hosts of one restore, and what it had to create to reach them."""
@@ -28,8 +30,9 @@ class NodeReach:
         if not node or not reach.get("context"):
             raise KubeError("the journal does not name the node or the kubeconfig context")
         spec = KubernetesTargetSpec(kind="kubernetes", context=reach["context"], kubeconfig=reach.get("kubeconfig"),
-                                    nodes=[node], node_access=True, image=reach.get("image") or KubernetesTargetSpec.model_fields["image"].default)
-        api = kubernetes.API_FACTORY(spec)
+                                    nodes=[node], node_access=True, image=reach.get("image") or KubernetesTargetSpec.model_fields["image"].default,
+                                    tolerations=reach.get("tolerations") or [], image_pull_secrets=reach.get("image_pull_secrets") or [])
+        api = kubernetes.API_FACTORY(spec, JOURNAL_FLAGS)
         state = api.pod(reach["namespace"], reach["pod"]) if reach.get("namespace") and reach.get("pod") else None
         if state is not None and state.ready and state.node == node:
             host = KubeHost(label, api, reach["namespace"], reach["pod"], node)
@@ -37,7 +40,7 @@ class NodeReach:
             return host
         names = RunNames.make("restore", None)
         self._made.append((api, names))
-        api.create(namespace_manifest(names, True))
+        api.create(namespace_manifest(names, "privileged"))
         pod = node_pod(names, spec, node)
         api.create(pod)
         host = KubeHost(NODE_PREFIX + node, api, names.namespace, pod["metadata"]["name"], node)

@@ -75,16 +75,32 @@ class KubeHost(ShellHostBase):
         self.os = "linux"
         self.context = str(api.context)
         self.kubeconfig: str | None = api.kubeconfig
+        self.restore_pod: dict[str, Any] = {}  # a node pod: image, tolerations, pull secrets a restore's pod needs
         self._live: dict[int, KubeProc] = {}
 
     # -- exec --------------------------------------------------------------------------
     def _stream(self, argv: list[str], stdin: str | None = None) -> ExecStream:
         if self.not_ready:
             raise KubeError(f"pod {self.pod} ({self.name}) is not ready: {self.not_ready}")
-        stream = self.api.exec(self.namespace, self.pod, [str(a) for a in argv], stdin=stdin is not None)
+        try:
+            stream = self.api.exec(self.namespace, self.pod, [str(a) for a in argv], stdin=stdin is not None)
+        except KubeError as e:
+            raise KubeError(f"{e}{self._gone()}") from None
         if stdin is not None:
             stream.write_stdin(stdin)
         return stream
+
+    def _gone(self) -> str:
+        """Why an exec failed when the pod itself stopped (evicted, deleted): said with the
+        error, and kept, so the rest of the point fails at once with it."""
+        try:
+            st = self.api.pod(self.namespace, self.pod)
+        except KubeError:
+            return ""
+        if st is not None and st.ready:
+            return ""
+        self.not_ready = "the pod is gone" if st is None else f"{st.reason or st.phase}: {st.message}".rstrip(": ")
+        return f" (pod {self.pod}: {self.not_ready})"
 
     def run(self, argv: list[str], timeout: float = 30.0, input: str | None = None) -> CommandResult:
         """Run to the end; never raises on a non-zero exit (KubeError when the pod cannot be reached)."""
@@ -145,7 +161,7 @@ class KubeHost(ShellHostBase):
     def reach(self) -> dict[str, Any]:
         """Where this pod's node is, for the knob journal: cluster context, node, pod."""
         return {"kubernetes": True, "context": self.context, "kubeconfig": self.kubeconfig, "node": self.node,
-                "namespace": self.namespace, "pod": self.pod, "address": self.node or self.pod, "port": 0}
+                "namespace": self.namespace, "pod": self.pod, "address": self.node or self.pod, "port": 0, **self.restore_pod}
 
     def exec_line(self, argv: list[str]) -> str:
         """The same command as a kubectl line (for the user)."""

@@ -10,6 +10,7 @@ from ...studyfile.models import Study
 from ..base import Host, Target
 from ..footprint import Footprint
 from ..target_kind import HostCheck, HostReconnector, TargetKindBase
+from .k8s_hosts import ask_cluster, host_rows
 from .k8s_reach import NodeReach
 from .kubernetes import KubeTarget
 
@@ -54,13 +55,16 @@ class KubernetesKind(TargetKindBase):
         return f"<{'ClusterIP of' if _spec(study).via == 'service' else 'IP of pod'} {host}>"  # known once the pod (or its Service) exists
 
     def describe_hosts(self, study: Study) -> list[HostCheck]:
-        t = _spec(study)
-        where = f"pod, context {t.context or '(current)'}"
-        return [HostCheck(h, "test", where, None, "-", "kubeconfig", "-", "-", False, f"made by the run from {t.image} (see run --dry-run)")
-                for h in t.test_hosts]
+        """The API server, then where the run will make each test pod and node access pod."""
+        return [HostCheck(*row) for row in host_rows(_spec(study))]
 
     def check_hosts(self, study: Study, rows: list[HostCheck]) -> None:
-        return  # nothing to connect to before a run makes the pods; their tools come with the image
+        """The API server answers (context, version, nodes); the pods, and the tools their
+        image brings, come with the run."""
+        answer = ask_cluster(_spec(study))
+        for r in rows:
+            r.ok, r.reason = answer.status(r.name)
+            r.version = answer.version
 
     def reaches(self, reach: dict[str, Any]) -> bool:
         return bool(reach.get("kubernetes"))  # a node of a cluster (kubernetes_host.reach)
