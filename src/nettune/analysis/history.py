@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -134,8 +133,7 @@ def reruns_of(store: ResultStore, name: str, points: list[dict[str, Any]] | None
     return keep, list(reversed(left)), order
 
 
-def history(store: ResultStore, name: str, points: list[dict[str, Any]] | None = None, metric: str = "auto",
-            seed: int = 0) -> History:
+def history(store: ResultStore, name: str, points: list[dict[str, Any]] | None = None, metric: str = "auto") -> History:
     """The history of study `name` (its reruns with `points`, else the latest's)."""
     reruns, left, order = reruns_of(store, name, points)
     data = {r.study_id: load(store, r.study_id) for r in reruns}
@@ -160,8 +158,7 @@ def history(store: ResultStore, name: str, points: list[dict[str, Any]] | None =
             notes.append(f"{s.label}: a rerun has no counted run there; its series is not tested")
             continue
         vals = [float(x) for x in xs if x is not None]
-        rng = random.Random(f"{seed}:{name}:{s.label}")  # the same history gives the same p-values
-        steps = find_steps(vals, tests, rng)
+        steps = find_steps(vals, tests)
         last = latest_step(vals, steps[-1].at if steps else 0, tests)
         if last is not None and not any(st.at == last.at for st in steps):
             steps.append(last)

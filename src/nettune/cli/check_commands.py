@@ -17,34 +17,12 @@ from rich.markup import escape
 
 from ..errors import NettuneError
 from ..record.fields import metric_help
+from .check_progress import Lines
 from .app import DB_OPT, app, console, err_console, open_store, print_fitted, user_errors
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FORMATS = ("text", "json", "csv", "markdown")
 STYLE = {"regressed": "red", "failed": "red", "improved": "green", "inconclusive": "yellow", "untested": "yellow"}
-
-
-class _Lines:
-    """A rerun's progress as one line per finished test (no bar: check runs in CI logs);
-    on stderr when stdout carries a machine format."""
-
-    def __init__(self, out: Console) -> None:
-        self.out = out
-
-    def start(self, study: Any, total_tests: int, expected_seconds: float) -> None:
-        self.out.print(f"rerunning {study.name}: {total_tests} tests", highlight=False)
-
-    def test_start(self, slot: Any, index: int) -> None: ...
-
-    def test_end(self, slot: Any, result: Any, seconds: float) -> None:
-        what = f"{result.total_bps / 1e9:.3f} Gbit/s" if result.ok and result.total_bps is not None else f"failed: {result.error}"
-        pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
-        self.out.print(escape(f"  {slot.point.label()} run {slot.run}{pair}: {what}"), highlight=False)
-
-    def message(self, text: str) -> None:
-        self.out.print(escape(text), highlight=False)
-
-    def eta(self, tests_left: int, seconds_left: float) -> None: ...
 
 
 def _is_db(path: Path) -> bool:
@@ -101,7 +79,9 @@ def _write(out: Path, obj: dict[str, Any]) -> None:
 @user_errors
 def check(
     study: str = typer.Argument(..., help="A study file (TOML) to rerun now, or a study already in --db (name or id) to check."),
-    baseline: str = typer.Option(..., "--baseline", "-b", help="Results database holding the baseline run (a SQLite file or postgresql://...), or a `nettune export` file (CSV, JSON, Parquet)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Results database holding the baseline run (a SQLite file or postgresql://...), or a `nettune export` file (CSV, JSON, Parquet)."),
+    history: bool = typer.Option(False, "--history", help="Instead of one baseline, gate on a change point among the latest reruns of the study stored in --db (`nettune history`)."),
+    window: int = typer.Option(3, "--window", help="With --history: a change point among this many latest reruns gates."),
     tolerance: str = typer.Option("5%", "--tolerance", "-t", help="Changes within this are never a regression, e.g. 5%."),
     baseline_study: Optional[str] = typer.Option(None, "--baseline-study", help="Study in the baseline database (name or id); default: the latest of the same name."),
     metric: str = typer.Option("auto", "--metric", "-m", help=f"What to compare: auto (total Gbit/s, or a command workload's wall seconds), or one of: {metric_help()}."),
@@ -115,6 +95,22 @@ def check(
     Exit 0: nothing got worse beyond --tolerance; 1: a point regressed; 2: an error; 3: with --strict, a point is inconclusive."""
     if format not in FORMATS:
         _write_error(out, f"--format {format!r}: use text, json, csv or markdown")
+    if history:
+        from .history_commands import check_history
+
+        if baseline is not None or baseline_study is not None:
+            _write_error(out, "--history gates on the study's own reruns in --db: give it without --baseline/--baseline-study")
+        try:
+            gate = check_history(study, tolerance, window, metric, strict, db, console if format == "text" else err_console)
+        except NettuneError as e:
+            _write_error(out, str(e))
+        doc = gate.to_dict()
+        _write(out, doc)
+        _emit_gate(gate, doc, format)
+        (console if format == "text" else err_console).print(f"wrote {out}", highlight=False)
+        raise typer.Exit(gate.exit_code)
+    if baseline is None:
+        _write_error(out, "give --baseline (a results database or an export holding the baseline run), or --history")
     try:
         result = _check(study, baseline, tolerance, baseline_study, metric, strict, db, console if format == "text" else err_console)
     except NettuneError as e:
@@ -166,7 +162,7 @@ def _check(study: str, baseline: str, tolerance: str, baseline_study: str | None
 
             check_length(spec, expand_and_check(spec, text, str(file)), str(file), MAX_HOURS)
             with open_store(db, must_exist=False) as store:
-                outcome = run_study(spec, store, text, str(file), progress=_Lines(progress))
+                outcome = run_study(spec, store, text, str(file), progress=Lines(progress))
                 after = load(store, outcome.study_id)
         else:
             with open_store(db) as store:
@@ -176,6 +172,25 @@ def _check(study: str, baseline: str, tolerance: str, baseline_study: str | None
                 raise NettuneError(f"the baseline is study #{after.study['id']} itself; give --baseline-study (the earlier run)")
             _testable_baseline(base, metric, baseline)
     return run_check(base, after, metric, tol, strict)
+
+
+def _emit_gate(gate: Any, doc: dict[str, Any], format: str) -> None:
+    """`check --history`'s verdicts: text (the table), json, csv/markdown (one row per series)."""
+    from .history_commands import print_gate
+
+    if format == "text":
+        print_gate(gate)
+    elif format == "json":
+        from ..analysis.data import jsonable
+
+        print(json.dumps(jsonable(doc), indent=2, allow_nan=False))
+    else:
+        from ..exporters.base import Table, export_table
+
+        cols = ["series", "verdict", "latest", "step_pct", "study_before", "study_after"]
+        rows = [{"series": s.label, "verdict": s.verdict, "latest": s.latest} | {k: (s.change or {}).get(k) for k in cols[3:]}
+                for s in gate.series]
+        print(export_table(Table(cols, rows, left=frozenset({"series", "verdict"})), format, None) or "", end="")
 
 
 def _emit(result: Any, doc: dict[str, Any], format: str) -> None:
