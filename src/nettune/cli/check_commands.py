@@ -96,7 +96,7 @@ def check(
     if format not in FORMATS:
         _write_error(out, f"--format {format!r}: use text, json, csv or markdown")
     if history:
-        from .history_commands import check_history
+        from .history_check import check_history
 
         if baseline is not None or baseline_study is not None:
             _write_error(out, "--history gates on the study's own reruns in --db: give it without --baseline/--baseline-study")
@@ -176,7 +176,7 @@ def _check(study: str, baseline: str, tolerance: str, baseline_study: str | None
 
 def _emit_gate(gate: Any, doc: dict[str, Any], format: str) -> None:
     """`check --history`'s verdicts: text (the table), json, csv/markdown (one row per series)."""
-    from .history_commands import print_gate
+    from .history_check import print_gate
 
     if format == "text":
         print_gate(gate)
