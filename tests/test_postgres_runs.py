@@ -115,7 +115,7 @@ def test_kill_9_then_resume_completes_the_study_on_postgresql(tmp_path, pg_url):
     after = _stored(pg_url)
     assert after[: len(before)] == before  # nothing committed before the kill was lost or changed
     slots = sorted(x[1:4] for x in after)
-    assert slots == sorted((i, run, False) for i in range(3) for run in range(3)) and all(x[4] for x in after)
+    assert slots == sorted((i, run, False) for i in range(3) for run in range(3)) and all(x[4] for x in after), (after, r.stdout)
     with store_at(pg_url) as s:
         assert [(x["id"], x["status"]) for x in s.named("nettune-t-pgresume")] == [(1, "done")]
     assert not lab_leftovers()
