@@ -153,15 +153,16 @@ def kill_9_once_changed(f: Path, db: Path, changes: int, log: Path) -> None:
 def run_with_cut_sessions(layout: LabLayout, f: Path, db: Path, cut_host: str) -> tuple[Any, list[dict], list[int]]:
     """Run study file `f`, killing `cut_host`'s ssh sessions once the client's iperf3 runs
     (the first test); returns (outcome, runs, PIDs cut)."""
-    from nettune import load_study, run_study
-    from nettune.store import Store
+    from nettune import load_study
+    from nettune.run.study import run_study
+    from nettune.store.writer import StoreWriter
 
     study = load_study(f)
     stop, cut = threading.Event(), []
     th = threading.Thread(target=cut_sessions_when_client_runs, args=(layout, "client", cut_host, stop, cut))
     th.start()
     try:
-        with Store(db) as store:
+        with StoreWriter(db) as store:
             out = run_study(study, store, f.read_text(), str(f))
             runs = store.runs(out.study_id)
     finally:

@@ -7,12 +7,12 @@ from nettune.engines.result import Interval, StreamResult
 from nettune.plan.pairs import mesh_rounds
 from nettune.engines.result import TestResult as Result  # not "Test*": pytest would try to collect it
 from nettune.studyfile.models import Study
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 Cpu = Callable[[dict, float], tuple[float, float, float]]
 
 
-def build(store: Store, name: str, points: list[tuple[dict[str, Any], float]], *, runs: int = 3, noise: float = 0.01,
+def build(store: StoreWriter, name: str, points: list[tuple[dict[str, Any], float]], *, runs: int = 3, noise: float = 0.01,
           seed: int = 0, sweep: dict | None = None, engine: str = "iperf3", version: str = "3.16",
           cpu: Cpu = lambda p, g: (50.0, 60.0, 20.0), stream_skew: float = 0.0, warmup: int = 0, failed: int = 0,
           facts: dict | None = None) -> int:
@@ -49,7 +49,7 @@ QUEUES = [1, 2, 4, 8, 16, 32, 40]
 STUDY_A = [10, 19, 35, 55, 72, 75, 77]
 
 
-def study_a(store: Store, name: str = "A") -> int:
+def study_a(store: StoreWriter, name: str = "A") -> int:
     # queues x streams multiplier, streams derived: host CPU climbs faster than throughput
     pts = [({"queues": q, "mult": m, "streams": q * m}, g * (1 + 0.01 * m)) for q, g in zip(QUEUES, STUDY_A) for m in (1, 2)]
     host = {1: 4.0, 2: 6.0, 4: 10.0, 8: 14.0, 16: 30.0, 32: 60.0, 40: 75.0}
@@ -65,7 +65,7 @@ DG = [33, 61, 242, 288, 225, 163]
 HOSTS = ["h1", "h2", "h3", "h4"]  # the mesh studies (issue 17)
 
 
-def build_mesh(store: Store, name: str = "mesh", runs: int = 2, slow: str = "h3->h4", factor: float = 0.62,
+def build_mesh(store: StoreWriter, name: str = "mesh", runs: int = 2, slow: str = "h3->h4", factor: float = 0.62,
                parallel: bool = True, noise: tuple[float, ...] = (0.0, 0.01, -0.01)) -> int:
     """A 4-host mesh, `runs` repeats: every link 10 Gbit/s but `slow` (x factor)."""
     study = Study.model_validate({"name": name, "target": {"kind": "lab", "hosts": HOSTS},

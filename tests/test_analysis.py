@@ -11,15 +11,15 @@ from nettune.analysis.compare import between_studies, within_study
 from nettune.analysis.data import load
 from nettune.analysis.fairness import jain
 from nettune.errors import NettuneError
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import nettune
 from study_builders import DG, DP, build, study_a
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "r.db")
+def store(tmp_path: Path) -> StoreWriter:
+    s = StoreWriter(tmp_path / "r.db")
     yield s
     s.close()
 
@@ -128,7 +128,7 @@ def test_uneven_streams_are_reported(store):
     res = analyze(load(store, "fair"))
     fair = {f["point"]["parallel"]: f for f in res["fairness"]}
     assert 1 not in fair  # one stream: nothing to share
-    assert fair[8]["jain_min"] < 0.9 and fair[8]["slowest_bps"] < fair[8]["fastest_bps"]
+    assert fair[8]["jain_min"] < 0.9 and fair[8]["slowest_gbps"] < fair[8]["fastest_gbps"]
     assert any("uneven" in f and "Jain" in f for f in res["findings"])
 
 
@@ -164,7 +164,7 @@ def test_within_and_between_study_comparisons(store):
 
 def test_compare_cli_json_and_one_line_errors(tmp_path):
     db = tmp_path / "r.db"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         build(s, "E", [({"knob": "off"}, 50.0), ({"knob": "on"}, 60.0)], seed=1)
         build(s, "single", [({"knob": "off"}, 50.0)], runs=1)
     p = nettune("compare", "E", "--a", "knob=off", "--b", "knob=on", "--format", "json", "--db", str(db), check=True)
@@ -181,7 +181,7 @@ def test_compare_cli_json_and_one_line_errors(tmp_path):
 
 def test_analyze_cli(tmp_path):
     db = tmp_path / "r.db"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         build(s, "D", [({"parallel": p}, g) for p, g in zip(DP, DG)])
     p = nettune("analyze", "D", "--format", "json", "--db", str(db), check=True)
     res = json.loads(p.stdout)

@@ -2,7 +2,7 @@
 fact; engine = "auto" picks by it, and analyze says when a result is within 10% of it."""
 import json
 
-from nettune import Store
+from nettune.store.writer import StoreWriter
 from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 
@@ -18,7 +18,7 @@ def test_ceiling_is_measured_stored_and_used(tmp_path):
     db = tmp_path / "r.db"
     out = nettune("ceiling", "--duration", "1", "--max-streams", "2", "--db", str(db), check=True).stdout
     assert "ceiling iperf2:" in out and "ceiling iperf3:" in out
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         rows = s.ceiling_rows()
     machine = rows[0]["machine"]
     got = {(r["config"], r["streams"]) for r in rows}
@@ -28,7 +28,7 @@ def test_ceiling_is_measured_stored_and_used(tmp_path):
     f = tmp_path / "l.toml"
     f.write_text('name = "nettune-t-ceil"\n[target]\nkind = "local"\n[workload]\nduration = 1\nparallel = 2\n')
     nettune("run", str(f), "--db", str(db), check=True)
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         data = load(s, "nettune-t-ceil")
         run = data.runs[0]
     assert data.facts["client"]["machine"] == machine and "iperf2" in data.facts["client"]["loopback_ceiling"]
@@ -41,7 +41,7 @@ def test_ceiling_is_measured_stored_and_used(tmp_path):
 
 
 def test_analyze_says_when_a_result_is_within_ten_percent_of_the_ceiling(tmp_path):
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         facts = {"client": {"cpu_count": 8, "machine": "m1"}}
         build(s, "near", [({"streams": 1}, 10.0), ({"streams": 4}, 30.0)], facts=facts, noise=0.001)
         s.add_ceilings("m1", [{"config": "iperf3", "engine": "iperf3", "processes": 1, "streams": 1, "bps": 10.5e9},
@@ -53,7 +53,7 @@ def test_analyze_says_when_a_result_is_within_ten_percent_of_the_ceiling(tmp_pat
 
 
 def test_best_point_near_its_ceiling_is_in_the_headline(tmp_path):
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         build(s, "top", [({"streams": 1}, 10.0), ({"streams": 4}, 30.0)], facts={"client": {"cpu_count": 8, "machine": "m2"}}, noise=0.001)
         s.add_ceilings("m2", [{"config": "iperf3", "engine": "iperf3", "processes": 1, "streams": 4, "bps": 31e9}])
         a = analyze(load(s, "top"))

@@ -10,7 +10,7 @@ import pytest
 from nettune.analysis.data import load
 from nettune.analysis.regression import check, parse_tolerance
 from nettune.errors import NettuneError
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import ROOT, nettune
 from study_builders import build, build_mesh
@@ -18,16 +18,16 @@ from study_builders import build, build_mesh
 
 def _dbs(tmp_path: Path, before: list[float], after: list[float], runs: int = 3, noise: float = 0.01) -> tuple[Path, Path]:
     a, b = tmp_path / "before.db", tmp_path / "after.db"
-    with Store(a) as s:
+    with StoreWriter(a) as s:
         build(s, "s", [({"q": i}, g) for i, g in enumerate(before)], runs=runs, noise=noise, seed=1)
-    with Store(b) as s:
+    with StoreWriter(b) as s:
         build(s, "s", [({"q": i}, g) for i, g in enumerate(after)], runs=runs, noise=noise, seed=2)
     return a, b
 
 
 def test_verdicts_per_point(tmp_path):
     a, b = _dbs(tmp_path, [10, 10, 10, 10], [7, 13, 10.2, 10.0])
-    with Store(a) as sa, Store(b) as sb:
+    with StoreWriter(a) as sa, StoreWriter(b) as sb:
         res = check(load(sa, "s"), load(sb, "s"), tolerance_pct=5)
     verdicts = [p.verdict for p in res.points]
     assert verdicts[0] == "regressed" and verdicts[1] == "improved"
@@ -38,18 +38,18 @@ def test_verdicts_per_point(tmp_path):
     assert res.points[0].change_pct == pytest.approx(-30, abs=2) and res.points[0].p_value < 0.05
     assert res.tested == 4 and res.points[0].p_value == pytest.approx(min(1, 4 * res.points[0].p_raw))  # adjusted over the 4 points
     assert res.points[0].ci_high_pct < -5  # the whole simultaneous interval lies beyond the tolerance
-    with Store(a) as sa, Store(b) as sb:
+    with StoreWriter(a) as sa, StoreWriter(b) as sb:
         loose = check(load(sa, "s"), load(sb, "s"), tolerance_pct=50)
     assert loose.regressed == [] and loose.exit_code == 0 and loose.points[0].verdict == "within-tolerance"
 
 
 def test_lower_is_better_metric_regresses_upwards(tmp_path):
     a, b = tmp_path / "a.db", tmp_path / "b.db"
-    with Store(a) as s:
+    with StoreWriter(a) as s:
         build(s, "s", [({"q": 1}, 1.0)], runs=3, cpu=lambda p, g: (50.0, 60.0, 20.0))
-    with Store(b) as s:
+    with StoreWriter(b) as s:
         build(s, "s", [({"q": 1}, 1.0)], runs=3, cpu=lambda p, g: (50.0, 60.0, 30.0))
-    with Store(a) as sa, Store(b) as sb:
+    with StoreWriter(a) as sa, StoreWriter(b) as sb:
         res = check(load(sa, "s"), load(sb, "s"), metric="cpu_host")
     # identical runs on each side: no noise, the difference is all there is
     assert res.points[0].verdict == "regressed" and res.points[0].change_pct == pytest.approx(50)
@@ -57,28 +57,28 @@ def test_lower_is_better_metric_regresses_upwards(tmp_path):
 
 def test_single_runs_and_missing_points(tmp_path):
     a, b = _dbs(tmp_path, [10, 10], [10, 10], runs=1)
-    with Store(a) as sa, Store(b) as sb, pytest.raises(NettuneError, match="2 counted runs"):
+    with StoreWriter(a) as sa, StoreWriter(b) as sb, pytest.raises(NettuneError, match="2 counted runs"):
         check(load(sa, "s"), load(sb, "s"))
     a2, b2 = tmp_path / "a2.db", tmp_path / "b2.db"
-    with Store(a2) as s:
+    with StoreWriter(a2) as s:
         build(s, "s", [({"q": 0}, 10.0), ({"q": 1}, 10.0)], runs=3)
-    with Store(b2) as s:
+    with StoreWriter(b2) as s:
         build(s, "s", [({"q": 0}, 10.0), ({"q": 2}, 10.0)], runs=3)
-    with Store(a2) as sa, Store(b2) as sb:
+    with StoreWriter(a2) as sa, StoreWriter(b2) as sb:
         res = check(load(sa, "s"), load(sb, "s"))
     assert sorted(p.verdict for p in res.points if p.label != "q=0") == ["missing", "missing"]
-    with Store(tmp_path / "c.db") as s:
+    with StoreWriter(tmp_path / "c.db") as s:
         build(s, "s", [({"other": 5}, 10.0)], runs=3)
-    with Store(a2) as sa, Store(tmp_path / "c.db") as sc, pytest.raises(NettuneError, match="no point in common"):
+    with StoreWriter(a2) as sa, StoreWriter(tmp_path / "c.db") as sc, pytest.raises(NettuneError, match="no point in common"):
         check(load(sa, "s"), load(sc, "s"))
 
 
 def test_per_pair_comparison(tmp_path):
-    with Store(tmp_path / "a.db") as s:
+    with StoreWriter(tmp_path / "a.db") as s:
         build_mesh(s, "m", runs=3, factor=1.0)
-    with Store(tmp_path / "b.db") as s:
+    with StoreWriter(tmp_path / "b.db") as s:
         build_mesh(s, "m", runs=3, slow="h2->h4", factor=0.6)
-    with Store(tmp_path / "a.db") as sa, Store(tmp_path / "b.db") as sb:
+    with StoreWriter(tmp_path / "a.db") as sa, StoreWriter(tmp_path / "b.db") as sb:
         res = check(load(sa, "m"), load(sb, "m"))
     assert len(res.points) == 6 and [r["label"] for r in res.regressed] == ["h2->h4"] and res.regressed[0]["pair"] == "h2->h4"
     assert all(p.n_before == p.n_after == 3 for p in res.points)
@@ -154,14 +154,14 @@ def test_check_a_study_imported_from_iperf_logs(tmp_path):
 
 def test_a_point_whose_rerun_tests_all_failed_is_a_regression(tmp_path):
     a, b = tmp_path / "a.db", tmp_path / "b.db"
-    with Store(a) as s:
+    with StoreWriter(a) as s:
         build(s, "s", [({"q": 0}, 10.0), ({"q": 1}, 10.0)], runs=3)
-    with Store(b) as s:
+    with StoreWriter(b) as s:
         build(s, "s", [({"q": 0}, 10.0), ({"q": 1}, 10.0)], runs=3)
         s.db.execute("UPDATE runs SET ok=0, error='connection refused', receiver_bps=NULL, sender_bps=NULL WHERE point_id="
                      "(SELECT id FROM points WHERE idx=1)")
         s.db.commit()
-    with Store(a) as sa, Store(b) as sb:
+    with StoreWriter(a) as sa, StoreWriter(b) as sb:
         res = check(load(sa, "s"), load(sb, "s"))
     assert [p.verdict for p in res.points][1] == "failed" and [r["label"] for r in res.regressed] == ["q=1"] and res.exit_code == 1
     assert "every rerun test failed (3)" in res.points[1].text

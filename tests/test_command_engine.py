@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_root, nettune
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.errors import SpecError
 
 
@@ -22,7 +24,7 @@ def local_study(workload: str, sweep: str = "", repeat: str = "", name: str = "n
 
 
 def run(text: str, tmp_path: Path):
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(text), store)
         return out, store.runs(out.study_id), [store.raw_outputs(r.id) for r in store.runs(out.study_id)]
 
@@ -65,7 +67,7 @@ def test_a_failing_run_is_recorded_with_stderr_and_the_study_goes_on(tmp_path):
     assert all(not r.ok and r.exit_code == 3 and "exited with code 3" in r.error and "boom at step 3" in r.error for r in bad)
     assert bad[0].extra["command"]["stderr_tail"] == ["building", "boom at step 3"]
     assert all(r.ok for r in runs if r.point["code"] == 0)
-    with Store(tmp_path / "r.db") as store:  # analyze and compare go by the ok point; the failure is counted
+    with StoreWriter(tmp_path / "r.db") as store:  # analyze and compare go by the ok point; the failure is counted
         from nettune.analysis.analyze import analyze
         from nettune.analysis.data import load
 

@@ -9,7 +9,7 @@ from scipy import stats as sst
 
 from nettune.analysis.compare import SideStats, compare_stats, compare_values
 from nettune.errors import NettuneError
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import nettune
 from study_builders import study_a
@@ -56,7 +56,7 @@ def test_cli_both_sides_published():
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "r.db"
-    with Store(path) as s:
+    with StoreWriter(path) as s:
         study_a(s)
     return path
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.knobs.base import Ctx, KnobError, Loc
 from nettune.knobs.registry import KINDS
 from nettune.targets.sandbox import SandboxHost, seed_tree
@@ -123,7 +125,7 @@ def test_a_sweep_sets_each_point_and_restores_each_cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("NETTUNE_RUN_DIR", str(tmp_path / "run"))
     study = parse_study('name = "nettune-t-cpufreq"\n[target]\nkind = "local"\n[workload]\nduration = 1\n'
                         '[sweep]\ngov = ["performance", "powersave"]\n[knobs]\n"cpufreq:governor" = "{gov}"\n"cpuidle:max_state" = 0\n')
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(study, store)
         runs = store.runs(out.study_id)
     assert out.status == "done" and out.failed == 0, out.warnings

@@ -9,7 +9,7 @@ from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 from nettune.engines.result import TestResult as Result
 from nettune.report.table import columns
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.store import sqlite as st
 from nettune.store.cpu_units import label, to_cores
 
@@ -26,7 +26,7 @@ def test_conversions_and_labels():
 
 
 def test_live_runs_store_the_probes_units(tmp_path):
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         build(s, "u", [({"q": 1}, 1.0)], runs=1)
         sid = s.find_study("u")["id"]
         pid = s.add_point(sid, 1, {"q": 2})
@@ -38,14 +38,14 @@ def test_live_runs_store_the_probes_units(tmp_path):
 
 def test_a_schema_3_database_gets_the_units(tmp_path):
     db = tmp_path / "old.db"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         build(s, "old", [({"q": 1}, 1.0)], runs=2)
     con = sqlite3.connect(db)
     con.execute("ALTER TABLE runs DROP COLUMN cpu_units_json")
     con.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     con.commit()
     con.close()
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         assert s.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(st.SCHEMA_VERSION) == "5"
         runs = s.runs(s.find_study("old")["id"])
     assert all(r.cpu_units == {"cpu_client": "pct_core", "cpu_server": "pct_core", "cpu_host": "pct_machine"} for r in runs)
@@ -65,7 +65,7 @@ def test_an_import_declares_its_unit_and_the_verdicts_convert(tmp_path, table):
     p = nettune("import", str(table), "--study", "pub", "--columns", "queues,gbps=receiver_gbps,vm cpu=cpu_host",
                 "--cpu-unit", "cpu_host=pct_of_16", "--db", str(db))
     assert p.returncode == 0, p.stderr
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         runs = s.runs(s.find_study("pub")["id"])
         res = analyze(load(s, "pub"))
     assert all(r.cpu_units == {"cpu_host": "pct_of_16"} for r in runs)
@@ -85,7 +85,7 @@ def test_mixed_units_show_cores(tmp_path, table):
     db = tmp_path / "r.db"
     nettune("import", str(table), "--study", "mix", "--columns", "queues,gbps=receiver_gbps,vm cpu=cpu_host", "--cpu-unit", "pct_of_16",
             "--db", str(db), check=True)
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         sid = s.find_study("mix")["id"]
         pid = s.add_point(sid, 9, {"queues": 32})
         s.add_run(sid, pid, 0, False, Result(engine="iperf3", receiver_bps=71e9, cpu_host=50.0))  # nettune's own: % of the machine
@@ -119,14 +119,14 @@ def test_units_survive_an_export_and_import(tmp_path, table):
     f = tmp_path / "pub.csv"
     f.write_text(csv_out)
     nettune("import", str(f), "--study", "back", "--db", str(tmp_path / "b.db"), check=True)
-    with Store(tmp_path / "b.db") as s:
+    with StoreWriter(tmp_path / "b.db") as s:
         runs = s.runs(s.find_study("back")["id"])
     assert runs and all(r.cpu_units == {"cpu_host": "pct_of_16"} for r in runs)
 
 
 def test_study_a_table_has_the_server_vm_the_hypervisor_and_the_client_vm(tmp_path):
     """Issue 32: study A's three machines, each in % of its own cores, beside the processes."""
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         from nettune.studyfile.models import Study
 
         sid = s.begin_study(Study.model_validate({"name": "a", "target": {"kind": "local"}}), 'name = "a"\n', "a.toml")

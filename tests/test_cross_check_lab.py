@@ -2,7 +2,9 @@
 with iperf3 fanned out, side by side with a verdict, in the run's outcome, the database,
 analyze and the report; the CLI cross-checks exactly the points analysis marks tool-bound."""
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.analysis.data import load
 from nettune.analysis.instrument import tool_bound_points
 from nettune.run.cross_check import verdict
@@ -26,7 +28,7 @@ p = [1, 4]
 
 def test_cross_check_of_a_chosen_point_side_by_side(tmp_path):
     db = tmp_path / "r.db"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         out = run_study(parse_study(STUDY), s, cross_check=[1])  # the p=4 point, whatever its CPU was
         stored = s.cross_checks(out.study_id)
         names = {x["name"]: x for x in s.studies()}
@@ -39,7 +41,7 @@ def test_cross_check_of_a_chosen_point_side_by_side(tmp_path):
     assert text.startswith("iperf3 3.12 single process: ") and "->" in text
     # the re-runs are stored whole in a study of their own
     assert names["nettune-t-xcheck.cross-check"]["status"] == "done"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         check = s.runs(names["nettune-t-xcheck.cross-check"]["id"])
     assert sorted(r["engine"] for r in check) == sorted(r["engine"] for r in rows[1:])
     assert all(r.ok and r.point["cross_check"] in [x["config"] for x in rows] for r in check)
@@ -55,7 +57,7 @@ def test_cross_check_of_a_chosen_point_side_by_side(tmp_path):
 def test_the_other_engine_is_protected_like_the_study(tmp_path):
     """auth = "auto" made iperf3 credentials for the study; the cross-check's iperf2 (-P 1,
     TCP: a permit key holds) gets its own key instead of running an open server."""
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         out = run_study(parse_study(STUDY.replace("p = [1, 4]", "p = [1]")), s, cross_check=[0])
         check = next(x for x in s.studies() if x["name"].endswith(".cross-check"))
         iperf2 = [r for r in s.runs(check["id"]) if r.engine == "iperf2"]
@@ -69,7 +71,7 @@ def test_cli_cross_checks_exactly_the_tool_bound_points(tmp_path):
     db, f = tmp_path / "r.db", tmp_path / "x.toml"
     f.write_text(STUDY)
     out = nettune("run", str(f), "--cross-check", "--db", str(db), check=True).stdout
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         sid = s.find_study("nettune-t-xcheck")["id"]
         data = load(s, str(sid))
         checked = [c["point_idx"] for c in s.cross_checks(sid)]

@@ -10,7 +10,9 @@ import sqlite3
 
 import pytest
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 from nettune.targets.sandbox import seed_tree
@@ -56,7 +58,7 @@ def study(tmp_path, tree, probes: str) -> str:
 
 def test_joules_watts_meter_and_idle_power(tmp_path, tree):
     text = study(tmp_path, tree, f'idle_power = 2\npower_command = ["{meter_script(tmp_path)}"]')
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(text), store)
         runs = store.runs(out.study_id)
         idle = store.idle(out.study_id)
@@ -87,7 +89,7 @@ def test_a_meter_that_fails_says_why(tmp_path, tree):
     bad = tmp_path / "bad-meter"
     bad.write_text("#!/bin/sh\necho 'plug offline' >&2\nexit 2\n")
     bad.chmod(0o755)
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(study(tmp_path, tree, f'power_command = ["{bad}"]')), store)
         runs = store.runs(out.study_id)
     assert out.failed == 0 and all(r.meter_w is None and "plug offline" in r.energy_why for r in runs)
@@ -97,7 +99,7 @@ def test_a_meter_that_fails_says_why(tmp_path, tree):
 def test_no_powercap_gives_an_empty_column_and_the_reason(tmp_path, monkeypatch):
     monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
     text = 'name = "nettune-t-noenergy"\n[target]\nkind = "local"\nhosts = ["local"]\n[workload]\nengine = "command"\nrun = ["true"]\n'
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(text), store)
         r = store.runs(out.study_id)[0]
         a = analyze(load(store, out.study_id))
@@ -109,7 +111,7 @@ def test_no_powercap_gives_an_empty_column_and_the_reason(tmp_path, monkeypatch)
 
 def test_schema_3_database_gets_the_columns_filled_from_extra(tmp_path, tree):
     db = tmp_path / "r.db"
-    with Store(db) as store:
+    with StoreWriter(db) as store:
         out = run_study(parse_study(study(tmp_path, tree, "")), store)
     con = sqlite3.connect(db)  # make it a schema-3 database: without the columns, the table, the version
     for col in ("wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "peak_rss_kb", "exit_code", "energy_j", "power_w", "meter_j", "meter_w", "energy_why"):
@@ -118,7 +120,7 @@ def test_schema_3_database_gets_the_columns_filled_from_extra(tmp_path, tree):
     con.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     con.commit()
     con.close()
-    with Store(db) as store:
+    with StoreWriter(db) as store:
         runs = store.runs(out.study_id)
         assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "5"
         assert store.idle(out.study_id) == []

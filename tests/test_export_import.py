@@ -12,7 +12,7 @@ from nettune.engines import get_engine
 from nettune.engines.result import SideOutput
 from nettune.errors import NettuneError
 from nettune.studyfile.models import Workload
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.exporters.runs import export, frame
 from nettune.importers import import_files, parse_sets
 
@@ -40,7 +40,7 @@ def parsed_with_both_sides(tool: str, mode: str):
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(tmp_path / "r.db")
+    s = StoreWriter(tmp_path / "r.db")
     yield s
     s.close()
 
@@ -176,7 +176,7 @@ def test_import_and_export_cli(tmp_path):
                                      "output is not valid JSON (Expecting property name enclosed in double quotes at line 1, truncated?)"]
     p = nettune("import", str(bad), "--study", "new", "--db", str(db))
     assert p.returncode == 2 and p.stderr.startswith(f"error: {bad}: ") and p.stderr.count("\n") == 1
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         assert [r["name"] for r in s.studies()] == ["old"]  # nothing added
     p = nettune("export", "old", "--format", "json", "--db", str(db), check=True)
     [row] = json.loads(p.stdout)

@@ -11,7 +11,7 @@ import pytest
 
 from nettune.errors import NettuneError
 from nettune.exporters.base import MEMBERS, Table, export_table, get_exporter
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import ROOT, nettune
 from study_builders import build
@@ -20,7 +20,7 @@ from study_builders import build
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "r.db"
-    with Store(path) as s:
+    with StoreWriter(path) as s:
         # `protocol` and `duration` are both sweep parameters and run columns
         build(s, "proto", [({"protocol": p, "duration": 5, "queues": q}, 1.0 * q) for p in ("tcp", "udp") for q in (1, 2)], runs=2)
     return path

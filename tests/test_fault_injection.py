@@ -265,11 +265,13 @@ class FailingProgress:
 
 
 def test_exception_inside_a_test_restores(env, defaults):
-    from nettune import Store, load_study, run_study
+    from nettune import load_study
+    from nettune.store.writer import StoreWriter
+    from nettune.run.study import run_study
 
     f = write_study(env)
     before = machine_values()
-    with Store(env / "r.db") as store, pytest.raises(RuntimeError, match="injected"):
+    with StoreWriter(env / "r.db") as store, pytest.raises(RuntimeError, match="injected"):
         run_study(load_study(f), store, f.read_text(), str(f), progress=FailingProgress())
     assert machine_values() == before
     assert not my_namespaces()

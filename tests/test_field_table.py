@@ -18,7 +18,8 @@ from nettune.engines.result import SideOutput, TestResult as Result
 from nettune.exporters.runs import EXPORT_AFTER, JSON_FIELDS, export_table, results_table
 from nettune.record.fields import EXPORTED, FIELDS, METRIC_FIELDS, STORED, metric_help
 from nettune.record.point_state import PointState
-from nettune.store import SCHEMA_VERSION, Store
+from nettune.store import SCHEMA_VERSION
+from nettune.store.writer import StoreWriter
 from nettune.store.columns import FIELDS_VERSION
 from nettune.store.records import RunRecord
 from nettune.studyfile.models import Study, Workload
@@ -40,8 +41,8 @@ def parsed(mode: str) -> tuple[Result, dict, dict]:
     return res, client, client.get("server_output_json") or json.loads(side["server"].stdout)
 
 
-def store_one(tmp_path: Path, res: Result) -> tuple[Store, RunRecord]:
-    s = Store(tmp_path / "r.db")
+def store_one(tmp_path: Path, res: Result) -> tuple[StoreWriter, RunRecord]:
+    s = StoreWriter(tmp_path / "r.db")
     sid = s.begin_study(Study.model_validate({"name": "t", "target": {"kind": "local"}}), 'name = "t"\n', "t.toml")
     s.add_run(sid, s.add_point(sid, 0, {"q": 1}), 0, False, res)
     return s, s.runs(sid)[0]
@@ -50,7 +51,7 @@ def store_one(tmp_path: Path, res: Result) -> tuple[Store, RunRecord]:
 # -- the table and what follows from it ----------------------------------------------
 
 def test_every_consumer_follows_the_table(tmp_path):
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         cols = {r[1]: r[2] for r in s.db.execute("PRAGMA table_info(runs)")}
     assert {f.name: f.sql for f in STORED}.items() <= cols.items()  # the DDL: every stored row, its SQL type
     assert not [f for f in FIELDS.values() if not f.stored and f.name in cols]  # derived rows are never stored
@@ -137,7 +138,7 @@ def test_a_database_without_the_new_column_gets_it(tmp_path):
     con.execute("DELETE FROM meta WHERE key='fields_version'")
     con.commit()
     con.close()
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         meta = dict(s.db.execute("SELECT key, value FROM meta").fetchall())
         [run] = s.runs(1)
         assert "max_snd_wnd" in {r[1] for r in s.db.execute("PRAGMA table_info(runs)")}
@@ -151,7 +152,7 @@ def test_a_column_from_a_newer_nettune_is_left_out(tmp_path):
     s.db.execute("UPDATE meta SET value='99' WHERE key='fields_version'")
     s.db.commit()
     s.close()
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         [run] = s.runs(1)
         assert s.db.execute("SELECT value FROM meta WHERE key='fields_version'").fetchone()[0] == "99"
     assert run.ok and "some_future_metric" not in run.to_dict()
@@ -246,7 +247,7 @@ def test_an_export_written_before_the_table_still_imports(tmp_path):
     f = tmp_path / "old.csv"
     f.write_text(OLD_HEADER + "\n" + "A,3,0,8,1,False,True,,iperf3,3.10,tcp,1700000000.5,10.0,,,,,,9.5e9,9.6e9,9.5e9,1200,1190,7,"
                  "1048576,120.5,80.0,300.0,,,,,,,,90.0,40.0,30.0,5.0,cpu_client=pct_core;cpu_host=pct_of_16,4,\n")
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         import_exports(s, read_exports([f]), "back")
         [run] = s.runs(s.find_study("back")["id"])
     assert (run.point, run.run, run.tool_version, run.receiver_bps, run.retransmits) == ({"queues": 8}, 1, "3.10", 9.5e9, 7)

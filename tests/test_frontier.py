@@ -12,7 +12,7 @@ from nettune.analysis.data import load
 from nettune.analysis.frontier import FrontierPoint, knee, pareto
 from nettune.engines.result import TestResult as Result
 from nettune.studyfile.models import Study
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import nettune
 
@@ -26,7 +26,7 @@ def gbps(q: int, s: int) -> float:
     return BASE[q] * PER_STREAMS[s]
 
 
-def build_sweep(store: Store, name: str = "A2", runs: int = 3) -> int:
+def build_sweep(store: StoreWriter, name: str = "A2", runs: int = 3) -> int:
     """Study-A-shaped: server CPU near zero at the corner (1 queue, 1 stream), hypervisor CPU
     (% of the hypervisor's 32 cores) rising with queues long after throughput stopped."""
     study = Study.model_validate({"name": name, "target": {"kind": "local"}, "sweep": {"queues": QUEUES, "streams": STREAMS}})
@@ -51,14 +51,14 @@ def build_sweep(store: Store, name: str = "A2", runs: int = 3) -> int:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "r.db"
-    with Store(path) as s:
+    with StoreWriter(path) as s:
         build_sweep(s)
         build_sweep(s, "once", runs=1)
     return path
 
 
 def analysis(db: Path, name: str = "A2", **kw):
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         return analyze(load(s, name), **kw)
 
 
@@ -158,7 +158,7 @@ def test_analyze_json_has_the_new_verdicts(db):
 def test_watts_get_a_frontier_of_their_own(tmp_path):
     """A machine's measured power (extra["energy"], probes/powercap.py) is a cost like CPU."""
     study = Study.model_validate({"name": "w", "target": {"kind": "local"}, "sweep": {"streams": [1, 2, 4, 8]}})
-    with Store(tmp_path / "w.db") as s:
+    with StoreWriter(tmp_path / "w.db") as s:
         sid = s.begin_study(study, 'name = "w"\n', "w.toml")
         for i, (streams, g, w) in enumerate([(1, 20.0, 40.0), (2, 36.0, 44.0), (4, 40.0, 60.0), (8, 41.0, 90.0)]):
             pid = s.add_point(sid, i, {"streams": streams})

@@ -12,7 +12,7 @@ import pytest
 from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 from nettune.errors import NettuneError
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import nettune
 from study_builders import build
@@ -41,7 +41,7 @@ def test_published_study_b_table_imports_and_gives_the_interaction(tmp_path):
     assert not any("depends on os)" in h for h in res["headline"])
 
 
-def _two_os(store: Store, debian_mtu: float = 1.0) -> StudyData:  # noqa: F821 - annotation only
+def _two_os(store: StoreWriter, debian_mtu: float = 1.0) -> StudyData:  # noqa: F821 - annotation only
     pts = []
     for os_, base, cpu in (("freebsd", 1.34, 30.0), ("debian", 9.5, 60.0)):
         for mtu in (1500, 9000):
@@ -53,7 +53,7 @@ def _two_os(store: Store, debian_mtu: float = 1.0) -> StudyData:  # noqa: F821 -
 
 
 def test_welch_per_group_with_intervals_and_efficiency_across_groups(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         data = _two_os(store)
     res = analyze(data, by="os")
     (it,) = res.groups.interactions
@@ -70,7 +70,7 @@ def test_welch_per_group_with_intervals_and_efficiency_across_groups(tmp_path):
 
 
 def test_an_effect_alike_in_both_groups_is_not_an_interaction(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         data = _two_os(store, debian_mtu=3.7)
     (it,) = analyze(data, by="os").groups.interactions
     assert not it.depends and it.text.endswith("(not shown to depend on os)")  # overlapping intervals are not "alike"
@@ -78,7 +78,7 @@ def test_an_effect_alike_in_both_groups_is_not_an_interaction(tmp_path):
 
 
 def test_by_an_unknown_or_constant_parameter_is_one_line(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         data = _two_os(store)
     with pytest.raises(NettuneError, match="--by 'queue': b has no parameter 'queue'; its parameters are: os, mtu"):
         analyze(data, by="queue")

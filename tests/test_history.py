@@ -13,7 +13,7 @@ from nettune.analysis.history import history
 from nettune.analysis.history_gate import gate
 from nettune.cli.main import app
 from nettune.errors import NettuneError
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.store.locate import store_at
 
 from conftest import nettune
@@ -69,7 +69,7 @@ def test_an_injected_step_is_placed_within_one_rerun():
 
 
 def test_history_names_the_step_its_interval_and_what_changed(tmp_path):
-    with Store(tmp_path / "r.db") as st:
+    with StoreWriter(tmp_path / "r.db") as st:
         ids = _reruns(st, [10.0] * 5 + [9.0] * 4, kernels=["Linux 6.1"] * 5 + ["Linux 6.6"] * 4)
         _reruns(st, [10.0], points=[{"q": 7}])  # a rerun of the name with other points: left out
         h = history(st, "s", POINTS)
@@ -86,14 +86,14 @@ def test_history_names_the_step_its_interval_and_what_changed(tmp_path):
 
 
 def test_identical_stored_reruns_show_no_change_point(tmp_path):
-    with Store(tmp_path / "r.db") as st:
+    with StoreWriter(tmp_path / "r.db") as st:
         _reruns(st, [10.0] * 6, seed=3)
         h = history(st, "s")
     assert h.changes == [] and len(h.reruns) == 6
 
 
 def test_history_refuses_what_it_cannot_tell(tmp_path):
-    with Store(tmp_path / "r.db") as st:
+    with StoreWriter(tmp_path / "r.db") as st:
         _reruns(st, [10.0] * 2)
         with pytest.raises(NettuneError, match="no finished study named 'x'"):
             history(st, "x")
@@ -116,7 +116,7 @@ def test_check_history_exit_codes_and_json(tmp_path):
     through the real CLI; the other verdicts in process (CliRunner: a subprocess costs
     seconds of imports on a loaded CI machine)."""
     db = tmp_path / "r.db"
-    with Store(db) as st:
+    with StoreWriter(db) as st:
         _reruns(st, [10.0] * 6 + [9.0] * 2, seed=1, name="down")
         _reruns(st, [10.0] * 6 + [11.0] * 2, seed=1, name="up")
         _reruns(st, [10.0] * 6, seed=1, name="flat")
@@ -153,7 +153,7 @@ def test_check_history_exit_codes_and_json(tmp_path):
 
 def test_history_cli_text_and_json(tmp_path):
     db = tmp_path / "r.db"
-    with Store(db) as st:
+    with StoreWriter(db) as st:
         _reruns(st, [10.0] * 5 + [9.0] * 4, kernels=["Linux 6.1"] * 5 + ["Linux 6.6"] * 4)
     p = nettune("history", "s", "--db", str(db))
     assert p.returncode == 0, p.stderr

@@ -24,7 +24,7 @@ from nettune.errors import NettuneError
 from nettune.importers import import_files, read_files
 from nettune.importers.intake import read_runs
 from nettune.importers.table_csv import table_importer
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from fixtures_util import FIXTURES
 
@@ -187,7 +187,7 @@ def test_a_table_column_named_like_a_workload_field_is_a_parameter(tmp_path):
     """`parallel` was read as the stream count and every row refused."""
     t = tmp_path / "t.csv"
     t.write_text("parallel,gbps\n1,9.1\n4,9.4\n8,9.3\n")
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = import_files(store, [t], "hand", {}, member=table_importer("parallel,gbps=receiver_gbps"))
         assert out.imported == 3 and [p.params for p in load(store, "hand").points] == [{"parallel": 1}, {"parallel": 4}, {"parallel": 8}]
 
@@ -195,7 +195,7 @@ def test_a_table_column_named_like_a_workload_field_is_a_parameter(tmp_path):
 def test_a_table_of_a_timed_commands_seconds_and_of_summaries(tmp_path):
     """Durations (a build's seconds) and N/mean/sd per configuration: any run field can be
     a table's measurement (table_metrics.py)."""
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         t = tmp_path / "build.csv"
         t.write_text("jobs,seconds\n1,41.2\n1,40.8\n4,12.9\n4,13.1\n")
         import_files(store, [t], "build", {}, member=table_importer("jobs,seconds=wall_s"))

@@ -18,7 +18,7 @@ from nettune.importers import import_files
 from nettune.importers.intake import read_runs
 from nettune.importers.params import compile_rules
 from nettune.importers.table_csv import table_importer
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import nettune
 from fixtures_util import FIXTURES, load_capture
@@ -28,7 +28,7 @@ I3, I2 = FIXTURES / "iperf3", FIXTURES / "iperf2"
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(tmp_path / "r.db")
+    s = StoreWriter(tmp_path / "r.db")
     yield s
     s.close()
 
@@ -322,7 +322,7 @@ def test_import_store_removes_only_a_database_it_created(tmp_path):
     with pytest.raises(RuntimeError):
         with import_store(old):
             raise RuntimeError("boom")
-    with Store(old) as s:
+    with StoreWriter(old) as s:
         assert s.find_study("s")["name"] == "s"
 
 

@@ -1,7 +1,9 @@
 """`nettune k8s clean` and pairs over nodes, against the recording fake of the API layer."""
 import pytest
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.targets.kubernetes import kubernetes as k8s
 from nettune.targets import make_target
 from nettune.targets.kubernetes.k8s_clean import clean_cluster
@@ -43,7 +45,7 @@ def test_clean_removes_what_killed_runs_left_and_only_that(fake):
 @needs_iperf3
 def test_mesh_over_nodes_one_pinned_pod_each(fake, tmp_path):
     s = study("mesh", 'pods = "per-node"\nnodes = ["n1", "n2", "n3"]', 'pairs = "mesh"')
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(s, store, doctor=False)
         runs = store.runs(out.study_id)
     assert out.status == "done" and out.failed == 0
@@ -57,7 +59,7 @@ def test_mesh_over_nodes_one_pinned_pod_each(fake, tmp_path):
 @needs_iperf3
 def test_via_service_connects_to_the_cluster_ip(fake, tmp_path):
     s = study("svc", 'via = "service"', "bind = false")
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(s, store, doctor=False)
         runs = store.runs(out.study_id)
     assert out.status == "done" and out.failed == 0
@@ -70,7 +72,7 @@ def test_via_service_connects_to_the_cluster_ip(fake, tmp_path):
 def test_a_run_with_the_host_audit_and_facts_goes_through_exec(fake, tmp_path):
     """The default run (doctor on) audits and collects facts through the pods' exec."""
     s = study("audit", 'node_access = true\nnodes = ["n1", "n2"]')
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(s, store)
         facts = store.facts(out.study_id)
     assert out.status == "done" and out.failed == 0

@@ -7,7 +7,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.run.study import run_study  # the run layer: into an open StoreWriter
+from nettune.store.writer import StoreWriter
 from nettune.targets.kubernetes import kubernetes as k8s
 
 from conftest import EXAMPLES, needs_iperf3, nettune, write_study
@@ -137,7 +139,7 @@ def test_rbac_example_is_valid_and_the_role_covers_an_unprivileged_run(monkeypat
     monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("NETTUNE_RUN_DIR", str(tmp_path / "run"))
     s = parse_study('name = "rbac"\n[target]\nkind = "kubernetes"\nnamespace = "given"\nready_timeout = 2\n[workload]\nduration = 1\n')
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         assert run_study(s, store, doctor=False).failed == 0
     verb = {"create": "create", "delete": "delete", "exec": "create", "find": "list"}
     resource = {"Pod": "pods", "Service": "services", "Namespace": "namespaces"}

@@ -5,7 +5,9 @@ tests/test_k8s_sysctl_reach.py) and whose admission is Kubernetes' own (PodSecur
 create, the kubelet's SysctlForbidden). Real iperf3 on loopback; no cluster exists here."""
 import pytest
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.run.study import run_study  # the run layer: into an open StoreWriter
+from nettune.store.writer import StoreWriter
 from nettune.errors import NettuneError
 from nettune.targets.kubernetes import kubernetes as k8s
 
@@ -27,7 +29,7 @@ def study(target: str, extra: str = "", workload: str = "") -> object:
 
 
 def run(s, tmp_path):
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(s, store, doctor=False)
         return out, store.runs(out.study_id), store.facts(out.study_id)
 
@@ -220,7 +222,7 @@ def test_what_the_target_says_reaches_the_run(fake, tmp_path):
         def message(self, text: str) -> None:
             said.append(text)
 
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(study('image = "nicolaka/netshoot:v0.13"'), store, doctor=False, progress=Said())
     assert any("image nicolaka/netshoot:v0.13 is a tag, not a digest" in m for m in said), said
     assert any("nettune k8s clean --context fake-ctx --run" in w for w in out.warnings), out.warnings

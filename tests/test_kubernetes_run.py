@@ -6,7 +6,9 @@ import signal
 
 import pytest
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.errors import NettuneError
 
 from conftest import needs_iperf2, needs_iperf3
@@ -44,7 +46,7 @@ def is_client(argv):
 
 
 def run(s, tmp_path):
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(s, store, doctor=False)
         return out, store.runs(out.study_id)
 
@@ -126,7 +128,7 @@ def test_signal_mid_test_deletes_everything(fake, tmp_path, sig):
     with pytest.raises(KeyboardInterrupt):
         run(study(""), tmp_path)
     assert fake.objects == {}
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         assert store.studies()[0]["status"] == "interrupted"
 
 

@@ -14,7 +14,7 @@ from nettune.analysis.data import load
 from nettune.engines.result import TestResult as Result  # not "Test*": pytest would collect it
 from nettune.plan.pairs import mesh_rounds
 from nettune.studyfile.models import Study
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.store import sqlite as st
 
 from conftest import ROOT, nettune
@@ -23,13 +23,13 @@ from study_builders import HOSTS, build_mesh
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "r.db"
-    with Store(path) as s:
+    with StoreWriter(path) as s:
         build_mesh(s)
     return path
 
 
 def test_pair_and_round_are_columns_of_the_stored_run(db):
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         runs = s.runs(s.find_study("mesh")["id"])
         row = s.db.execute("SELECT pair, server, client, round, round_total_bps FROM runs ORDER BY id LIMIT 1").fetchone()
     assert len(runs) == 12 and len({r.pair for r in runs}) == 6
@@ -62,7 +62,7 @@ def test_every_export_carries_pair_and_round(db, tmp_path):
 
 
 def test_analyze_gives_each_pair_its_repeats_and_names_the_slow_link(db):
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         a = analyze(load(s, "mesh"))
     assert a.points[0].n == 2  # repeats, not 6 pairs x 2
     assert a.pairs is not None and len(a.pairs.pairs) == 6
@@ -80,7 +80,7 @@ def test_analyze_gives_each_pair_its_repeats_and_names_the_slow_link(db):
 
 
 def test_equal_links_get_no_spread_verdict(tmp_path):
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         build_mesh(s, "even", factor=1.0)
         a = analyze(load(s, "even"))
     assert a.pairs is not None and a.pairs.spread == []
@@ -88,7 +88,7 @@ def test_equal_links_get_no_spread_verdict(tmp_path):
 
 
 def test_single_runs_give_no_spread_verdict(tmp_path):
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         build_mesh(s, "once", runs=1)
         a = analyze(load(s, "once"))
     assert a.pairs is not None and a.pairs.spread == [] and all(p.n == 1 for p in a.pairs.pairs)
@@ -97,7 +97,7 @@ def test_single_runs_give_no_spread_verdict(tmp_path):
 
 def test_a_schema_2_database_gets_the_pair_columns_from_extra(tmp_path):
     db = tmp_path / "old.db"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         build_mesh(s, "old")
     # make it a schema-2 database: the runs table as it was, without the pair columns
     con = sqlite3.connect(db)
@@ -106,7 +106,7 @@ def test_a_schema_2_database_gets_the_pair_columns_from_extra(tmp_path):
     con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
     con.commit()
     con.close()
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         assert s.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(st.SCHEMA_VERSION)
         runs = s.runs(s.find_study("old")["id"])
     assert len({r.pair for r in runs}) == 6 and all(r.pair == r.extra["pair"] and r.round == r.extra["round"] for r in runs)
@@ -116,7 +116,7 @@ def test_a_schema_2_database_gets_the_pair_columns_from_extra(tmp_path):
 def test_a_single_pair_study_has_null_pair_columns(tmp_path):
     from study_builders import build
 
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         build(s, "one", [({"q": 1}, 1.0)], runs=2)
         runs = s.runs(s.find_study("one")["id"])
     assert all(r.pair is None and r.round is None and r.round_total_bps is None for r in runs)
@@ -137,7 +137,7 @@ def test_a_mesh_report_draws_the_pair_matrix_and_rounds(db, tmp_path):
 
 
 def test_a_star_report_draws_one_bar_per_spoke(tmp_path):
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         study = Study.model_validate({"name": "star", "target": {"kind": "lab", "hosts": HOSTS}, "workload": {"pairs": "star:h1"}})
         sid = s.begin_study(study, 'name = "star"\n', "star.toml")
         pid = s.add_point(sid, 0, {})
@@ -161,14 +161,14 @@ def test_an_export_imports_back_with_its_points_and_numbers(tmp_path, fmt):
 
     db = tmp_path / "r.db"
     pts = [({"rev": r, "rate": 1.5, "cc": cc, "protocol": "udp", "q": q}, 2.0 * q) for r in (True, False) for cc in ("bbr", "cubic") for q in (1, 2)]
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         build(s, "kinds", pts, runs=2, warmup=1, failed=1, version="3.10")
         before = s.runs(s.find_study("kinds")["id"])
     out = tmp_path / f"e.{fmt}"
     nettune("export", "kinds", "--db", str(db), "--format", fmt, "--out", str(out), check=True)
     r = nettune("import", str(out), "--study", "back", "--db", str(db), check=True)
     assert f"imported {len(before)} runs" in r.stdout
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         after = s.runs(s.find_study("back")["id"])
     assert [a.point for a in after] == [b.point for b in before]
     for a, b in zip(before, after):

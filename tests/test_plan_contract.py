@@ -98,7 +98,7 @@ def test_the_dry_run_and_the_run_refuse_the_same_value_before_connecting(kind, t
     from nettune.commands.dry_run import dry_run
     from nettune.plan.study_file import parse_study
     from nettune.run.study import run_study
-    from nettune.store.sqlite import Store
+    from nettune.store.writer import StoreWriter
 
     key, value, words = REFUSED[kind]
     text = _text(key, value, kind)
@@ -112,7 +112,7 @@ def test_the_dry_run_and_the_run_refuse_the_same_value_before_connecting(kind, t
     with pytest.raises(SpecError) as e:
         dry_run(study, text, "c.toml")
     said.append(str(e.value))
-    with Store(tmp_path / "r.db") as store, pytest.raises(SpecError) as e:
+    with StoreWriter(tmp_path / "r.db") as store, pytest.raises(SpecError) as e:
         run_study(study, store, text, "c.toml")
     said.append(str(e.value))
     with pytest.raises(SpecError) as e:

@@ -12,7 +12,7 @@ from rich.console import Console
 from nettune.engines.result import TestResult as Result
 from nettune.plan.study_file import parse_study
 from nettune.report.table import rich_table
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -36,7 +36,7 @@ def test_readme_results_table_is_what_run_prints(tmp_path):
     rows = [[c.strip() for c in ln.strip("│").split("│")] for ln in shown if ln.startswith("│")]
     assert len(rows) == 4
     text = (ROOT / "examples" / "quick.toml").read_text()
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         sid = s.begin_study(parse_study(text), text, "quick.toml")
         for i, (q, m, streams, gbps, client, server, host, softirq, retrans, status) in enumerate(rows):
             assert status == "ok"

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from nettune import load_study, run_study
+from nettune import load_study
+from nettune.run.study import run_study
 from nettune.knobs.journal import Journal
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.targets.ssh import sshlab
 from nettune.targets.procs import kill_pid
 
@@ -145,7 +146,7 @@ def test_run_reboots_once_per_value_checks_proc_cmdline_and_restores(lab, fake_b
     f = tmp_path / "s.toml"
     f.write_text(study(lab["inventory"], 'mit = ["off", "auto"]\nstreams = [1, 2]'))
     s = load_study(f)
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(s, store, f.read_text(), str(f))
         runs = store.runs(out.study_id)
     assert out.status == "done", out
@@ -194,7 +195,7 @@ def assert_all_back(fake_boot: FakeBoot) -> None:
 def test_two_keys_at_one_point_boot_once_and_the_end_of_the_run_reboots_once(lab, fake_boot, tmp_path):
     f = tmp_path / "s.toml"
     f.write_text(two_keys(lab["inventory"]))
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(load_study(f), store, f.read_text(), str(f))
         runs = store.runs(out.study_id)
     assert out.status == "done" and len(runs) == 2 and all(r.ok for r in runs), [r.error for r in runs if not r.ok]
@@ -224,7 +225,7 @@ def test_a_value_the_kernel_did_not_get_fails_the_point_with_the_reason(lab, fak
     fake_boot.boots_generated_config = False
     f = tmp_path / "s.toml"
     f.write_text(study(lab["inventory"], 'mit = ["off", "auto,nosmt"]'))
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(load_study(f), store, f.read_text(), str(f))  # the study goes on: no exception
         runs = store.runs(out.study_id)
     # every test of both points failed with the reason, each point's value tried once (one reboot
@@ -247,7 +248,7 @@ def test_an_override_in_grub_d_gets_the_edit_and_the_kernel_gets_the_value(lab, 
     cloud.write_text('GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"\n')
     f = tmp_path / "s.toml"
     f.write_text(study(lab["inventory"], 'mit = ["off"]'))
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(load_study(f), store, f.read_text(), str(f))
         runs = store.runs(out.study_id)
     assert len(runs) == 2 and all(r.ok for r in runs), [r.error for r in runs]
@@ -261,7 +262,7 @@ def test_a_host_with_this_machines_boot_id_is_refused_before_anything_changes(la
     f = tmp_path / "s.toml"
     text = study(lab["inventory"], 'mit = ["off"]', extra="[target.hosts.client]\nallow_reboot = true\n").replace('["server"]', '["client"]')
     f.write_text(text)
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         with pytest.raises(Exception, match="has this machine's boot id"):
             run_study(load_study(f), store, f.read_text(), str(f))
     assert not Journal().records() or not [c for s_ in Journal().open_sessions() for c in s_.changes]

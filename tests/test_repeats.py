@@ -8,14 +8,14 @@ import pytest
 from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 from nettune.analysis.repeats import runs_needed
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from study_builders import DG, DP, build
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "r.db")
+def store(tmp_path: Path) -> StoreWriter:
+    s = StoreWriter(tmp_path / "r.db")
     yield s
     s.close()
 

@@ -11,7 +11,7 @@ import pytest
 from nettune.analysis.data import load
 from nettune.errors import NettuneError
 from nettune.report.build import build_report
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import nettune
 from study_builders import DG, DP, study_a, build
@@ -23,14 +23,14 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium not insta
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "r.db"
-    with Store(path) as s:
+    with StoreWriter(path) as s:
         study_a(s)
         build(s, "D", [({"parallel": p}, g) for p, g in zip(DP, DG)], stream_skew=0.5, engine="iperf2", version="2.1.8")
     return path
 
 
 def make(db: Path, out: Path, name: str = "A", **kw):
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         return build_report(load(s, name), out, **kw)
 
 

@@ -216,9 +216,9 @@ def test_local_study_killed_and_resumed(tmp_path):
     assert p.returncode == 2 and "no interrupted study named 'h3-res-local'" in p.stderr and "is done" in p.stderr
     p = nettune("run", str(r.file), "--db", str(tmp_path / "other.db"), "--resume")
     assert p.returncode == 2 and "no results database" in p.stderr
-    from nettune import Store
+    from nettune.store.writer import StoreWriter
 
-    Store(tmp_path / "empty.db").close()  # a database without this study
+    StoreWriter(tmp_path / "empty.db").close()  # a database without this study
     p = nettune("run", str(r.file), "--db", str(tmp_path / "empty.db"), "--resume")
     assert p.returncode == 2 and "no study named 'h3-res-local' to resume" in p.stderr
     assert not ours(r.pids, [name])
@@ -257,9 +257,9 @@ runs = 4
     assert all(str(rec["original"]) == str(before) for rec in firsts.values()), firsts
     assert any(changed_after_kill)  # a kill left it changed: the restore had work to do
     assert any("restore-first: restored" in log.read_text() for log in r.logs[1:])
-    from nettune import Store
+    from nettune.store.writer import StoreWriter
 
-    with Store(r.db) as s:
+    with StoreWriter(r.db) as s:
         runs = s.runs(1)
     assert sorted((x["point_idx"], x["run"]) for x in runs) == [(i, k) for i in range(2) for k in range(4)]
     for x in runs:
@@ -329,9 +329,9 @@ def test_plain_run_right_after_kill_9(tmp_path, kind):
     assert p.wait(timeout=120) == 0, r.output()
     assert "killed run" in r.logs[-1].read_text()
     assert [s for _, s in studies(r.db, name)][-2:] == ["running", "done"]
-    from nettune import Store
+    from nettune.store.writer import StoreWriter
 
-    with Store(r.db) as s:
+    with StoreWriter(r.db) as s:
         runs = s.runs(studies(r.db, name)[-1][0])
     assert len(runs) == 2 and all(x["ok"] for x in runs), [x["error"] for x in runs]
     assert not ours(r.pids, [name])
@@ -374,8 +374,9 @@ def test_resume_refused_while_the_runner_is_alive(tmp_path):
 def test_schema_1_database_is_upgraded_and_its_study_resumed(tmp_path):
     """A database written before schema 2 (no file hash, no owner): opened, upgraded in
     place, and a study it left `running` is resumed into the same id."""
-    from nettune import Store, parse_study
-    from nettune.store import sqlite as st
+    from nettune import parse_study
+    from nettune.store.writer import StoreWriter
+    from nettune.store import schema as st
 
     name = "h3-res-old"
     text = study(name, "local", 5236, "[sweep]\nn = [1, 2]\n")
@@ -393,7 +394,7 @@ def test_schema_1_database_is_upgraded_and_its_study_resumed(tmp_path):
     con.execute("INSERT INTO points (study_id, idx, params_json) VALUES (1, 0, '{\"n\": 1}')")
     con.commit()
     con.close()
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         assert s.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(st.SCHEMA_VERSION)  # upgraded to the newest
         assert s.find_study(name)["spec_hash"] == hashlib.sha256(text.encode()).hexdigest()
     p = nettune("run", str(f), "--db", str(db), "--resume")
@@ -406,10 +407,11 @@ def test_schema_1_database_is_upgraded_and_its_study_resumed(tmp_path):
 def test_a_parallel_round_is_stored_whole_or_not_at_all(tmp_path):
     """Store.add_runs: the pairs of a parallel round were measured together; a failure
     while storing them (here the second result cannot be stored) keeps none."""
-    from nettune import Store, TestResult, parse_study
+    from nettune import TestResult, parse_study
+    from nettune.store.writer import StoreWriter
 
     study = parse_study('name = "h3-res-round"\n[target]\nkind = "local"\n')
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         sid = s.begin_study(study)
         pid = s.add_point(sid, 0, {})
         good = TestResult(engine="iperf3", receiver_bps=1e9, extra={"pair": "a->b"})

@@ -3,7 +3,9 @@ changed), stores the findings with the host facts, and the report lists them; `-
 off` skips it. Real lab, real iperf3."""
 from __future__ import annotations
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.run.study import NoProgress
 
 from conftest import lab_leftovers, needs_iperf3, needs_root, nettune
@@ -21,7 +23,7 @@ def test_findings_are_stored_and_reported(tmp_path):
         def message(self, text):
             said.append(text)
 
-    with Store(db) as store:
+    with StoreWriter(db) as store:
         out = run_study(parse_study(STUDY.format(name="nettune-t-rundoc")), store, progress=Progress())
         facts = store.facts(out.study_id)
     assert out.status == "done" and out.failed == 0
@@ -42,7 +44,7 @@ def test_doctor_off_skips_the_audit(tmp_path):
     f.write_text(STUDY.format(name="nettune-t-rundoc-off"))
     r = nettune("run", str(f), "--db", str(tmp_path / "r.db"), "--doctor", "off", check=True)
     assert "doctor:" not in r.stdout
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         facts = store.facts(store.studies()[0]["id"])
     assert all("doctor" not in v for v in facts.values())
     assert nettune("run", str(f), "--db", str(tmp_path / "r.db"), "--doctor", "maybe").returncode == 2

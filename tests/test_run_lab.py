@@ -46,14 +46,14 @@ def test_quick_study_end_to_end_and_nothing_left(tmp_path):
 
 
 def test_raw_outputs_and_facts_are_kept(tmp_path):
-    from nettune import Store
+    from nettune.store.writer import StoreWriter
 
     db = tmp_path / "r.db"
     f = quick(tmp_path, "nettune-t-raw", extra="")
     text = f.read_text().replace("queues = [1, 2]", "queues = [1]").replace("mult = [1, 2]", "mult = [2]")
     f.write_text(text)
     nettune("run", str(f), "--db", str(db), check=True)
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         st = s.find_study("nettune-t-raw")
         run = s.runs(st["id"])[0]
         raw = s.raw_outputs(run["id"])
@@ -117,7 +117,9 @@ rev = [false, true]
 
 def test_port_in_use_is_recorded_and_study_goes_on(tmp_path):
     """A port already taken fails that test with the reason; the other point still runs."""
-    from nettune import Store, load_study, run_study
+    from nettune import load_study
+    from nettune.store.writer import StoreWriter
+    from nettune.run.study import run_study
     from nettune.targets.lab import lab as labmod
 
     f = tmp_path / "p.toml"
@@ -147,7 +149,7 @@ port = [5301, 5302]
 
     labmod.LabTarget.prepare = prepare
     try:
-        with Store(tmp_path / "r.db") as store:
+        with StoreWriter(tmp_path / "r.db") as store:
             out = run_study(load_study(f), store)
             runs = {r["point"]["port"]: r for r in store.runs(out.study_id)}
     finally:
@@ -162,7 +164,9 @@ port = [5301, 5302]
 
 def test_hung_server_is_bounded_and_recorded(tmp_path):
     """A server that stops answering mid-test (SIGSTOP) costs a bounded wait, not the study."""
-    from nettune import Store, load_study, run_study
+    from nettune import load_study
+    from nettune.store.writer import StoreWriter
+    from nettune.run.study import run_study
     from nettune.targets.lab import lab as labmod
 
     f = tmp_path / "h.toml"
@@ -192,7 +196,7 @@ n = [1, 2]
 
     labmod.LabHost.spawn = spawn
     try:
-        with Store(tmp_path / "r.db") as store:
+        with StoreWriter(tmp_path / "r.db") as store:
             t0 = time.monotonic()
             out = run_study(load_study(f), store)
             took = time.monotonic() - t0
@@ -235,9 +239,9 @@ def test_interrupted_run_leaves_nothing(tmp_path, sig):
     else:
         assert p.returncode != 0
     assert not lab_leftovers()
-    from nettune import Store
+    from nettune.store.writer import StoreWriter
 
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         st = s.find_study(f"nettune-t-sig{int(sig)}")
     assert st["status"] == ("running" if sig == signal.SIGKILL else "interrupted")
 

@@ -3,7 +3,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.run.study import Outcome
 from nettune.studyfile.models import Study
 
@@ -26,7 +28,7 @@ p = [1, 2]
 
 def run(study: Study, tmp_path: Path) -> tuple[Outcome, list[dict[str, Any]]]:
     """Run the study into a fresh database: (outcome, its runs in order)."""
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(study, store)
         return out, store.runs(out.study_id)
 

@@ -18,7 +18,9 @@ from typing import Callable
 
 import pytest
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.knobs.journal import Journal
 from nettune.targets.procs import kill_pid, owner_token, start_time, started_by
 from nettune.targets.sandbox import SEED
@@ -125,7 +127,7 @@ class Watch:
 
 def test_study_runs_into_the_store(sandbox, tmp_path):
     study = parse_study(study_text(runs=2))
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(study, store, study_text(runs=2), "sandbox.toml")
         runs = store.runs(out.study_id)
         facts = store.facts(out.study_id)
@@ -143,7 +145,7 @@ def test_study_runs_into_the_store(sandbox, tmp_path):
 
 def test_knob_session_applies_per_point_journals_and_restores(sandbox, tmp_path):
     watch = Watch(sandbox)
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(study_text()), store, progress=watch)
     assert out.status == "done"
     # during each test the tree held that point's values
@@ -180,7 +182,7 @@ def test_restore_after_kill_9_mid_sweep(sandbox, tmp_path):
     assert seeded(sandbox) == original()
     assert Journal().open_sessions() == []
     assert "nothing to restore" in nettune("restore", check=True).stdout
-    with Store(db) as store:
+    with StoreWriter(db) as store:
         assert store.find_study(NAME)["status"] == "running"  # killed: nobody could mark it
 
 
@@ -206,7 +208,7 @@ def test_restore_finds_the_tree_without_the_environment(sandbox, tmp_path):
 def test_failing_client_is_recorded_and_the_study_goes_on(sandbox, tmp_path):
     sandbox.mkdir()
     (sandbox / "faults.json").write_text(json.dumps({"fail_clients": [2]}))
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(study_text()), store)
         runs = store.runs(out.study_id)
     assert out.status == "done" and out.tests == 3 and out.failed == 1
@@ -221,9 +223,9 @@ def test_failing_client_is_recorded_and_the_study_goes_on(sandbox, tmp_path):
 def test_exception_inside_a_test_restores_and_marks_the_study_failed(sandbox, tmp_path):
     sandbox.mkdir()
     (sandbox / "faults.json").write_text(json.dumps({"raise_in_client": 2}))
-    with Store(tmp_path / "r.db") as store, pytest.raises(RuntimeError, match="injected"):
+    with StoreWriter(tmp_path / "r.db") as store, pytest.raises(RuntimeError, match="injected"):
         run_study(parse_study(study_text()), store)
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         st = store.find_study(NAME)
         assert st["status"] == "failed"
         assert len(store.runs(st["id"])) == 1  # the first test was stored before the failure
@@ -244,7 +246,7 @@ def test_sigterm_mid_sweep_restores_and_marks_interrupted(sandbox, tmp_path):
     assert seeded(sandbox) == original()
     assert Journal().open_sessions() == []
     no_process_of(owner)  # it stopped its own processes
-    with Store(db) as store:
+    with StoreWriter(db) as store:
         assert store.find_study(NAME)["status"] == "interrupted"
 
 
@@ -299,7 +301,7 @@ def test_irq_affinity_knob_sets_the_tree_not_this_machine(sandbox, tmp_path):
         def test_start(self, slot, index):
             seen.append((value(self.tree, "server", IRQ), real_file(real)))
 
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(parse_study(text), store, progress=WatchIrq(sandbox))
     assert out.status == "done" and out.failed == 0, out.warnings
     assert seen == [("0", before)]  # the tree held the value; this machine's file did not change

@@ -13,7 +13,9 @@ import re
 import pandas as pd
 import pytest
 
-from nettune import Store, parse_study, run_study
+from nettune import parse_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.engines.result import TestResult as Result
 from nettune.record.fields import EXPORTED
 from nettune.studyfile.models import Study
@@ -41,13 +43,13 @@ def same(a: object, b: object) -> bool:
 @pytest.mark.parametrize("engine", ["iperf3", pytest.param("iperf2", marks=needs_iperf2)])
 def test_series_round_trip_through_every_format(tmp_path, engine):
     db = tmp_path / "r.db"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         for mode, opts in MODES.items():
             out = run_study(parse_study(study_text(f"s-{engine}-{mode}", engine, **opts)), s)
             assert out.status == "done" and out.failed == 0, mode
     for mode in MODES:
         name = f"s-{engine}-{mode}"
-        with Store(db) as s:
+        with StoreWriter(db) as s:
             [before] = s.runs(s.find_study(name)["id"])
         assert before.intervals and before.streams and all(iv["streams"] for iv in before.intervals), mode
         for fmt, flags in (("parquet", []), ("csv", ["--series"]), ("json", ["--series"])):
@@ -55,7 +57,7 @@ def test_series_round_trip_through_every_format(tmp_path, engine):
             nettune("export", name, "--db", str(db), "--format", fmt, "--out", str(out), *flags, check=True)
             back = f"back-{engine}-{mode}-{fmt}"
             nettune("import", str(out), "--study", back, "--db", str(db), check=True)
-            with Store(db) as s:
+            with StoreWriter(db) as s:
                 [after] = s.runs(s.find_study(back)["id"])
             assert after.streams == before.streams, (mode, fmt)
             assert after.intervals == before.intervals, (mode, fmt)
@@ -105,7 +107,7 @@ def test_an_imported_export_gives_the_same_analysis(tmp_path):
         b = json.loads(nettune("analyze", f"back-{fmt}", "--db", str(db), "--format", "json", check=True).stdout)
         assert b["parameters_swept"] == ["q", "m"]  # streams stays derived from them
         assert {k: v for k, v in b.items() if k not in ("study", "study_id")} == {k: v for k, v in a.items() if k not in ("study", "study_id")}
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         first, again = s.runs(s.find_study("nettune-t-same")["id"]), s.runs(s.find_study("back-parquet")["id"])
     assert [r.cpu_units for r in again] == [r.cpu_units for r in first] and "nettune" in first[0].cpu_units
     assert [r.n_streams for r in again] == [r.n_streams for r in first] == [1, 2, 2, 4] * 2
@@ -118,7 +120,7 @@ def test_an_imported_export_gives_the_same_analysis(tmp_path):
 def test_idle_power_command_and_energy_columns_round_trip(tmp_path):
     """No meter or RAPL here: a stored study with those values (as the probes write them)."""
     db = tmp_path / "r.db"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         sid = s.begin_study(Study.model_validate({"name": "c", "target": {"kind": "local"}, "workload": {"engine": "command", "run": "true"},
                                                   "sweep": {"x": [1, 2]}}), 'name = "c"\n', "c.toml")
         for i in range(2):
@@ -143,7 +145,7 @@ def test_idle_power_command_and_energy_columns_round_trip(tmp_path):
             assert idle_df.attrs["units"]["min_w"] == "W" and len(idle_df) == 4  # 2 points x (powercap, meter)
         assert json.loads((tmp_path / "c.study.json").read_text())["units"]["meter_w"] == "W"
         nettune("import", str(out), "--study", f"c-{fmt}", "--db", str(db), check=True)
-        with Store(db) as s:
+        with StoreWriter(db) as s:
             sid2 = s.find_study(f"c-{fmt}")["id"]
             after, idle2 = s.runs(sid2), s.idle(sid2)
         for a, b in zip(before, after):
@@ -156,7 +158,7 @@ def test_idle_power_command_and_energy_columns_round_trip(tmp_path):
 
 def test_companion_files_alone_are_refused(tmp_path):
     db = tmp_path / "r.db"
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         sid = s.begin_study(Study.model_validate({"name": "one", "target": {"kind": "local"}}), 'name = "one"\n', "one.toml")
         s.add_run(sid, s.add_point(sid, 0, {}), 0, False, Result(engine="iperf3", receiver_bps=1e9, sender_bps=1e9))
     nettune("export", "one", "--db", str(db), "-f", "csv", "-o", str(tmp_path / "one.csv"), "--series", check=True)

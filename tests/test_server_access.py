@@ -23,7 +23,9 @@ from typing import Any, Callable
 import pytest
 
 from conftest import needs_iperf2, needs_iperf3, needs_root
-from nettune import Store, load_study, run_study
+from nettune import load_study
+from nettune.store.writer import StoreWriter
+from nettune.run.study import run_study
 from nettune.engines.access import SECRET
 from nettune.targets.lab import lab as labmod
 from nettune.targets.lab.labnet import LabLayout
@@ -131,8 +133,8 @@ def _until(cond: Callable[[], Any], limit: float = 15.0) -> None:
         time.sleep(0.01)
 
 
-def run(f: Path, db: Path) -> tuple[Any, list[dict[str, Any]], Store]:
-    store = Store(db)
+def run(f: Path, db: Path) -> tuple[Any, list[dict[str, Any]], StoreWriter]:
+    store = StoreWriter(db)
     out = run_study(load_study(f), store, f.read_text(), str(f))
     return out, store.runs(out.study_id), store
 
@@ -271,18 +273,18 @@ def test_iperf2_permit_key_refuses_other_hosts(tmp_path: Path) -> None:
         r = in_ns(lay, "intruder", ["iperf", "-c", lay.address("server"), "-p", str(port_of(argv)), "-t", "1", "-y", "C"])
         intruders.append(r.stdout + r.stderr)
 
-    orig_add = Store.add_run
+    orig_add = StoreWriter.add_run
 
-    def add_run(self: Store, *a: Any, **k: Any) -> int:
+    def add_run(self: StoreWriter, *a: Any, **k: Any) -> int:
         between.append([pid for pid in _ns_pids(lay, "server") if _comm(pid) == "iperf"])
         return orig_add(self, *a, **k)
 
-    Store.add_run = add_run  # type: ignore[method-assign]
+    StoreWriter.add_run = add_run  # type: ignore[method-assign]
     try:
         with Watch(on_client=during_our_test, times=4) as w:
             out, runs, store = run(f, tmp_path / "r.db")
     finally:
-        Store.add_run = orig_add  # type: ignore[method-assign]
+        StoreWriter.add_run = orig_add  # type: ignore[method-assign]
     db = tmp_path / "r.db"
     by = {(r["point"]["p"], r["point"]["len"]): r for r in runs}
     keyed, open_ = by[(1, "128K")], by[(2, "128K")]
@@ -341,14 +343,14 @@ def test_auth_switch_on_a_build_without_authentication(tmp_path: Path) -> None:
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "workload.auth" in p.stderr and "iperf3 on client, server has no authentication" in p.stderr
-    with Store(tmp_path / "r.db") as st:
+    with StoreWriter(tmp_path / "r.db") as st:
         assert st.studies() == []  # refused before the study began
     # auto: the test runs, without credentials, and says so
     f.write_text(text.format('"auto"'))
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "has no authentication: tests with it run without credentials" in p.stdout + p.stderr
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         runs = s.runs(s.find_study("h5-switch")["id"])
     assert runs[0]["ok"] and runs[0]["extra"]["server_access"] == {"bind": "127.0.0.1", "auth": None}
 

@@ -17,7 +17,7 @@ from nettune import load_study, parse_study
 from nettune.errors import NettuneError
 from nettune.run.study import run_study
 from nettune.studyfile.ssh_hosts import SshHostSpec
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.targets.ssh import sshlab
 from nettune.targets.lab.labnet import LabLayout, LabNet, pids_in_namespace
 from nettune.targets.ssh.ssh import SshError, SshHost, SshTarget
@@ -93,7 +93,7 @@ def test_quick_study_naming_hosts_only_through_ssh_config(lab, tmp_path):
     study = load_study(f)
     assert [j.name for j in study.target.hosts["server"].jump] == ["bastion"]
     before = len(accepted_from("server"))
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(study, store, f.read_text(), str(f))
         runs = store.runs(out.study_id)
     assert out.status == "done" and runs and all(r["ok"] and r["receiver_bps"] > 1e6 for r in runs), [r["error"] for r in runs]
@@ -107,7 +107,7 @@ def test_quick_study_from_the_ansible_inventory(lab, tmp_path):
     assert sorted(study.target.hosts) == sorted(HOSTS)  # the group only: not the bastion
     # -F lab.yml.ssh_config in ansible_ssh_common_args: ssh (and nettune) find the bastion there
     assert study.target.hosts["client"].jump[0].address == lab["layout"].address("bastion")
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(study, store, f.read_text(), str(f))
         runs = store.runs(out.study_id)
     assert out.status == "done" and runs and all(r["ok"] for r in runs), [r["error"] for r in runs]

@@ -19,7 +19,7 @@ from nettune.run.slots import round_totals, run_slot
 from nettune.run.workloads import workload_hosts
 from nettune.run.study import run_study
 from nettune import load_study, parse_study
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.targets.ssh import sshlab
 from nettune.targets.lab.labnet import LabLayout, LabNet, pids_in_namespace
 from nettune.targets.procs import PROC_DIR, start_time
@@ -124,7 +124,7 @@ def test_quick_study_end_to_end_over_ssh(lab, tmp_path):
                             '[target.hosts.client]\nsudo = true', name="t-ssh-quick")
                  + "[sweep]\nstreams = [1, 2]\n[repeat]\nruns = 1\n")
     study = load_study(f)
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(study, store, f.read_text(), str(f))
         runs = store.runs(out.study_id)
         facts = store.facts(out.study_id)
@@ -179,7 +179,7 @@ def test_hostile_values_never_reach_a_shell(lab, tmp_path):
     f.write_text(study_text(lab["inventory"], 'server = "server"\nclient = "client"\nduration = 1\ncongestion = "{v}"\n',
                             '[target.hosts.client]\nsudo = true', name="t-ssh-hostile") + sweep)
     study = load_study(f)
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(study, store, f.read_text(), str(f))
         runs = store.runs(out.study_id)
     assert out.status == "done" and len(runs) == len(hostile)
@@ -221,7 +221,7 @@ def test_command_workload_over_ssh_hostile_values_and_timeout(lab, tmp_path):
     sweep = "[sweep]\nv = [" + ", ".join(json.dumps(v) for v in hostile) + "]\n"
     f.write_text(study_text(lab["inventory"], 'engine = "command"\nhost = "client"\nrun = "printf %s {v}"\nsetup = ["printf", "%s", "{v}"]\n',
                             name="t-ssh-cmd") + sweep)
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(load_study(f), store, f.read_text(), str(f))
         runs = store.runs(out.study_id)
         raw = [store.raw_outputs(r.id) for r in runs]
@@ -231,7 +231,7 @@ def test_command_workload_over_ssh_hostile_values_and_timeout(lab, tmp_path):
     secs = f"{41 + os.getpid() % 1000 / 1000:.3f}"
     f.write_text(study_text(lab["inventory"], f'engine = "command"\nhost = "client"\nrun = "sleep {secs} & sleep {secs}; wait"\ntimeout = 2\n',
                             name="t-ssh-cmd-timeout"))
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         out = run_study(load_study(f), store, f.read_text(), str(f))
         r = store.runs(out.study_id)[0]
     assert out.status == "done" and not r.ok and "did not finish within 2s" in r.error

@@ -21,7 +21,7 @@ from nettune.errors import NettuneError
 from nettune.report.table import columns
 from nettune.run.study import run_study
 from nettune import load_study, parse_study
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.targets.ssh import sshlab
 from nettune.targets.ssh.ssh import SshTarget
 
@@ -224,7 +224,7 @@ def test_dropped_connection_stores_no_cpu_figure(lab, tmp_path, side):
     th = threading.Thread(target=cut_sessions_when_client_runs, args=(lab["layout"], "b", side, stop, cut))
     th.start()
     try:
-        with Store(tmp_path / "r.db") as store:
+        with StoreWriter(tmp_path / "r.db") as store:
             out = run_study(s, store, f.read_text(), str(f))
             runs = store.runs(out.study_id)
     finally:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from nettune.analysis.analyze import analyze
 from nettune.analysis.data import load
 from nettune.analysis.stability import run_stability
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from study_builders import build
 
@@ -43,7 +43,7 @@ def test_steady_drifting_noisy_and_too_short():
 
 
 def test_analyze_reports_stability_per_run(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         build(store, "s", [({"mtu": 1500}, 5.0), ({"mtu": 9000}, 9.0)], runs=3)
         res = analyze(load(store, "s"))
     assert len(res.stability) == 6 and {r.intervals for r in res.stability} == {5}
@@ -55,7 +55,7 @@ def test_analyze_reports_stability_per_run(tmp_path):
 def test_report_has_the_stability_chart(tmp_path):
     from nettune.report.build import build_report
 
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         build(store, "s", [({"mtu": 1500}, 5.0), ({"mtu": 9000}, 9.0)], runs=2)
         rep = build_report(load(store, "s"), tmp_path / "out")
     chart = next(c for c in rep.charts if c.name == "stability")

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from nettune.report.fit import fit_table
 from nettune.report.table import columns, rich_table
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from conftest import ROOT, nettune
 from study_builders import build
@@ -24,7 +24,7 @@ def render(table, width: int) -> str:
 def db(tmp_path: Path) -> Path:
     # examples/knobs.toml's shape: a socket-buffer value of 7 digits swept with the MTU
     path = tmp_path / "r.db"
-    with Store(path) as s:
+    with StoreWriter(path) as s:
         build(s, "buffers", [({"rmem": r, "mtu": m}, 9.0 + m / 9000) for r in (212992, 6291456) for m in (1500, 9000)], runs=2)
     return path
 
@@ -36,7 +36,7 @@ def _cells(runs: list) -> set[str]:
 
 @pytest.mark.parametrize("width", [60, 80, 100, 200])
 def test_no_value_is_ever_broken(db, width):
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         runs = s.runs(s.find_study("buffers")["id"])
     fitted = rich_table("buffers", runs, width)
     text = render(fitted.table, width)
@@ -52,7 +52,7 @@ def test_no_value_is_ever_broken(db, width):
 
 
 def test_headers_fold_at_spaces_only_and_hidden_columns_are_named(db):
-    with Store(db) as s:
+    with StoreWriter(db) as s:
         runs = s.runs(s.find_study("buffers")["id"])
     head, _ = columns(runs)
     wide = rich_table("buffers", runs, 250)

@@ -15,7 +15,7 @@ import pytest
 from nettune import parse_study
 from nettune.engines.result import TestResult as Result
 from nettune.errors import SpecError
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 from nettune.studyfile.models import Study
 
 from conftest import nettune
@@ -23,7 +23,7 @@ from conftest import nettune
 
 def stored(db: Path, settings: dict, params: dict | None = None, error: str | None = None, description: str = "") -> None:
     """A study of one point and one run, its settings as a crafted database holds them."""
-    with Store(db) as store:
+    with StoreWriter(db) as store:
         study = Study.model_validate({"name": "p", "description": description, "target": {"kind": "local"}, "sweep": {"a": [1]}})
         sid = store.begin_study(study, 'name = "p"\n', "p.toml")
         pid = store.add_point(sid, 0, params or {"a": 1})
@@ -112,7 +112,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised_and_import_gets_them_
     assert next(csv.DictReader(io.StringIO(raw.read_text())))["error"].startswith("=HYPERLINK")
     r = nettune("import", str(out), "--study", "back", "--db", str(tmp_path / "b.db"))
     assert r.returncode == 0, r.stderr
-    with Store(tmp_path / "b.db") as store:
+    with StoreWriter(tmp_path / "b.db") as store:
         (run,) = store.runs(store.find_study("back")["id"])
     assert run["error"].startswith("=HYPERLINK")  # the guard is taken off again, exactly
 

@@ -20,7 +20,7 @@ from nettune.analysis.data import load
 from nettune.analysis.design_noise import additive_tests
 from nettune.analysis.policy import ALPHA
 from nettune.analysis.regression import check, gate_arrays
-from nettune.store import Store
+from nettune.store.writer import StoreWriter
 
 from study_builders import build
 
@@ -85,11 +85,11 @@ def test_check_decides_as_the_gate_and_strict_fails_the_inconclusive(tmp_path):
     """End to end through the store: a 15% drop under 20% noise with 3 runs passes (it could
     not be shown), is named inconclusive, and --strict fails it with its own exit status."""
     a, b = tmp_path / "a.db", tmp_path / "b.db"
-    with Store(a) as s:
+    with StoreWriter(a) as s:
         build(s, "s", [({"q": i}, 10.0) for i in range(4)], runs=3, noise=0.2, seed=11)
-    with Store(b) as s:
+    with StoreWriter(b) as s:
         build(s, "s", [({"q": i}, 8.5) for i in range(4)], runs=3, noise=0.2, seed=12)
-    with Store(a) as sa, Store(b) as sb:
+    with StoreWriter(a) as sa, StoreWriter(b) as sb:
         res = check(load(sa, "s"), load(sb, "s"), tolerance_pct=5)
         strict = check(load(sa, "s"), load(sb, "s"), tolerance_pct=5, strict=True)
     assert all(p.verdict == "inconclusive" for p in res.points) and res.exit_code == 0 and res.verdict == "pass"
@@ -129,7 +129,7 @@ def test_analyze_decides_single_runs_exactly_as_the_f_test(tmp_path):
     """analyze on seeded 4x3 single-run studies of pure noise: a parameter "mattered" exactly
     when its Bonferroni-adjusted F test says so, never from a fixed threshold; a study with
     a real effect says so; a one-parameter sweep cannot tell and says how to settle it."""
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         matters = 0
         for seed in range(20):
             rng = np.random.default_rng(seed)
@@ -160,7 +160,7 @@ def test_analyze_decides_single_runs_exactly_as_the_f_test(tmp_path):
 # -- one policy: pairwise and summary verdicts never contradict --------------------------------
 
 def test_pairwise_and_summary_verdicts_never_contradict(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         for seed in range(12):
             gain = [1.0, 1.1, 1.2, 1.35][seed % 4]  # effects near the edge of what 3 runs can show
             pts = [({"queues": q, "mult": m}, 20.0 * (gain if m == 2 else 1.0) * (1.05 if q == 2 else 1.0)) for q in (1, 2) for m in (1, 2)]
@@ -208,9 +208,9 @@ def test_check_json_csv_and_markdown_carry_structured_labels(tmp_path):
     from conftest import nettune
 
     a, b = tmp_path / "a.db", tmp_path / "b.db"
-    with Store(a) as s:
+    with StoreWriter(a) as s:
         build(s, "s", [({"q": 0, "name": "x, y"}, 10.0), ({"q": 1, "name": "x, y"}, 10.0)], runs=3, noise=0.01, seed=1)
-    with Store(b) as s:
+    with StoreWriter(b) as s:
         build(s, "s", [({"q": 0, "name": "x, y"}, 7.0), ({"q": 1, "name": "x, y"}, 10.0)], runs=3, noise=0.01, seed=2)
     out = tmp_path / "c.json"
     r = nettune("check", "s", "--baseline", str(a), "--db", str(b), "--out", str(out), "--format", "json")
@@ -239,7 +239,7 @@ def test_check_refuses_an_untestable_baseline_before_rerunning(tmp_path):
     from conftest import nettune
 
     base = tmp_path / "base.db"
-    with Store(base) as s:
+    with StoreWriter(base) as s:
         build(s, "never-run", [({"q": 1}, 10.0)], runs=1)
     study = tmp_path / "never-run.toml"
     study.write_text('name = "never-run"\n[target]\nkind = "lab"\n[workload]\nduration = 1\n[repeat]\nruns = 3\n')
@@ -248,7 +248,7 @@ def test_check_refuses_an_untestable_baseline_before_rerunning(tmp_path):
     assert not (tmp_path / "new.db").exists()  # nothing was run
     single = tmp_path / "single.toml"
     single.write_text('name = "never-run"\n[target]\nkind = "lab"\n[workload]\nduration = 1\n')
-    with Store(base) as s:
+    with StoreWriter(base) as s:
         build(s, "never-run", [({}, 10.0)], runs=3, sweep={})
     r = nettune("check", str(single), "--baseline", str(base), "--db", str(tmp_path / "new.db"), "--out", str(tmp_path / "c.json"))
     assert r.returncode == 2 and "[repeat] runs = 1" in r.stderr and not (tmp_path / "new.db").exists()
@@ -258,7 +258,7 @@ def test_compare_matches_like_with_like_or_refuses(tmp_path):
     from nettune.analysis.compare import within_study
     from nettune.errors import NettuneError
 
-    with Store(tmp_path / "r.db") as store:
+    with StoreWriter(tmp_path / "r.db") as store:
         pts = [({"queues": q, "mult": m, "streams": q * m}, 10.0 * q * (1.5 if m == 2 else 1)) for q in (1, 2) for m in (1, 2)]
         build(store, "q", pts, sweep={"queues": [1, 2], "mult": [1, 2], "streams": "{queues} * {mult}"}, noise=0.02)
         data = load(store, "q")
@@ -278,7 +278,7 @@ def test_target_margin_not_reached_is_said_per_point(tmp_path):
 
     spec = {"name": "ad", "target": {"kind": "local"}, "sweep": {"q": [1, 2]},
             "repeat": {"min_runs": 3, "max_runs": 8, "target_margin": 0.05}}
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         sid = s.begin_study(Study.model_validate(spec), 'name = "ad"\n', "ad.toml")
         rng = np.random.default_rng(2)
         for i, (q, cv, n) in enumerate([(1, 0.01, 3), (2, 0.2, 8)]):
@@ -299,7 +299,7 @@ def test_two_bands_are_found_and_tied_to_the_client_cpu(tmp_path):
     from nettune.studyfile.models import Study
     from nettune.engines.result import TestResult as Result
 
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         sid = s.begin_study(Study.model_validate({"name": "b", "target": {"kind": "local"}, "sweep": {"q": [1, 2]}}), 'name = "b"\n', "b.toml")
         rng = np.random.default_rng(4)
         for i, q in enumerate((1, 2)):
@@ -324,7 +324,7 @@ def test_a_command_study_speaks_of_time_and_cpu_not_throughput(tmp_path):
 
     spec = {"name": "build", "target": {"kind": "local"}, "workload": {"engine": "command", "run": "make"},
             "sweep": {"n": [1, 2, 4]}}
-    with Store(tmp_path / "r.db") as s:
+    with StoreWriter(tmp_path / "r.db") as s:
         sid = s.begin_study(Study.model_validate(spec), 'name = "build"\n', "build.toml")
         rng = np.random.default_rng(1)
         for i, (n, wall) in enumerate([(1, 12.0), (2, 14.0), (4, 16.3)]):

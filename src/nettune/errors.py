@@ -15,14 +15,30 @@ def one_line(text: str) -> str:
 
 
 class NettuneError(Exception):
-    """An error the user can fix; str(err) is the one-line message."""
+    """An error the user can fix; str(err) is the one-line message (what, where, the fix).
+
+    Every refusal nettune makes is one: a bad study file (`SpecError`), a missing tool,
+    not being root, a database that is not nettune's. Example::
+
+        try:
+            nettune.run_study("study.toml")
+        except nettune.NettuneError as e:
+            print(e)        # one line, no traceback needed
+    """
 
     def __init__(self, *args: object):
         super().__init__(*(one_line(a) if isinstance(a, str) else a for a in args))
 
 
 class SpecError(NettuneError):
-    """The study file is invalid. Raised before anything is changed on any host."""
+    """The study file is invalid. Raised before anything is changed on any host; `file`,
+    `line`, `field` and `problem` say where and what. Example::
+
+        try:
+            nettune.parse_study('name = "x"\n[target]\nkind = "lab"\nhosts = ["a"]\n[workload]\nengine = "iperf4"\n')
+        except nettune.SpecError as e:
+            e.line, e.field     # 6, 'workload.engine'
+    """
 
     def __init__(self, file: str, field: str, problem: str, line: int | None = None):
         self.file, self.field, self.problem, self.line = file, field, problem, line

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import NettuneError
 from .cost_curves import cost_curve, cost_findings
 from .costs import costs, display_values, stored_unit
+from ..record.fields import METRIC_FIELDS
 from .data import METRICS, Metric, PointData, StudyData, get_metric
 from .frontier import SHARE, Frontier, frontier_findings, frontiers
 from . import intervals
@@ -77,6 +78,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     out = Analysis(data.name, data.study["id"], m.name, m.label, m.higher_is_better, threshold, params, data.axes,
                    rows, Best(br.point, br.mean, br.ci_low, br.ci_high, br.n))
     out.interval, out.interval_why, out.share, out.policy = intervals.NAMES[method], why, share, STATEMENT
+    out.stored_unit, out.scale = METRIC_FIELDS[m.name].row.unit if m.name in METRIC_FIELDS else "", m.scale
     out.cpu_units = {side: stored_unit(data, col)[1] for side, col in CPU_SIDES.items()}
     findings = [f"best {m.label}: {num(br.mean)}" + (f" (95% CI {num(br.ci_low)} to {num(br.ci_high)}, N={br.n})" if br.ci_low is not None else f" (N={br.n})")
                 + (f" at {bp.label(params)}" if params else "")]
@@ -204,7 +206,7 @@ def _fairness_text(fair: list[PointFairness]) -> list[str]:
         return []
     uneven = [f for f in fair if f.jain_min < UNEVEN]
     worst = min(fair, key=lambda f: f.jain_min)
-    span = f"slowest stream {num(worst.slowest_bps / 1e9)}, fastest {num(worst.fastest_bps / 1e9)} Gbit/s"
+    span = f"slowest stream {num(worst.slowest_gbps)}, fastest {num(worst.fastest_gbps)} Gbit/s"
     if not uneven:
         return [f"parallel streams shared fairly (Jain's index >= {UNEVEN} everywhere; least fair {worst.label}: "
                 f"{worst.jain_min:.2f}, {span})"]

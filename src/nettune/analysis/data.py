@@ -19,6 +19,7 @@ from ..errors import NettuneError
 from ..record.fields import METRIC_FIELDS, Field
 from ..store.records import RunRecord
 from ..store.base import ResultStore
+from ..store.cpu_units import machine_cores
 from .stats import Summary, summarize
 
 
@@ -151,11 +152,7 @@ class StudyData:
     def host_cores(self) -> int | None:
         """CPU count of the machine whose /proc/stat gives host CPU (the client's)."""
         wl = self.spec().get("workload") or {}
-        for host in [wl.get("client"), *self.facts]:
-            n = (self.facts.get(host) or {}).get("cpu_count") if host else None
-            if n:
-                return int(n)
-        return None
+        return machine_cores(wl.get("client"), self.facts)
 
 
 def jsonable(obj: Any) -> Any:

@@ -38,8 +38,8 @@ class Fairness(JsonRecord):
     streams: int  # streams per test
     jain_mean: float
     jain_min: float  # the least fair run
-    slowest_bps: float  # slowest stream seen in any counted run
-    fastest_bps: float
+    slowest_gbps: float  # slowest stream seen in any counted run, Gbit/s (as every throughput of an analysis)
+    fastest_gbps: float
     runs: int
 
 
@@ -52,4 +52,4 @@ def fairness(runs: list[RunRecord]) -> Fairness | None:
     if not idx:
         return None
     every = [x for r in per_run for x in r]
-    return Fairness(max(len(r) for r in per_run), sum(idx) / len(idx), min(idx), min(every), max(every), len(per_run))
+    return Fairness(max(len(r) for r in per_run), sum(idx) / len(idx), min(idx), min(every) / 1e9, max(every) / 1e9, len(per_run))

@@ -104,7 +104,7 @@ def run_stability(run: Any, point: dict[str, Any], label: str, alpha: float = AL
         warnings.simplefilter("ignore")
         if len(set(ts)) > 1 and sd > 0:
             lr = sst.linregress(ts, ys)
-            out.trend_pct_per_min, out.trend_p = lr.slope * 60 / mean * 100, float(lr.pvalue)
+            out.trend_pct_per_min, out.trend_p = float(lr.slope) * 60 / mean * 100, float(lr.pvalue)
     found = _step(ys)
     if found is not None:
         k, p = found

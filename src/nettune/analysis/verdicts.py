@@ -117,13 +117,13 @@ class PointFairness(JsonRecord):
     streams: int
     jain_mean: float
     jain_min: float
-    slowest_bps: float
-    fastest_bps: float
+    slowest_gbps: float
+    fastest_gbps: float
     runs: int
 
     @classmethod
     def of(cls, row: PointRow, f: Fairness) -> "PointFairness":
-        return cls(row.point, row.label, f.streams, f.jain_mean, f.jain_min, f.slowest_bps, f.fastest_bps, f.runs)
+        return cls(row.point, row.label, f.streams, f.jain_mean, f.jain_min, f.slowest_gbps, f.fastest_gbps, f.runs)
 
 
 @dataclass
@@ -138,8 +138,24 @@ class NoisyPoint(JsonRecord):
     cv: float
 
 
-@dataclass
+@dataclass(repr=False)
 class Analysis(JsonRecord):
+    """A study analysed (`nettune analyze`; `nettune.results(db).analysis(study)`).
+
+    Units, one system: every value of the metric (the points' mean, median, intervals,
+    `best`, curves, the level comparisons' `mean_a`/`mean_b`, bands, pairs) is in `unit`,
+    the metric's displayed unit (Gbit/s for throughput): the stored value (`stored_unit`,
+    bit/s in the runs' frame) times `scale`. Throughput named `gbps` elsewhere (efficiency,
+    fairness, stability) is Gbit/s too; CPU is in `cpu_units` (per side); changes and
+    margins are in %, ratios have no unit. Example::
+
+        a = nettune.results("results.db").analysis("quick")
+        a.unit, a.best.point, a.best.mean   # 'Gbit/s', {'queues': 2, ...}, 9.4
+        a.headline                          # the lines a reader needs first
+        a.frame()                           # the points as a DataFrame
+        a.to_dict()                         # `nettune analyze --format json`
+    """
+
     study: str
     study_id: int
     metric: str
@@ -171,3 +187,27 @@ class Analysis(JsonRecord):
     noise: DesignNoise | None = None  # single runs: the noise the design gives, or why none
     bands: list[PointBands] = field(default_factory=list)  # points whose runs split into two bands
     margins: list[MarginPoint] = field(default_factory=list)  # adaptive repeats: target_margin reached per point
+    stored_unit: str = ""  # the metric's unit as stored (bit/s): a value here = the stored value * scale
+    scale: float = 1.0
+
+    def frame(self) -> Any:
+        """The points as a pandas DataFrame: the swept parameters (ordered categoricals),
+        then N, mean, median, stdev, the 95% interval (ci_low, ci_high), failed tests and
+        the CPU per side; `df.attrs["units"]` names each column's unit."""
+        import pandas as pd
+
+        from .categories import categorical
+
+        cols = ["n", "mean", "median", "stdev", "min", "max", "ci_low", "ci_high", "half_width", "cv", "failed",
+                "cpu_client", "cpu_server", "cpu_host"]
+        df = pd.DataFrame({p: pd.Series(categorical([r.point.get(p) for r in self.points])) for p in self.params})
+        for c in cols:
+            df[c] = pd.Series([r.__dict__[c] for r in self.points], dtype="Int64" if c in ("n", "failed") else "Float64")
+        df.attrs["units"] = {c: self.unit for c in ("mean", "median", "stdev", "min", "max", "ci_low", "ci_high", "half_width")}
+        df.attrs["units"] |= {f"cpu_{side}": unit for side, unit in self.cpu_units.items()}
+        return df
+
+    def __repr__(self) -> str:
+        best = f"{self.best.mean:.4g} {self.unit}" if self.best.mean is not None else "none"
+        lines = [f"Analysis({self.study!r} #{self.study_id}: {self.metric} in {self.unit}, {len(self.points)} points, best {best})"]
+        return "\n".join(lines + [f"  {h}" for h in self.headline])

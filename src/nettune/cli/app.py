@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import NettuneError
-from ..store.base import ResultStore
+from ..store.base import ResultStore, StoreReader
+from ..store.sqlite import Store
 
 app = typer.Typer(
     name="nettune",
@@ -81,8 +82,21 @@ DB_OPT = typer.Option("nettune.db", "--db", envvar="NETTUNE_DB", show_envvar=Tru
                       help="Results database: a SQLite file, or postgresql://user@host/dbname (docs/results.md).")
 
 
-def open_store(db: str | Path, must_exist: bool = True) -> ResultStore:
-    """The store --db names (store/locate.py): a SQLite file that must exist is checked first."""
+def open_store(db: str | Path, must_exist: bool = True) -> StoreReader:
+    """The store --db names, for commands that only read: a SQLite file read-only (`Store`:
+    an older one is upgraded in memory, never in place), a postgresql:// URL (store/locate.py)."""
+    from ..store.locate import is_url, store_at
+
+    if is_url(db):
+        return store_at(db, must_exist)
+    if not Path(db).is_file():
+        raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
+    return Store(db)
+
+
+def open_writer(db: str | Path, must_exist: bool = False) -> ResultStore:
+    """The store --db names, for a run, an import or a measurement (a SQLite file is created
+    unless `must_exist`)."""
     from ..store.locate import store_at
 
     return store_at(db, must_exist)

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import NettuneError
 from ..store.locate import describe
-from .app import DB_OPT, app, console, open_store, user_errors
+from .app import DB_OPT, app, console, open_writer, user_errors
 
 @app.command()
 @user_errors
@@ -29,7 +29,7 @@ def ceiling(
         if missing:
             raise NettuneError(f"{', '.join(missing)}: neither iperf3 nor iperf2 is installed there: apt-get install iperf3 iperf "
                                "(or: nettune setup)")
-        with open_store(db, must_exist=False) as store:
+        with open_writer(db) as store:
             for host, p in plans:
                 tools = ", ".join(f"{e} {v}" for e, v in p.versions.items() if v)
                 where = p.machine if host.on_this_machine else f"{host.name} ({p.machine})"

@@ -18,7 +18,7 @@ from rich.markup import escape
 from ..errors import NettuneError
 from ..record.fields import metric_help
 from .check_progress import Lines
-from .app import DB_OPT, app, console, err_console, open_store, print_fitted, user_errors
+from .app import DB_OPT, app, console, err_console, open_store, open_writer, print_fitted, user_errors
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FORMATS = ("text", "json", "csv", "markdown")
@@ -40,6 +40,7 @@ def _baseline(where: str, name: str, ref: str | None, tmp: Path) -> Any:
     from ..analysis.data import load
     from ..importers.nettune_export import import_exports, is_export, read_exports
     from ..store import Store, is_url, store_at
+    from ..store.writer import StoreWriter
 
     if is_url(where):
         with store_at(where) as store:
@@ -52,7 +53,7 @@ def _baseline(where: str, name: str, ref: str | None, tmp: Path) -> Any:
             return load(store, ref if ref is not None else name)
     if not is_export(path):
         raise NettuneError(f"--baseline {path}: neither a results database nor a `nettune export` file (CSV, JSON, Parquet)")
-    with Store(tmp / "baseline.db") as store:
+    with StoreWriter(tmp / "baseline.db") as store:
         import_exports(store, read_exports([path]), "baseline")
         return load(store, "baseline")
 
@@ -161,7 +162,7 @@ def _check(study: str, baseline: str, tolerance: str, baseline_study: str | None
             from ..run.study import run_study
 
             check_length(spec, expand_and_check(spec, text, str(file)), str(file), MAX_HOURS)
-            with open_store(db, must_exist=False) as store:
+            with open_writer(db) as store:
                 outcome = run_study(spec, store, text, str(file), progress=Lines(progress))
                 after = load(store, outcome.study_id)
         else:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NettuneError
-from .app import console, open_store, print_fitted, print_items
+from .app import console, open_store, open_writer, print_fitted, print_items
 
 
 def show_num(v: float | None) -> str:
@@ -58,7 +58,7 @@ def _rerun(file: Path, db: str, progress: Any) -> None:
     text = read_study_text(file)
     spec = parse_study(text, str(file))
     check_length(spec, expand_and_check(spec, text, str(file)), str(file), MAX_HOURS)
-    with open_store(db, must_exist=False) as store:
+    with open_writer(db) as store:
         run_study(spec, store, text, str(file), progress=Lines(progress))
 
 

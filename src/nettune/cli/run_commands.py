@@ -18,7 +18,7 @@ from ..report import table as rt
 from ..commands.eta import MAX_HOURS, check_length, human_seconds
 from ..studyfile.load import read_study_text
 from ..studyfile.models import Study, json_schema
-from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
+from .app import DB_OPT, app, console, open_writer, print_fitted, print_items, user_errors
 
 if TYPE_CHECKING:  # the summary and the dry run are loaded only by the command that prints them
     from ..commands.summary import RunSummary
@@ -71,7 +71,7 @@ def execute(study: Study, text: str, file: str, db: str, restore_first: bool = F
     from ..commands.summary import summarize
 
     prog = RichProgress()
-    with open_store(db, must_exist=resume) as store:
+    with open_writer(db, must_exist=resume) as store:
         try:
             outcome = run_study(study, store, text, file, progress=prog, restore_first=restore_first, resume=resume,
                                 cross_check=cross_check, doctor=doctor)

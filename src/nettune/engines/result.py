@@ -79,7 +79,14 @@ class TestResult(Measures):
     The flat values are the field table's `Measures` (record/fields.py); the rest are typed
     parts, None where this kind of test has none. `details` keeps what no code reads;
     `extra` is the JSON shape the store keeps (record/legacy.py), read-only. A result built
-    with `extra={...}` (older scripts, stored rows) has it split into the parts."""
+    with `extra={...}` (older scripts, stored rows) has it split into the parts.
+
+    nettune's own pydantic model: values in the field table's units (bits/s, bytes, us,
+    %), `streams` and `intervals` its series. Example::
+
+        r = nettune.TestResult(engine="iperf3", ok=True, receiver_bps=9.41e9, sender_bps=9.43e9)
+        r.total_bps, r.model_dump(exclude_none=True)
+    """
 
     engine: str
     tool_version: str = ""

@@ -26,9 +26,9 @@ VALUES = [f.name for f in EXPORTED]  # the field table's columns, in its order
 # Fields every `results --format json` record carries (docs/results.md lists them; a test
 # checks that the doc and these lists agree).
 JSON_FIELDS = ["study", "study_id", "point", "run", "warmup", "ok", "error", "engine", "tool_version", "protocol",
-               *VALUES, "cpu_units", "cpu_extra", "tool_cpu", "warnings", "settings", "streams"]
+               *VALUES, "cpu_units", "cpu_extra", "tool_cpu", "warnings", "settings", "streams", "intervals"]
 # The JSON fields a CSV cell can hold (after the parameters; warnings joined with '; ').
-CSV_FIELDS = [f for f in JSON_FIELDS if f not in ("point", "cpu_extra", "tool_cpu", "settings", "streams")]
+CSV_FIELDS = [f for f in JSON_FIELDS if f not in ("point", "cpu_extra", "tool_cpu", "settings", "streams", "intervals")]
 
 EXPORT_BASE = ["study", "study_id", "point_idx"]
 EXPORT_RUN = ["run_id", "run", "warmup", "ok", "error", "engine", "tool_version", "protocol", "started"]

@@ -27,6 +27,13 @@ MAX_POINTS = 10_000
 
 @dataclass(frozen=True)
 class Point:
+    """One point of a study's sweep: its index (0-based, in sweep order) and its parameters
+    with every expression filled in. Example::
+
+        study = nettune.load_study("examples/quick.toml")
+        [p.label() for p in nettune.expand(study)]   # ['queues=1, mult=1, streams=1', ...]
+    """
+
     index: int
     params: dict[str, Any]
 
@@ -73,6 +80,12 @@ def check_point_count(study: Study, max_points: int = MAX_POINTS, text: str = ""
 
 
 def expand(study: Study) -> list[Point]:
+    """Every point of the study's sweep, in order: the product of its lists, constants
+    added, expressions ("{queues} * {mult}") evaluated. Example::
+
+        points = nettune.expand(nettune.load_study("examples/quick.toml"))
+        len(points), points[0].params           # 4, {'queues': 1, 'mult': 1, 'streams': 1}
+    """
     lists = {k: v for k, v in study.sweep.items() if isinstance(v, list)}
     consts = {k: v for k, v in study.sweep.items() if not isinstance(v, (list, str))}
     exprs = {k: v for k, v in study.sweep.items() if isinstance(v, str)}

@@ -14,12 +14,29 @@ from .points import MAX_POINTS, check_point_count, expand_and_check
 
 def load_study(path: str | Path, max_points: int | None = None) -> Study:
     """Read, validate and expand a study file. max_points: refuse a sweep of more points
-    (default MAX_POINTS; `nettune run --max-points` raises it)."""
+    (default MAX_POINTS; `nettune run --max-points` raises it). A bad file raises
+    `SpecError` naming the line and field. Example::
+
+        study = nettune.load_study("examples/quick.toml")
+        study.name, study.target.kind, study.sweep   # 'quick', 'lab', {...}
+    """
     return parse_study(read_study_text(path), str(path), max_points)
 
 
 def parse_study(text: str, file: str = "<study>", max_points: int | None = None) -> Study:
-    """Validate a study's TOML text and expand every point (see load_study)."""
+    """Validate a study's TOML text and expand every point (see load_study); `file` names
+    it in error messages. Example::
+
+        study = nettune.parse_study('''
+        name = "quick"
+        [target]
+        kind = "lab"
+        hosts = ["server", "client"]
+        [workload]
+        engine = "iperf3"
+        duration = 2
+        ''')
+    """
     study = parse_spec(text, file)
     # Count the points first (refused at once if too many), then expand them: that checks
     # every sweep expression and every filled-in value now, before any host is touched.

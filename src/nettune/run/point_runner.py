@@ -102,6 +102,8 @@ class PointRunner:
 
     def run(self, slot: Slot) -> list[TestResult]:
         ctx = self.ctx
+        if ctx.stop is not None and ctx.stop.is_set():  # asked to stop from another thread (run/study.py)
+            raise KeyboardInterrupt("stopped on request")
         rp = ctx.by_index[slot.point.index]
         have = ctx.stored.of(slot)
         if len(have) >= ctx.per_slot[slot.point.index]:
@@ -116,7 +118,10 @@ class PointRunner:
         if slot.point.index in self.unreached:
             return self._unreached(slot, rp, self.unreached[slot.point.index])
         if self.count and ctx.study.repeat.pause:
-            time.sleep(ctx.study.repeat.pause)
+            if ctx.stop is not None and ctx.stop.wait(ctx.study.repeat.pause):
+                raise KeyboardInterrupt("stopped on request")
+            if ctx.stop is None:
+                time.sleep(ctx.study.repeat.pause)
         ctx.progress.test_start(slot, self.count)
         t0 = time.monotonic()
         wl = rp.workload

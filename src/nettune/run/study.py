@@ -6,8 +6,10 @@ stopped, the study marked interrupted or failed in the database.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import threading
 from contextlib import contextmanager
 from types import FrameType
 from typing import Callable, Iterator
@@ -18,7 +20,7 @@ from ..plan.points import ResolvedPoint, Slot, expand_and_check
 from ..plan.run_order import run_groups
 from ..targets.base import Target
 from ..targets.procs import kill_pid, owner_token, started_by, study_owner
-from .context import KnobLayer, NoProgress as NoProgress, Outcome as Outcome, Progress as Progress, RunContext
+from .context import KnobLayer, NoProgress as NoProgress, Outcome as Outcome, Progress as Progress, Recording, RunContext
 from .credentials import StudyAccess
 from .point_runner import PointRunner
 from .engine_choice import HostAnswers, choose_engines
@@ -33,8 +35,12 @@ from ..targets import make_target
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP all unwind as KeyboardInterrupt so every finally block runs."""
-
+    """SIGINT, SIGTERM and SIGHUP all unwind as KeyboardInterrupt so every finally block runs.
+    Only the main thread takes signals: a study run from another thread (a notebook's
+    worker, nettune.run_study in Jupyter) is stopped through its `stop` event instead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     owner = os.getpid()
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -52,6 +58,15 @@ def sigterm_as_interrupt() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def loop_running() -> bool:
+    """Whether this thread is inside a running asyncio event loop (a Jupyter cell is)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def tests_per_slot(rp: ResolvedPoint, test_hosts: list[str]) -> int:
@@ -79,14 +94,21 @@ def run_study(
     resume: bool = False,
     cross_check: bool | list[int] = False,
     doctor: bool = True,
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Run a study into `store`. resume=True continues the latest interrupted study of the
     same name and file text instead (see run/resume.py): settings restored first, only
     the missing tests run, into the same study id. cross_check: afterwards, re-run every
     point analysis marks tool-bound (or these point indices) with the other engine and
     with iperf3 fanned out, side by side (run/cross_check.py). doctor: audit the hosts once
-    before the first point's knobs and store the findings with the host facts."""
-    progress = progress or NoProgress()
+    before the first point's knobs and store the findings with the host facts. stop: set
+    from another thread, the study ends after the test in flight as if interrupted
+    (settings restored, lab removed, the study marked interrupted; KeyboardInterrupt)."""
+    if loop_running():
+        raise NettuneError("this thread runs an asyncio event loop (Jupyter, an async app): pyroute2 cannot use it; call "
+                           "nettune.run_study, which runs the study on a thread of its own")
+    said: list[str] = []
+    progress = Recording(progress or NoProgress(), said)
     resolved = expand_and_check(study, spec_text or "", spec_file or "<study>")
     by_index = {r.point.index: r for r in resolved}
     _check_offline(study, resolved, spec_text, spec_file)  # what the dry run refuses, refused before connecting
@@ -98,8 +120,8 @@ def run_study(
     # before connecting anywhere: refuses over changes a killed run left on this study's hosts
     notes = _journal_gate(study, restore_first or resume)  # --resume restores first by itself
     target = make_target(study)  # raises NotRoot etc. before anything is created
-    said = list(target.warnings)  # the target's own (a cluster's pod sysctls it will refuse...), before the study
-    for note in said:
+    target_said = list(target.warnings)  # the target's own (a cluster's pod sysctls it will refuse...), before the study
+    for note in target_said:
         progress.message(note)
     claimed = False
     try:
@@ -132,12 +154,12 @@ def run_study(
     else:
         study_id, stored = prior["id"], Stored.load(store, prior["id"])
     point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
-    outcome = Outcome(study_id, "running")
+    outcome = Outcome(study_id, "running", messages=said, name=study.name)
     status = "failed"
     knobs = _knob_session(study, target, study_id, progress)
     per_slot = {r.point.index: tests_per_slot(r, list(target.test_hosts)) for r in resolved}
     runner = PointRunner(RunContext(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot,
-                                    access=access, choices=choices, answers=answers, doctor=doctor))
+                                    access=access, choices=choices, answers=answers, doctor=doctor, stop=stop))
     left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     todo = {id(s) for s, _ in left}
     total = sum(n for _, n in left)
@@ -182,7 +204,7 @@ def run_study(
                 outcome.warnings += access.close()  # the hosts' credential files, while they are reachable
             finally:
                 target.close()
-                outcome.warnings += [w for w in target.warnings if w not in said]  # what it found since (could not delete...)
+                outcome.warnings += [w for w in target.warnings if w not in target_said]  # what it found since (could not delete...)
                 if status == "interrupted":  # a Ctrl-C between a spawn and its bookkeeping must not leave a tool running
                     for pid in started_by({owner_token()}):
                         kill_pid(pid)

@@ -87,25 +87,117 @@ class ResultStore(Protocol):
     def cross_checks(self, study_id: int) -> list[dict[str, Any]]: ...
 
 
-class StoreBase:
-    """ResultStore over a Sql connection: a member sets `sql`, `where` and `dialect`, then
-    calls `_ready()` (the tables created or migrated)."""
+class StoreReader:
+    """The reading half of ResultStore over a Sql connection (the public read-only `Store`,
+    store/sqlite.py, is one): a member sets `sql`, `where` and `dialect`."""
 
     sql: Sql
     where = ""
     dialect = ""
 
-    def _ready(self) -> None:
-        migrate(self.sql, self.where)
-
     def close(self) -> None:
         self.sql.close()
 
-    def __enter__(self) -> "StoreBase":
+    def __enter__(self) -> "StoreReader":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    # -- reading -------------------------------------------------------------------
+    def studies(self) -> list[dict[str, Any]]:
+        return self.sql.rows(
+            "SELECT s.id, s.name, s.description, s.target_kind, s.started, s.finished, s.status,"
+            " (SELECT COUNT(*) FROM points p WHERE p.study_id=s.id) AS points,"
+            " (SELECT COUNT(*) FROM runs r WHERE r.study_id=s.id) AS runs,"
+            " (SELECT COUNT(*) FROM runs r WHERE r.study_id=s.id AND r.ok=0) AS failed"
+            " FROM studies s ORDER BY s.id"
+        )
+
+    def find_study(self, ref: str | int | None = None) -> dict[str, Any]:
+        """A study by id ('7' or '#7') or by name (the latest run of that name); None = latest."""
+        if ref is None:
+            row = self.sql.row("SELECT * FROM studies ORDER BY id DESC LIMIT 1")
+        elif str(ref).lstrip("#").isdigit():
+            row = self.sql.row("SELECT * FROM studies WHERE id=?", (int(str(ref).lstrip("#")),))
+        else:
+            row = self.sql.row("SELECT * FROM studies WHERE name=? ORDER BY id DESC LIMIT 1", (str(ref),))
+        if row is None:
+            names = sorted({s["name"] for s in self.studies()})
+            hint = f"studies here: {', '.join(names)}" if names else "it is empty; run a study first"
+            what = f"no study {ref!r}" if ref is not None else "no study"
+            raise NettuneError(f"{self.where}: {what}; {hint} (see `nettune studies`)")
+        return row
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        """Studies of this name, newest first (id, status, owner, times, file text and hash, nettune version)."""
+        return self.sql.rows(
+            "SELECT id, name, status, owner, started, finished, spec_file, spec_text, spec_hash, nettune_version FROM studies"
+            " WHERE name=? ORDER BY id DESC", (name,))
+
+    def stored_slots(self, study_id: int) -> list[dict[str, Any]]:
+        """What resume needs of each stored test: its slot, pair and primary value (throughput,
+        or a command's wall seconds as its duration), no series."""
+        rows = self.sql.rows(
+            "SELECT p.idx AS point_idx, r.run, r.warmup, r.ok, r.engine, r.duration, r.receiver_bps, r.reverse_receiver_bps, r.extra_json"
+            " FROM runs r JOIN points p ON p.id=r.point_id WHERE r.study_id=? ORDER BY r.id",
+            (study_id,),
+        )
+        return [r | {"warmup": bool(r["warmup"]), "ok": bool(r["ok"]), "extra": json.loads(r["extra_json"])} for r in rows]
+
+    def last_run(self, point_id: int) -> int | None:
+        """The highest run number stored at a point (None: none yet)."""
+        found = self.sql.value("SELECT MAX(run) FROM runs WHERE point_id=?", (point_id,))
+        return None if found is None else int(found)
+
+    def runs(self, study_id: int, include_warmup: bool = True) -> list[RunRecord]:
+        q = (
+            "SELECT r.*, p.idx AS point_idx, p.params_json, s.name AS study FROM runs r"
+            " JOIN points p ON p.id=r.point_id JOIN studies s ON s.id=r.study_id WHERE r.study_id=?"
+        )
+        if not include_warmup:
+            q += " AND r.warmup=0"
+        return [RunRecord.from_row(row) for row in self.sql.rows(q + " ORDER BY r.id", (study_id,))]
+
+    def points(self, study_id: int) -> list[dict[str, Any]]:
+        rows = self.sql.rows("SELECT id, idx, params_json FROM points WHERE study_id=? ORDER BY idx", (study_id,))
+        return [{"id": r["id"], "idx": r["idx"], "point": json.loads(r["params_json"])} for r in rows]
+
+    def facts(self, study_id: int) -> dict[str, dict[str, Any]]:
+        rows = self.sql.rows("SELECT host, facts_json FROM host_facts WHERE study_id=? ORDER BY id", (study_id,))
+        return instrument.with_ceilings(self.sql, {r["host"]: json.loads(r["facts_json"]) for r in rows})
+
+    def idle(self, study_id: int) -> list[dict[str, Any]]:
+        return idle.idle_rows(self.sql, study_id)
+
+    def idle_points(self, study_id: int) -> list[int]:
+        """Indices of the points whose idle power is stored (a resumed study skips them)."""
+        return sorted({r["point_idx"] for r in idle.idle_rows(self.sql, study_id)})
+
+    def raw_outputs(self, run_id: int) -> list[dict[str, Any]]:
+        rows = self.sql.rows("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,))
+        return [r | {"command": json.loads(r["command_json"])} for r in rows]
+
+    def ceilings(self, machine: str) -> dict[str, dict[int, float]]:
+        """config -> {streams: bits/s} `nettune ceiling` measured on `machine`."""
+        return instrument.ceilings(self.sql, machine)
+
+    def ceiling_rows(self, machine: str | None = None) -> list[dict[str, Any]]:
+        return instrument.ceiling_rows(self.sql, machine)
+
+    def cross_checks(self, study_id: int) -> list[dict[str, Any]]:
+        return instrument.cross_checks(self.sql, study_id)
+
+
+class StoreBase(StoreReader):
+    """ResultStore over a Sql connection: a member sets `sql`, `where` and `dialect`, then
+    calls `_ready()` (the tables created or migrated)."""
+
+    def _ready(self) -> None:
+        migrate(self.sql, self.where)
+
+    def __enter__(self) -> "StoreBase":
+        return self
 
     def transaction(self) -> AbstractContextManager[None]:
         """Everything written inside commits together, or nothing (an import)."""
@@ -200,87 +292,3 @@ class StoreBase:
     def add_cross_check(self, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]], verdict: str,
                         check_study_id: int | None) -> None:
         instrument.add_cross_check(self.sql, study_id, point_idx, label, rows, verdict, check_study_id)
-
-    # -- reading -------------------------------------------------------------------
-    def studies(self) -> list[dict[str, Any]]:
-        return self.sql.rows(
-            "SELECT s.id, s.name, s.description, s.target_kind, s.started, s.finished, s.status,"
-            " (SELECT COUNT(*) FROM points p WHERE p.study_id=s.id) AS points,"
-            " (SELECT COUNT(*) FROM runs r WHERE r.study_id=s.id) AS runs,"
-            " (SELECT COUNT(*) FROM runs r WHERE r.study_id=s.id AND r.ok=0) AS failed"
-            " FROM studies s ORDER BY s.id"
-        )
-
-    def find_study(self, ref: str | int | None = None) -> dict[str, Any]:
-        """A study by id ('7' or '#7') or by name (the latest run of that name); None = latest."""
-        if ref is None:
-            row = self.sql.row("SELECT * FROM studies ORDER BY id DESC LIMIT 1")
-        elif str(ref).lstrip("#").isdigit():
-            row = self.sql.row("SELECT * FROM studies WHERE id=?", (int(str(ref).lstrip("#")),))
-        else:
-            row = self.sql.row("SELECT * FROM studies WHERE name=? ORDER BY id DESC LIMIT 1", (str(ref),))
-        if row is None:
-            names = sorted({s["name"] for s in self.studies()})
-            hint = f"studies here: {', '.join(names)}" if names else "it is empty; run a study first"
-            what = f"no study {ref!r}" if ref is not None else "no study"
-            raise NettuneError(f"{self.where}: {what}; {hint} (see `nettune studies`)")
-        return row
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        """Studies of this name, newest first (id, status, owner, times, file text and hash, nettune version)."""
-        return self.sql.rows(
-            "SELECT id, name, status, owner, started, finished, spec_file, spec_text, spec_hash, nettune_version FROM studies"
-            " WHERE name=? ORDER BY id DESC", (name,))
-
-    def stored_slots(self, study_id: int) -> list[dict[str, Any]]:
-        """What resume needs of each stored test: its slot, pair and primary value (throughput,
-        or a command's wall seconds as its duration), no series."""
-        rows = self.sql.rows(
-            "SELECT p.idx AS point_idx, r.run, r.warmup, r.ok, r.engine, r.duration, r.receiver_bps, r.reverse_receiver_bps, r.extra_json"
-            " FROM runs r JOIN points p ON p.id=r.point_id WHERE r.study_id=? ORDER BY r.id",
-            (study_id,),
-        )
-        return [r | {"warmup": bool(r["warmup"]), "ok": bool(r["ok"]), "extra": json.loads(r["extra_json"])} for r in rows]
-
-    def last_run(self, point_id: int) -> int | None:
-        """The highest run number stored at a point (None: none yet)."""
-        found = self.sql.value("SELECT MAX(run) FROM runs WHERE point_id=?", (point_id,))
-        return None if found is None else int(found)
-
-    def runs(self, study_id: int, include_warmup: bool = True) -> list[RunRecord]:
-        q = (
-            "SELECT r.*, p.idx AS point_idx, p.params_json, s.name AS study FROM runs r"
-            " JOIN points p ON p.id=r.point_id JOIN studies s ON s.id=r.study_id WHERE r.study_id=?"
-        )
-        if not include_warmup:
-            q += " AND r.warmup=0"
-        return [RunRecord.from_row(row) for row in self.sql.rows(q + " ORDER BY r.id", (study_id,))]
-
-    def points(self, study_id: int) -> list[dict[str, Any]]:
-        rows = self.sql.rows("SELECT id, idx, params_json FROM points WHERE study_id=? ORDER BY idx", (study_id,))
-        return [{"id": r["id"], "idx": r["idx"], "point": json.loads(r["params_json"])} for r in rows]
-
-    def facts(self, study_id: int) -> dict[str, dict[str, Any]]:
-        rows = self.sql.rows("SELECT host, facts_json FROM host_facts WHERE study_id=? ORDER BY id", (study_id,))
-        return instrument.with_ceilings(self.sql, {r["host"]: json.loads(r["facts_json"]) for r in rows})
-
-    def idle(self, study_id: int) -> list[dict[str, Any]]:
-        return idle.idle_rows(self.sql, study_id)
-
-    def idle_points(self, study_id: int) -> list[int]:
-        """Indices of the points whose idle power is stored (a resumed study skips them)."""
-        return sorted({r["point_idx"] for r in idle.idle_rows(self.sql, study_id)})
-
-    def raw_outputs(self, run_id: int) -> list[dict[str, Any]]:
-        rows = self.sql.rows("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,))
-        return [r | {"command": json.loads(r["command_json"])} for r in rows]
-
-    def ceilings(self, machine: str) -> dict[str, dict[int, float]]:
-        """config -> {streams: bits/s} `nettune ceiling` measured on `machine`."""
-        return instrument.ceilings(self.sql, machine)
-
-    def ceiling_rows(self, machine: str | None = None) -> list[dict[str, Any]]:
-        return instrument.ceiling_rows(self.sql, machine)
-
-    def cross_checks(self, study_id: int) -> list[dict[str, Any]]:
-        return instrument.cross_checks(self.sql, study_id)

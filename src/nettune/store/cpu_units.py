@@ -70,6 +70,16 @@ def to_cores(value: float | None, unit: str, machine_cores: int | None) -> float
     return None
 
 
+def machine_cores(client: str | None, facts: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """CPU count of the machine whose /proc/stat gives host CPU (`client`'s, else the
+    first host's that reported one), from the hosts' facts."""
+    for host in [client, *facts]:
+        n = (facts.get(host) or {}).get("cpu_count") if host else None
+        if n:
+            return int(n)
+    return None
+
+
 def label(unit: str, machine_cores: int | None = None) -> str:
     """The unit as a header says it: '% of 1 core', '% of 8 cores', 'cores'."""
     if unit == CORES:

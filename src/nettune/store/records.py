@@ -22,7 +22,14 @@ from ..record.point_state import PointState
 
 class RunRecord(Measures, CommandColumns, EnergyColumns, PairColumns):
     """One stored test: its slot (study, point, run number), what ran, its values (bits/s,
-    bytes, %, as in the field table), and its series as stored JSON."""
+    bytes, %, as in the field table), and its series as stored JSON (nettune's own pydantic
+    model; `Store.runs` gives them, `nettune.results(db).runs()` the same as a DataFrame).
+    Example::
+
+        with nettune.Store("results.db") as store:
+            rec = store.runs(store.find_study("quick")["id"])[0]
+            rec.point, rec.receiver_bps, rec.state.knobs, rec.intervals[0]["bps"]
+    """
 
     id: int
     study_id: int

@@ -172,3 +172,28 @@ def migrate(sql: Sql, where: str) -> None:
             MIGRATIONS[step](sql)
         sql.run("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
                 (str(SCHEMA_VERSION),))
+
+
+def version(sql: Sql) -> int | None:
+    """The database's schema version (None: a database nettune never wrote, or empty)."""
+    if not sql.columns("meta"):
+        return None
+    found = sql.value("SELECT value FROM meta WHERE key='schema_version'")
+    return None if found is None else int(found)
+
+
+def check_not_newer(sql: Sql, where: str) -> None:
+    have = version(sql)
+    if have is not None and have > SCHEMA_VERSION:
+        raise NettuneError(f"{where}: written by a newer nettune (schema {have} > {SCHEMA_VERSION}); upgrade nettune")
+
+
+def current(sql: Sql) -> bool:
+    """Whether the database has this nettune's layout already (nothing to create or add): a
+    reader (the read-only `Store`) upgrades an older one in a copy, never in place."""
+    if version(sql) != SCHEMA_VERSION:
+        return False
+    fields = sql.value("SELECT value FROM meta WHERE key='fields_version'")
+    if fields is None or int(fields) < columns.FIELDS_VERSION:
+        return False
+    return all(sql.columns(t) for t in ("idle_power", "ceilings", "cross_checks"))

@@ -2,16 +2,23 @@
 moment it finishes, created 0600 (store/private_file.py). The tables and their versions
 are store/schema.py's, the queries store/base.py's; this file only opens the connection.
 
-`Store` is this class's name of old (`from nettune import Store`, `Store("nettune.db")`).
+Two ways in: `SqliteStore` (= `StoreWriter`, store/writer.py) is what runs and imports
+write through, and creates or upgrades the file; `Store`, the public one
+(`from nettune import Store`), opens an existing database read-only and has no writer: a
+database written by an older nettune is copied into memory and upgraded there (the next run
+or import into it upgrades the file itself).
 """
 from __future__ import annotations
 
+import errno
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any, Sequence
 
 from ..errors import NettuneError
-from .base import StoreBase
+from . import schema
+from .base import StoreBase, StoreReader
 from .private_file import private_file
 from .schema import METRIC_COLUMNS, SCHEMA_VERSION
 from .sql import Sql
@@ -82,4 +89,60 @@ class SqliteStore(StoreBase):
             raise
 
 
-Store = SqliteStore
+class Store(StoreReader):
+    """A nettune results database, opened read-only.
+
+    `Store(path)` opens a database a run or an import wrote; a path that does not exist is
+    `FileNotFoundError` (a typo never creates an empty database), a file that is not a
+    nettune database is `NettuneError`. Nothing here writes: an older database is
+    upgraded in a copy in memory. A `Store` may be read from several threads (SQLite's
+    serialized mode). Use it as a context manager, or call `close()`.
+
+    Example::
+
+        from nettune import Store
+        with Store("nettune.db") as store:
+            for s in store.studies():
+                print(s["id"], s["name"], s["status"], s["runs"])
+            rows = store.runs(store.find_study("quick")["id"])
+            print(rows[0].receiver_bps, rows[0].point)
+
+    For DataFrames, use `nettune.results(path)` instead. A team's PostgreSQL store is
+    read with `nettune.store.store_at("postgresql://...")`.
+    """
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str | Path = "nettune.db"):
+        self.path = Path(path)
+        self.where = str(self.path)
+        if not self.path.is_file():
+            raise FileNotFoundError(errno.ENOENT, "no nettune results database here (a run or an import creates one)", str(path))
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        try:
+            self.db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None, check_same_thread=sqlite3.threadsafety != 3)
+        except sqlite3.Error as e:
+            raise NettuneError(f"{self.path}: cannot open the results database: {e}") from None
+        self.db.row_factory = sqlite3.Row
+        self.sql = SqliteSql(self.db)
+        try:
+            schema.check_not_newer(self.sql, self.where)
+            if not schema.current(self.sql):
+                self._upgraded_copy()
+        except sqlite3.DatabaseError as e:
+            self.db.close()
+            raise NettuneError(f"{self.path}: not a nettune results database ({e}); pass another --db") from None
+        except NettuneError:
+            self.db.close()
+            raise
+
+    def _upgraded_copy(self) -> None:
+        """The database in memory, brought to this nettune's layout (the file is left as it is)."""
+        if schema.version(self.sql) is None and not self.sql.columns("studies"):
+            raise sqlite3.DatabaseError("no studies table")
+        mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=sqlite3.threadsafety != 3)
+        self.db.backup(mem)
+        self.db.close()
+        mem.row_factory = sqlite3.Row
+        self.db, self.sql = mem, SqliteSql(mem)
+        schema.migrate(self.sql, self.where)

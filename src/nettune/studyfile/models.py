@@ -125,6 +125,16 @@ STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # also checked where a name c
 
 
 class Study(Strict):
+    """A study file, parsed and checked (nettune's own pydantic model): `name`,
+    `description`, `target`, `workload`, `sweep`, `repeat`, `knobs`, `probes`, as
+    docs/study-file.md describes them. Build one with `load_study` or `parse_study` (they
+    also expand and check every point); `model_dump()` gives it back as a dict. Example::
+
+        study = nettune.load_study("examples/quick.toml")
+        study.workload.engine, study.repeat.runs       # 'iperf3', 1
+        nettune.run_study(study, db="results.db")
+    """
+
     name: str = Field(pattern=STUDY_NAME, description="Study name, used in namespace names and the results database.")
     description: str = ""
     target: TargetSpec

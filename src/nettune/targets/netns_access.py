@@ -29,18 +29,21 @@ T = TypeVar("T")
 PER_TASK = ("/proc/sys/net/", "/proc/net/")
 
 
-def call_in_netns(name: str, fn: Callable[[], T]) -> T:
-    """fn() run on a fresh thread inside the named namespace; its result or its exception."""
+def call_in_netns(name: str | None, fn: Callable[[], T]) -> T:
+    """fn() run on a fresh thread inside the named namespace (None: this process's own);
+    its result or its exception. A fresh thread also has no asyncio event loop, which
+    pyroute2's sockets need (a Jupyter cell's thread runs one)."""
     box: dict[str, Any] = {}
 
     def body() -> None:
         try:
-            netns.setns(name, flags=0)  # flags=0: never create a namespace that is gone
+            if name is not None:
+                netns.setns(name, flags=0)  # flags=0: never create a namespace that is gone
             box["value"] = fn()
         except BaseException as e:  # handed to the caller's thread
             box["error"] = e
 
-    t = threading.Thread(target=body, name=f"netns-{name}", daemon=True)
+    t = threading.Thread(target=body, name=f"netns-{name or 'own'}", daemon=True)
     t.start()
     t.join()  # the thread ends here, and with it its hold on the namespace
     if "error" in box:
@@ -93,7 +96,7 @@ def port_bound(port: int, proto: str, ns: str | None = None) -> bool | None:
             return None
 
     try:
-        return call_in_netns(ns, ask) if ns else ask()
+        return call_in_netns(ns or None, ask)  # this namespace too: a thread without an event loop
     except OSError:  # the namespace is gone: the caller's own way says so
         return None
 
