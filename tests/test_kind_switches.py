@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "nettune"
 # The members' own files: a member may name itself.
 MEMBERS = (
     "targets/lab/", "targets/ssh/", "targets/kubernetes/", "targets/local.py", "targets/local_kind.py", "targets/sandbox.py",
-    "targets/loopback.py", "studyfile/lab_target.py", "studyfile/kubernetes_target.py", "studyfile/ssh_hosts.py",
+    "targets/loopback.py", "targets/vmlab/", "studyfile/lab_target.py", "studyfile/vmlab_target.py", "studyfile/kubernetes_target.py", "studyfile/ssh_hosts.py",
     "studyfile/network_workload.py", "studyfile/command_workload.py", "run/workloads/", "engines/timed_command.py",
 )
 # engine names that select a kind other than the default one, and the kinds' names

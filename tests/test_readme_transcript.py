@@ -34,7 +34,7 @@ def transcript() -> tuple[int, list[str]]:
 def test_readme_results_table_is_what_run_prints(tmp_path):
     width, shown = transcript()
     rows = [[c.strip() for c in ln.strip("│").split("│")] for ln in shown if ln.startswith("│")]
-    assert len(rows) == 4
+    assert len(rows) == 6  # examples/quick.toml: 2 x 3 points
     text = (ROOT / "examples" / "quick.toml").read_text()
     with StoreWriter(tmp_path / "r.db") as s:
         sid = s.begin_study(parse_study(text), text, "quick.toml")
@@ -48,3 +48,15 @@ def test_readme_results_table_is_what_run_prints(tmp_path):
     out = Console(width=width, file=io.StringIO(), record=True, color_system=None)
     out.print(rich_table("quick (study #1)", runs, width).table, crop=False)
     assert [ln.rstrip() for ln in out.export_text().splitlines()] == [ln.rstrip() for ln in shown]
+
+
+def test_readme_transcript_ends_with_the_summary():
+    """After the table the run prints the analysis' summary (analysis/digest.py): best, what
+    mattered, the recommended point, how sure, and next with the commands, in that order."""
+    text = README.read_text()
+    block = text[text.index("# nettune run examples/quick.toml"):]
+    block = block[: block.index("```")]
+    tail = block[block.index("\n└"):].splitlines()[2:]  # after the table and the "N tests; results in" line
+    starts = [ln.split(":")[0] for ln in tail if ln.startswith(("best:", "mattered:", "recommended:", "how sure:", "next:"))]
+    assert starts == ["best", "mattered", "recommended", "how sure", "next"]
+    assert "nettune analyze quick" in " ".join(tail)

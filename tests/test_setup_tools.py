@@ -45,3 +45,13 @@ def test_missing_tools_reports_what_path_lacks(monkeypatch, tmp_path):
     # /usr/sbin and /sbin are always searched (sshd, ip, tc live there for non-root PATHs)
     expected = {t for t in TOOLS if t not in ("iperf3", "ip") and not shutil.which(t, path="/usr/sbin:/sbin")}
     assert set(missing) == expected
+
+
+def test_the_test_command_sets_up_the_vm_lab():
+    """scripts/test.sh runs `nettune setup --vms` (whose list is setup_tools.VM_TOOLS), so the
+    VM lab's tests find QEMU, libvirt, GRUB and the guest image on a new machine."""
+    from nettune.setup_tools import VM_FILES, VM_TOOLS
+
+    assert "nettune setup --vms" in (ROOT / "scripts" / "test.sh").read_text()
+    assert {"qemu-system-x86", "libvirt-daemon", "libvirt-clients", "busybox-static", "grub2-common"} <= set(VM_TOOLS.values())
+    assert {"libvirt-daemon-driver-qemu", "grub-pc-bin"} <= set(VM_FILES.values())

@@ -105,6 +105,24 @@ def test_libvirt_queues_define_shutdown_start_and_restore():
         LQ.validate(hv, lq, 32, Ctx())
 
 
+def test_libvirt_queues_restore_starts_a_guest_a_killed_apply_left_off():
+    """kill -9 between `virsh shutdown` and `virsh start` leaves the guest off with the new
+    definition; the journaled reading says it ran, so the restore starts it again."""
+    hv = FakeVirsh()
+    lq = loc("libvirt_queues", "fedora-vm")
+    before = LQ.read(hv, lq)
+    assert before["state"] == "running"
+    LQ.apply(hv, lq, 16)
+    hv.state = "shut off"  # where a killed apply would have left it
+    LQ.restore(hv, lq, before)
+    assert hv.state == "running" and LQ.read(hv, lq)["queues"] == 4 and LQ.read(hv, lq)["driver"] == before["driver"]
+    off = FakeVirsh(state="shut off")  # a guest that was off before nettune stays off
+    before = LQ.read(off, lq)
+    LQ.apply(off, lq, 16)
+    LQ.restore(off, lq, before)
+    assert off.state == "shut off" and not [c for c in off.calls if c[:2] == ["virsh", "start"]]
+
+
 def test_libvirt_guest_that_does_not_shut_down_is_not_destroyed():
     hv = FakeVirsh(never_shuts_down=True)
     lq = loc("libvirt_queues", "fedora-vm")

@@ -158,7 +158,7 @@ def _sshd_with_another_host_key(lab, tmp_path: Path) -> None:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     sshd = sshlab.sshd_path()
     cfg = tmp_path / "sshd_config"
-    cfg.write_text(sshlab.sshd_config(ADDR["server"], 22, key, sshlab.study_dir(LAB) / "authorized_keys", hd / "sshd.pid", sshlab._sshd_version(sshd)))
+    cfg.write_text(sshlab.sshd_config(ADDR["server"], 22, key, sshlab.study_dir(LAB) / "authorized_keys", hd / "sshd.pid", sshlab.sshd_version(sshd)))
     sshlab._start(sshd, layout.ns("server"), cfg, hd / "sshd.log", hd / "sshd.pid", 22)
 
 

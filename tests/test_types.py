@@ -1,6 +1,7 @@
-"""The run layer is typed end to end: src/nettune/run passes mypy --strict (pinned in the
-`test` extra; configured in pyproject.toml [tool.mypy]), and none of its parameters is
-`Any` where a protocol or a record exists (JSON-shaped records, dict[str, Any], stay)."""
+"""The run layer, the store and the analysis are typed end to end: src/nettune/{run,store,
+analysis} pass mypy --strict (pinned in the `test` extra; configured in pyproject.toml
+[tool.mypy]), and none of the run layer's parameters is `Any` where a protocol or a record
+exists (JSON-shaped records, dict[str, Any], stay)."""
 from __future__ import annotations
 
 import ast
@@ -12,11 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "src" / "nettune" / "run"
 
 
-def test_the_run_layer_passes_a_strict_type_check():
+def test_run_store_and_analysis_pass_a_strict_type_check():
     r = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert "No module named mypy" not in r.stderr, "mypy is missing: pip install -e '.[test]' (scripts/test.sh does)"
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "src/nettune/run" in (ROOT / "pyproject.toml").read_text()  # what [tool.mypy] checks
+    config = (ROOT / "pyproject.toml").read_text()  # what [tool.mypy] checks
+    assert all(f'"src/nettune/{layer}"' in config for layer in ("run", "store", "analysis"))
 
 
 def untyped(text: str) -> list[str]:

@@ -81,3 +81,84 @@ def setup(echo=print) -> list[str]:
     if still:
         raise NettuneError(f"still missing after install: {', '.join(still)}")
     return missing
+
+
+# `nettune setup --vms`: what the VM lab ([target] kind = "vmlab") runs on this machine, with
+# its Debian package (the guests' kernel is Debian's too: apt only). scripts/test.sh installs
+# the same list (tests/test_setup_tools.py keeps them in step).
+VM_TOOLS = {
+    "qemu-system-x86_64": "qemu-system-x86",
+    "qemu-img": "qemu-utils",
+    "libvirtd": "libvirt-daemon",
+    "virsh": "libvirt-clients",
+    "busybox": "busybox-static",
+    "grub-mkimage": "grub-common",
+    "update-grub": "grub2-common",
+    "mke2fs": "e2fsprogs",
+    "unshare": "util-linux",
+    "dpkg-deb": "dpkg",
+    "dash": "dash",
+}
+# files no command names: libvirt's QEMU driver, GRUB's BIOS boot images and modules
+VM_FILES = {
+    "/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so": "libvirt-daemon-driver-qemu",
+    "/usr/lib/grub/i386-pc/boot.img": "grub-pc-bin",
+}
+QEMU_USER = "libvirt-qemu"  # libvirt's QEMU driver refuses to start without this user and group
+
+
+def missing_vm_packages() -> list[str]:
+    """Debian packages of the VM lab not installed here (a static busybox is required: the
+    guests' initrd has no libraries)."""
+    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+    out = {pkg for tool, pkg in VM_TOOLS.items() if shutil.which(tool, path=path) is None}
+    out |= {pkg for f, pkg in VM_FILES.items() if not os.path.exists(f)}
+    busybox = shutil.which("busybox", path=path)
+    if busybox and subprocess.run(["ldd", busybox], capture_output=True, text=True).returncode == 0:
+        out.add("busybox-static")  # a dynamic busybox (Debian's `busybox` package) cannot run in the initrd
+    return sorted(out)
+
+
+def _qemu_user(echo) -> None:
+    import grp
+    import pwd
+
+    try:
+        pwd.getpwnam(QEMU_USER)
+        grp.getgrnam(QEMU_USER)
+        return
+    except KeyError:
+        pass
+    echo(f"creating the {QEMU_USER} system user and group (libvirt's QEMU driver requires them; the VM lab runs QEMU as root)")
+    r = subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/var/lib/libvirt", "--shell", "/usr/sbin/nologin",
+                        "--user-group", QEMU_USER], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise NettuneError(f"useradd {QEMU_USER} failed: {r.stderr.strip()}")
+
+
+def setup_vms(echo=print) -> list[str]:
+    """Install the VM lab's packages (apt-get only), create libvirt's user, and build the
+    guest image into the cache (once). Returns the packages installed."""
+    if os.geteuid() != 0:
+        raise NettuneError("the VM lab needs root (libvirtd, QEMU, the lab bridge): sudo nettune setup --vms")
+    missing = missing_vm_packages()
+    if missing:
+        if not shutil.which("apt-get"):
+            raise NettuneError(f"the VM lab uses Debian's packages (and Debian's kernel for its guests); install {', '.join(missing)} "
+                               "with apt-get on a Debian machine")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+        echo("installing: " + " ".join(missing))
+        if subprocess.run(cmd, env=env).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
+            if subprocess.run(cmd, env=env).returncode != 0:
+                raise NettuneError(f"`{' '.join(cmd)}` failed; see the output above")
+        still = missing_vm_packages()
+        if still:
+            raise NettuneError(f"still missing after install: {', '.join(still)}")
+    _qemu_user(echo)
+    from .targets.vmlab.accel import guest_image  # noqa: PLC0415 - the layer below the CLI; only here
+
+    img = guest_image(echo)
+    echo(f"guest image: {img.disk} ({img.package}, first boot on {img.accel})")
+    return missing

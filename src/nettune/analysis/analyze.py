@@ -24,12 +24,14 @@ from .groups import analyze_groups
 from .stability import stability
 from .instrument import best_near_ceiling, instrument, tool_bound
 from .links import analyze_pairs
+from .emulation import withhold
 from .energy_verdicts import energy_findings
 from .metric import resolve
 from .stats import summarize
 from .verdicts import (Analysis, Best, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
                        PointOutliers, PointRow)
 from .design_noise import DesignNoise, design_noise
+from .digest import Findings, summary
 from .effects import Line, count_tests, judge, lines as param_lines
 from .margins import margins
 from .modes import bands
@@ -74,44 +76,46 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     if not have:
         raise NettuneError(f"{data.name}: no successful counted run to analyse ({sum(p.failed for p in data.points)} failed)")
     pick = max if m.higher_is_better else min
-    bp, br = pick(have, key=lambda t: t[1].mean)
+    bp, br = pick(have, key=lambda t: t[1].mean or 0.0)  # rows with n > 0 have a mean
     out = Analysis(data.name, data.study["id"], m.name, m.label, m.higher_is_better, threshold, params, data.axes,
                    rows, Best(br.point, br.mean, br.ci_low, br.ci_high, br.n))
     out.interval, out.interval_why, out.share, out.policy = intervals.NAMES[method], why, share, STATEMENT
     out.stored_unit, out.scale = METRIC_FIELDS[m.name].row.unit if m.name in METRIC_FIELDS else "", m.scale
     out.cpu_units = {side: stored_unit(data, col)[1] for side, col in CPU_SIDES.items()}
-    findings = [f"best {m.label}: {num(br.mean)}" + (f" (95% CI {num(br.ci_low)} to {num(br.ci_high)}, N={br.n})" if br.ci_low is not None else f" (N={br.n})")
-                + (f" at {bp.label(params)}" if params else "")]
+    findings = Findings()  # filed by section for the grouped verdicts (analysis/digest.py)
+    findings.append(f"best {m.label}: {num(br.mean)}" + (f" (95% CI {num(br.ci_low)} to {num(br.ci_high)}, N={br.n})" if br.ci_low is not None else f" (N={br.n})")
+                + (f" at {bp.label(params)}" if params else ""))
     if method != intervals.T:
-        findings.append(f"intervals: {intervals.NAMES[method]}, not Student's t, because {why}")
+        findings.add("noise", [f"intervals: {intervals.NAMES[method]}, not Student's t, because {why}"])
     single = all(len(p.values(m)) <= 1 for p in data.points)
     design = design_noise(data, m) if single and data.axes else None
     out.noise = design
     if design is not None:
-        findings.append(f"single runs: noise estimated from {design.method}: about {design.cv * 100:.1f}% per run; the effect "
+        findings.add("noise", [f"single runs: noise estimated from {design.method}: about {design.cv * 100:.1f}% per run; the effect "
                         "tests below use it" if design.cv is not None else
-                        f"single runs: {design.why_not}: no effect can be told from noise without repeats")
+                        f"single runs: {design.why_not}: no effect can be told from noise without repeats"])
     plans = {param: param_lines(data, param, m)[1] for param in data.axes}
     usable = design if design is not None and design.cv is not None else None
     out.effect_tests = sum(count_tests(param, ls, usable) for param, ls in plans.items())
     if out.effect_tests:
-        findings.append(f"policy: {STATEMENT}; here {out.effect_tests} test(s) decide what mattered")
+        findings.add("noise", [f"policy: {STATEMENT}; here {out.effect_tests} test(s) decide what mattered"])
     cost_family = sum(1 for ls in plans.values() for ln in ls if ln.curve for c in costs(data)
                       if (cc := cost_curve("", ln.fixed, ln.levels, ln.points, c, data)) and cc.p_value is not None)
     for param in data.axes:
         res = _parameter(data, param, plans[param], m, threshold, out.effect_tests, usable, design.why_not if design else "", cost_family)
         out.parameters.append(res)
-        findings += [c.text for c in res.curves] + [c.text for c in res.comparisons] + cost_findings(res.cost_curves)
+        findings += [c.text for c in res.curves] + [c.text for c in res.comparisons]
+        findings.add("cost", cost_findings(res.cost_curves))
         if res.effect:
             findings.append(res.effect.text)
     if not data.axes:
         findings.append("one point only: nothing swept, so no saturation or peak to find")
     out.efficiency = efficiency(data, params, share)
-    findings += frontier_findings(out.efficiency)
-    findings += energy_findings(data, m, params)  # joules per run, Gbit/s per watt, idle power
+    findings.add("cost", frontier_findings(out.efficiency))
+    findings.add("cost", energy_findings(data, m, params))  # joules per run, Gbit/s per watt, idle power
     peaks = [(res.name, c.fixed, c.x, c.x.index(c.peak_x)) for res in out.parameters for c in res.curves if c.shape in ("peak", "declining")]
     out.repeats = suggest(data, m, params, peaks, usable.cv if usable is not None else None)
-    findings += [r.text for r in out.repeats]
+    findings.add("noise", [r.text for r in out.repeats])
     out.fairness = [PointFairness.of(r, r.fairness) for r in rows if r.fairness]
     findings += _fairness_text(out.fairness)
     out.instrument = instrument(data, params)
@@ -119,37 +123,39 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     out.outliers = [PointOutliers(r.point, r.outlier_runs) for r in rows if r.outlier_runs]
     for r in rows:
         if r.outlier_runs:
-            findings.append(f"outlier run(s) {', '.join(str(x + 1) for x in r.outlier_runs)} at {r.label} "
-                            f"(median {num(r.median)} {m.label}): flagged by the MAD rule, kept in every number")
+            findings.add("noise", [f"outlier run(s) {', '.join(str(x + 1) for x in r.outlier_runs)} at {r.label} "
+                            f"(median {num(r.median)} {m.label}): flagged by the MAD rule, kept in every number"])
     out.bands = bands(data, m, params)  # two regimes under one mean (analysis/modes.py)
     for b in out.bands:
         row = next(r for r in rows if r.point == {k: b.point.get(k) for k in params})
         row.bands = ", ".join(f"{num(x.mean)} ({x.runs} runs)" for x in b.bands)
-    findings += [b.text for b in out.bands]
+    findings.add("noise", [b.text for b in out.bands])
     out.margins, said, margin_line = margins(data, params)  # adaptive repeats: target_margin per point
-    findings += said
+    findings.add("noise", said)
     noisy = [(r, r.cv) for r in rows if r.cv is not None and r.cv > NOISY_CV]
     out.noisy = [NoisyPoint(r.point, cv) for r, cv in noisy]
     if noisy:
         worst, worst_cv = max(noisy, key=lambda t: t[1])
         advice = ("more runs will narrow the intervals only slowly: make the runs steadier" if out.margins
                   else "add runs, or set [repeat] target_margin")
-        findings.append(f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
-                        f"{worst_cv * 100:.0f}% at {worst.label}): {advice}")
+        findings.add("noise", [f"{len(noisy)} point(s) are noisy (coefficient of variation above {NOISY_CV * 100:.0f}%, worst "
+                        f"{worst_cv * 100:.0f}% at {worst.label}): {advice}"])
     if any(p.has_pairs for p in data.points):  # links are not repeats: each pair on its own
         out.pairs = analyze_pairs(data, m, params)
         findings += out.pairs.findings
     out.stability, said = stability(data, params)  # per run, from its intervals
-    findings += said
+    findings.add("noise", said)
     if by is not None:  # verdicts per group: each group's own knob effects and how they differ
         out.groups = analyze_groups(data, by, m)
         findings += [f"by {by}: {f}" if not f.startswith("  ") else f for f in out.groups.findings]
-    out.findings = findings
+    out.findings, out.sections = list(findings), findings.grouped(out.instrument)
     out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx) + margin_line
     if out.groups is not None:
         out.headline += [i.text for i in out.groups.interactions if i.depends]
     if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
         out.headline.append(out.pairs.spread[0].text)
+    out = withhold(out, data.facts)  # an emulated CPU (VM lab under TCG): no performance verdicts
+    out.summary = summary(out)  # the five lines a report and a run open with
     return out
 
 

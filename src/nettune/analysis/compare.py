@@ -151,7 +151,8 @@ def _band(lo: float | None, hi: float | None) -> str:
 
 
 def _words(c: Comparison, m: Metric, hib: bool) -> Comparison:
-    return time_words(c, hib, m.better)
+    worded: Comparison = time_words(c, hib, m.better)
+    return worded
 
 
 def _label(data: StudyData, filters: dict[str, str], pts: list[PointData]) -> str:

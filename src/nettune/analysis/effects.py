@@ -88,7 +88,7 @@ def lines(data: StudyData, param: str, m: Metric) -> tuple[list[Any], list[Line]
         groups[tuple(p.params.get(o) for o in others)][p.params.get(param)] = p
     levels = list(dict.fromkeys(p.params.get(param) for p in data.points))
     if all(_is_num(v) for v in levels):
-        levels.sort(key=float)
+        levels.sort(key=lambda v: float(v) if v is not None else 0.0)  # _is_num: no None here
     out = []
     for key, by_level in groups.items():
         lv = [x for x in levels if x in by_level and by_level[x].values(m)]

@@ -43,7 +43,8 @@ def idle_watts(data: StudyData) -> dict[int, float]:
 
 def energy_findings(data: StudyData, m: Metric, params: list[str]) -> list[str]:
     out: list[str] = []
-    where = (lambda p: f" at {p.label(params)}") if params else (lambda p: "")
+    def where(p: PointData) -> str:
+        return f" at {p.label(params)}" if params else ""
     measured = [(p, j) for p in data.points if (j := joules(p)) is not None]
     if measured and not m.higher_is_better:
         p, j = min(measured, key=lambda t: t[1])

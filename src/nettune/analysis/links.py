@@ -119,7 +119,7 @@ def simultaneous(stats: list[PairStats]) -> list[PairStats]:
     if not df:
         return []
     # back from each pair's t half-width to its sd: hw = t(0.975, n-1) sd / sqrt(n)
-    cv2 = sum((s.n - 1) * (s.half_width * math.sqrt(s.n) / t_critical(s.n) / s.mean) ** 2 for s in rep) / df  # type: ignore[operator]
+    cv2 = math.fsum((s.n - 1) * (s.half_width * math.sqrt(s.n) / t_critical(s.n) / s.mean) ** 2 for s in rep if s.half_width is not None and s.mean) / df
     q = float(sst.t.ppf(1 - (1 - level_each(len(stats))) / 2, df))
     out = []
     for s in stats:
@@ -132,7 +132,7 @@ def simultaneous(stats: list[PairStats]) -> list[PairStats]:
 def spread(stats: list[PairStats], label: str, unit: str) -> list[PairSpread]:
     """Pairs whose CI does not overlap any other pair's CI, with how far they sit from the rest."""
     have = [s for s in stats if s.ci_low is not None and s.ci_high is not None and s.mean is not None]
-    out = []
+    out: list[PairSpread] = []
     if len(have) < 3:  # with two pairs "the others" is one link: the comparison is the pair table itself
         return out
     for s in have:

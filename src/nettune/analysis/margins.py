@@ -82,5 +82,6 @@ def margins(data: StudyData, params: list[str]) -> tuple[list[MarginPoint], list
 
 def _span(xs: list[Any], pct: bool = True) -> str:
     lo, hi = min(xs), max(xs)
-    f = (lambda v: f"{v * 100:.0f}%") if pct else (lambda v: f"{v}")
+    def f(v: Any) -> str:
+        return f"{v * 100:.0f}%" if pct else f"{v}"
     return f(lo) if f(lo) == f(hi) else f"{f(lo)}-{f(hi)}"

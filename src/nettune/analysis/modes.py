@@ -99,8 +99,8 @@ def bands(data: StudyData, m: Metric, params: list[str]) -> list[PointBands]:
         if len(vals) < MIN_RUNS:
             continue
         x = np.log(vals) if min(vals) > 0 else np.array(vals)
-        share, k = split_stat(np.asarray(x, dtype=float))
-        tested.append((p, vals, float(share), int(k), p_value(float(share), len(vals))))
+        split_share, split_k = split_stat(np.asarray(x, dtype=float))
+        tested.append((p, vals, float(split_share), int(split_k), p_value(float(split_share), len(vals))))
     out = []
     family = len(tested)
     for p, vals, share, k, pv in tested:

@@ -67,7 +67,7 @@ def _spread(data: StudyData, pair: list[PointData], m: Metric, design_cv: float 
 
 
 def _neighbours(a: PointData, b: PointData) -> bool:
-    return sum(a.params.get(k) != v for k, v in b.params.items()) == 1
+    return sum(a.params.get(k) != v for k, v in b.params.items()) == 1  # type: ignore[no-any-return]  # params hold JSON values
 
 
 def _settled(a: PointData, b: PointData, m: Metric) -> bool:

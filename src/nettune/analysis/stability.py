@@ -146,8 +146,8 @@ def stability(data: StudyData, params: list[str]) -> tuple[list[RunStability], l
     head = (f"stability over each run ({len(rows)} runs, intervals of {iv[len(iv) // 2]:g} s): {steady} steady, "
             f"{sum(r.verdict == 'noisy' for r in rows)} noisy, {len(moved)} with a step or a trend")
     lines = [head]
-    for r in moved[:10]:
-        lines.append(f"run {r.run}{' ' + r.pair if r.pair else ''} at {r.label}: {r.text}")
+    for moved_run in moved[:10]:
+        lines.append(f"run {moved_run.run}{' ' + moved_run.pair if moved_run.pair else ''} at {moved_run.label}: {moved_run.text}")
     if len(moved) > 10:
         lines.append(f"... and {len(moved) - 10} more runs with a step or a trend (analyze --format json: stability)")
     return rows, lines

@@ -200,8 +200,10 @@ def adaptive_rounds(repeat: Repeat, values_by_point: Mapping[int, Sequence[float
     `values_by_point` maps every point index to its counted results so far (None =
     failed). Empty list = the study is done. For order='shuffled' the round is
     shuffled with Random(seed + round_no) so a re-run reproduces the order."""
-    need = [i for i in sorted(values_by_point)
-            if needs_more_runs(values_by_point[i], repeat.target_margin, repeat.min_runs, repeat.max_runs)]
+    margin, lo, hi = repeat.target_margin, repeat.min_runs, repeat.max_runs
+    if margin is None or lo is None or hi is None:  # the model fills min/max whenever target_margin is set
+        raise ValueError("adaptive_rounds needs an adaptive [repeat] (target_margin, min_runs, max_runs)")
+    need = [i for i in sorted(values_by_point) if needs_more_runs(values_by_point[i], margin, lo, hi)]
     if repeat.order == "shuffled":
         random.Random(None if repeat.seed is None else repeat.seed + round_no).shuffle(need)
     return need

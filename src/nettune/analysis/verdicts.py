@@ -187,6 +187,8 @@ class Analysis(JsonRecord):
     noise: DesignNoise | None = None  # single runs: the noise the design gives, or why none
     bands: list[PointBands] = field(default_factory=list)  # points whose runs split into two bands
     margins: list[MarginPoint] = field(default_factory=list)  # adaptive repeats: target_margin reached per point
+    summary: list[str] = field(default_factory=list)  # at most five lines: best, mattered, recommended, how sure, next (digest.py)
+    sections: dict[str, list[str]] = field(default_factory=dict)  # the findings grouped: throughput, cost, noise, instrument
     stored_unit: str = ""  # the metric's unit as stored (bit/s): a value here = the stored value * scale
     scale: float = 1.0
 

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..analysis.emulation import note as emulation_note
 from ..errors import NettuneError
 from ..exporters.base import MEMBERS, Table, export_table, get_exporter, one_of
 from ..report import table as rt
@@ -44,6 +45,9 @@ def results(
     with open_store(db) as store:
         s = store.find_study(study)
         runs = store.runs(s["id"], include_warmup=warmup)
+        emulated = emulation_note(store.facts(s["id"]))
+    if emulated and (format == "table" or out is not None):  # the VM lab under TCG: said above the numbers
+        console.print(f"[yellow]{emulated}[/]", highlight=False, soft_wrap=True)
     if format != "table":
         print_export(export_table(_runs_table(runs, format), format, out), out, len(runs))
     else:

@@ -158,11 +158,15 @@ def schema() -> None:
 
 @app.command()
 @user_errors
-def setup() -> None:
+def setup(
+    vms: bool = typer.Option(False, "--vms", help="Also what the VM lab needs (QEMU, libvirt, busybox-static, GRUB; Debian's packages, apt-get only), libvirt's libvirt-qemu user, and the guest image built once into /var/cache/nettune/vmlab."),
+) -> None:
     """Install the system tools nettune drives (iperf3, iperf, ethtool, openssh, iproute2, procps, sudo)."""
-    from ..setup_tools import setup as do_setup
+    from ..setup_tools import setup as do_setup, setup_vms
 
     installed = do_setup(echo=console.print)
+    if vms:
+        installed += setup_vms(echo=lambda s: console.print(s, highlight=False, soft_wrap=True))
     if installed:
         console.print("installed: " + ", ".join(installed))
 

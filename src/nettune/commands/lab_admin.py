@@ -69,8 +69,10 @@ def settle_before_down(name: str | None, force: bool) -> tuple[Any, list[tuple[s
     (restore outcome or None, (host, command) lines given up)."""
     from ..knobs.gate import settle_labs  # noqa: PLC0415
     from ..targets.lab import labnet  # noqa: PLC0415
+    from .vmlab_admin import vm_lab_subnets  # noqa: PLC0415
 
-    return settle_labs(*labnet.removal_plan(name, force))
+    namespaces, subnets = labnet.removal_plan(name, force)
+    return settle_labs(namespaces, subnets + vm_lab_subnets(name, force))  # VM labs: guests and hypervisor over SSH
 
 
 def lab_down(name: str | None, force: bool) -> dict[str, list[str]]:
@@ -81,12 +83,16 @@ def lab_down(name: str | None, force: bool) -> dict[str, list[str]]:
     from ..targets.procs import remove_stale_dirs  # noqa: PLC0415
     from ..run.credentials import DIR_PREFIX  # noqa: PLC0415
 
+    from .vmlab_admin import vm_lab_down  # noqa: PLC0415
+
+    vms = vm_lab_down(name, force)  # VM labs (kind = "vmlab"): domains, libvirtd, bridge, files
     if name is not None:
-        removed = labnet.down_one(name, force)
+        removed = labnet.down_one(name, force) if not vms or name in labnet.leftovers()["labs"] else {}
         if "labs" in removed:
             sshlab.down(name)
     else:
         removed = labnet.down_all(force)
         removed["ssh keys"] = sshlab.down_all_ssh()  # their sshds died with the namespaces
+    removed.update(vms)
     removed["test credentials"] = remove_stale_dirs(DIR_PREFIX, force)  # of runs killed with -9
     return removed

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..analysis.analyze import analyze
 from ..analysis.data import PointData, StudyData, get_metric
+from ..analysis.digest import SECTION_TITLES
 from ..analysis.frontier import SHARE
 from ..analysis.metric import resolve
 from ..analysis.sweep import SATURATION, num
@@ -124,6 +125,29 @@ def _boot_security(data: StudyData) -> list[str]:
     return []
 
 
+def summary_md(analysis: Analysis) -> list[str]:
+    """The at most five lines the report opens with (analysis/digest.py)."""
+    return ["## Summary", ""] + [f"- {md_text(line)}" for line in analysis.summary] + [""]
+
+
+def verdicts_md(analysis: Analysis, checked: bool = False) -> list[str]:
+    """Every verdict, grouped under throughput, cost, noise and instrument; `checked`: the
+    study has --cross-check tables, whose verdicts stand under them (once), not here."""
+    lines = ["", "## Verdicts", ""]
+    for section, found in analysis.sections.items():
+        shown = [f for f in found if not (checked and f.startswith("cross-check at "))]
+        lines += [f"### {SECTION_TITLES[section]}", ""] + [f"- {md_text(f)}" for f in shown] + [""] if shown else []
+    return lines
+
+
+def _emulated(data: StudyData) -> list[str]:
+    """A line above the results when the hosts ran on emulated CPUs (the VM lab under TCG)."""
+    from ..analysis.emulation import note  # noqa: PLC0415
+
+    line = note(data.facts)
+    return [f"**{line}.**", ""] if line else []
+
+
 def md_text(text: Any) -> str:
     """Text from the database as Markdown prose: HTML in it is shown, never rendered."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;")  # '>' alone opens no tag
@@ -141,11 +165,11 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += [f"Study #{s['id']}, {s['status']}, started {started}; target {s.get('target_kind') or '?'}; "
               f"tool {', '.join(engines) or '?'}. Means of counted runs (warm-up and failed runs excluded) "
               f"with 95% intervals: {analysis.interval}" + (f", because {analysis.interval_why}" if analysis.interval_why else "") + ".",
-              ""] + _boot_security(data) + ["## Results", ""]
+              ""] + _boot_security(data) + _emulated(data) + summary_md(analysis) + ["## Results", ""]
     lines += _md_table(head, [[c[0] for c in row] for row in rows])
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power
-    lines += ["", "## Verdicts", ""] + [f"- {f}" for f in analysis.findings] + [""]
+    lines += verdicts_md(analysis, bool(s.get("cross_checks")))
     lines += _audit_md(data.facts)
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:

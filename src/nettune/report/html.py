@@ -10,7 +10,9 @@ import html
 import json
 from typing import Any
 
+from ..analysis import emulation
 from ..analysis.data import StudyData, jsonable
+from ..analysis.digest import SECTION_TITLES
 from ..analysis.verdicts import Analysis
 from .audit_section import audit_rows
 from .charts import Chart
@@ -26,6 +28,11 @@ img{max-width:100%;border:1px solid #eee}
 pre{background:#f7f7f7;padding:1em;overflow:auto}
 li{margin:.2em 0}
 .meta{color:#666}
+.scroll{overflow-x:auto;max-width:100%}
+.scroll table{margin:0}
+#digest{border-left:4px solid #4a7;background:#f4faf6;padding:.5em 1em;margin:1em 0}
+#digest li{list-style:none;margin:.15em 0}
+#digest ul{padding:0;margin:0}
 """
 
 # Click a header to sort by it; click again to reverse. Cells carry data-v (the raw
@@ -91,19 +98,26 @@ def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list
     out.append(f'<p class="meta">Study #{_e(s["id"])}, {_e(s["status"])}, started {_e(started)}, target '
                f'{_e(s.get("target_kind") or "?")}. Means of counted runs with 95% intervals: {_e(analysis.interval)}. '
                'Click a column header to sort. <a id="download" download="nettune-analysis.json" href="#">Analysis as JSON</a></p>')
-    out.append('<h2>Results</h2><table id="summary"><thead><tr>')
+    emulated = emulation.note(data.facts)
+    if emulated:  # the VM lab under TCG: numbers show behaviour only
+        out.append(f'<p class="meta"><strong>{_e(emulated)}.</strong></p>')
+    out.append('<h2>Summary</h2><div id="digest"><ul>' + "".join(f"<li>{_e(line)}</li>" for line in analysis.summary) + "</ul></div>")
+    out.append('<h2>Results</h2><div class="scroll"><table id="summary"><thead><tr>')  # wide tables scroll in their own box
     out += [f'<th class="{"l" if i < nparams else ""}">{_e(h)}</th>' for i, h in enumerate(head)]
     out.append("</tr></thead><tbody>")
     for row in rows:
         cells = "".join(f'<td class="{"l" if i < nparams else ""}" data-v="{_e(_sort_value(v))}">{_e(t)}</td>'
                         for i, (t, v) in enumerate(row))
         out.append(f"<tr>{cells}</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     if pairs[1]:  # a study over host pairs: each link with its own N and CI
-        out.append('<h2>Pairs</h2><table id="pairs"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in pairs[0]) + "</tr></thead><tbody>")
+        out.append('<h2>Pairs</h2><div class="scroll"><table id="pairs"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in pairs[0]) + "</tr></thead><tbody>")
         out += ["<tr>" + "".join(f'<td class="l">{_e(c)}</td>' for c in row) + "</tr>" for row in pairs[1]]
-        out.append("</tbody></table>")
-    out.append('<h2>Verdicts</h2><ul id="findings">' + "".join(f"<li>{_e(f)}</li>" for f in analysis.findings) + "</ul>")
+        out.append("</tbody></table></div>")
+    out.append('<h2>Verdicts</h2><div id="findings">')  # grouped: throughput, cost, noise, instrument
+    out += [f'<h3>{_e(SECTION_TITLES[sec])}</h3><ul id="findings-{sec}">' + "".join(f"<li>{_e(f)}</li>" for f in found) + "</ul>"
+            for sec, found in analysis.sections.items()]
+    out.append("</div>")
     if charts:
         out.append("<h2>Charts</h2>")
         if point_label:

@@ -50,6 +50,7 @@ class StudyAccess:
         self.permit_key: str | None = None
         self._dirs: dict[str, str] = {}  # host -> its private directory
         self._installed: set[tuple[str, str]] = set()  # (host, file name)
+        self._gone: dict[str, list[str]] = {}  # host -> directories a restart emptied (removed at close too)
         self._lock = threading.Lock()
         self.local = study.target.on_this_machine  # hosts' files are this machine's
 
@@ -134,9 +135,18 @@ class StudyAccess:
         return Access(bind=bind)
 
     def _install(self, host: Host, files: tuple[str, ...]) -> str:
-        """The host's private directory, with `files` in it (made on first use)."""
+        """The host's private directory, with `files` in it (made on first use; made anew
+        when a restart took them away: a VM restarted by a knob comes back with an empty
+        /tmp, which tmpfs or Debian's tmpfiles.d clean at boot)."""
         with self._lock:
             d = self._dirs.get(host.name)
+            if d is not None and not self.local and any((host.name, f) in self._installed for f in files):
+                r = host.run(["sh", "-c", 'for f; do [ -f "$f" ] || exit 1; done', "sh", *[f"{d}/{f}" for f in files]], timeout=15)
+                if r.returncode != 0:  # gone since: a new directory (mkdir never reuses a name)
+                    self._gone.setdefault(host.name, []).append(d)
+                    self._installed -= {(host.name, f) for f in self._content_names}
+                    del self._dirs[host.name]
+                    d = None
             if d is None:
                 # Named here and recorded BEFORE it exists, so a kill -9 at any moment leaves
                 # nothing unrecorded; mkdir refuses a name that exists (no symlink games in /tmp).
@@ -160,6 +170,8 @@ class StudyAccess:
                 self._installed.add((host.name, f))
             return d
 
+    _content_names = ("private.pem", "public.pem", "users.csv")
+
     def _content(self, name: str) -> str:
         assert self.creds is not None
         return {"private.pem": self.creds.private_pem, "public.pem": self.creds.public_pem, "users.csv": self.creds.users_file()}[name]
@@ -169,6 +181,13 @@ class StudyAccess:
         """Remove every host's directory; warnings for those that could not be."""
         warnings: list[str] = []
         with self._lock:
+            for name, old in self._gone.items():  # emptied by a restart; a host whose /tmp survives keeps them
+                for d in old:
+                    try:
+                        self.target.hosts[name].run(["rm", "-rf", "--", d], timeout=15)
+                    except (ConnectionError, OSError):
+                        pass
+            self._gone.clear()
             for name, d in list(self._dirs.items()):
                 try:
                     r = self.target.hosts[name].run(["rm", "-rf", "--", d], timeout=15)

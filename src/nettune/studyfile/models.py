@@ -20,6 +20,7 @@ from .lab_target import LabTargetSpec
 from .network_workload import NetworkWorkload, pairs_hosts as pairs_hosts, pairs_problem as pairs_problem
 from .probes_section import ProbesSpec
 from .ssh_hosts import SshHostSpec as SshHostSpec, SshTargetSpec  # the ssh target spec lives in its own file
+from .vmlab_target import VmlabTargetSpec  # the VM lab's spec lives in its own file
 from .workload import Pairs as Pairs, Workload as Workload
 from .workload_kind import WorkloadKind
 
@@ -66,7 +67,7 @@ class LocalTargetSpec(Strict, ThisMachine):
 # reboot_refusal (why a boot-time knob on its hosts cannot be set) and study_problem (what
 # can never work given the workload's bind and the knobs). What needs more than
 # the spec (a lab's layout, connecting) each target kind answers: targets/target_kind.py.
-TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec], Field(discriminator="kind")]
+TargetSpec = Annotated[Union[LabTargetSpec, LocalTargetSpec, SshTargetSpec, KubernetesTargetSpec, VmlabTargetSpec], Field(discriminator="kind")]
 # the `[target] kind` values, as the union's members declare them (error messages list them)
 TARGET_KINDS: tuple[str, ...] = tuple(get_args(m.model_fields["kind"].annotation)[0] for m in get_args(get_args(TargetSpec)[0]))
 

@@ -11,8 +11,10 @@ from .kubernetes.kubernetes_kind import KubernetesKind
 from .lab.lab_kind import LabKind
 from .local_kind import LocalKind
 from .ssh.ssh_kind import SshKind
+from .vmlab.vmlab_kind import VmlabKind
 
-TARGETS: dict[str, TargetKind] = {"lab": LabKind(), "local": LocalKind(), "ssh": SshKind(), "kubernetes": KubernetesKind()}
+TARGETS: dict[str, TargetKind] = {"lab": LabKind(), "local": LocalKind(), "ssh": SshKind(), "kubernetes": KubernetesKind(),
+                                 "vmlab": VmlabKind()}
 
 
 def target_kind(study: Study) -> TargetKind:

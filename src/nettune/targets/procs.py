@@ -296,7 +296,7 @@ def owner_machine(token: str) -> str:
 
 def owner_alive(token: str) -> bool:
     parts = token.split()
-    return len(parts) == 2 and parts[0].isdigit() and start_time(int(parts[0])) == parts[1] and not _zombie(int(parts[0]))
+    return len(parts) == 2 and parts[0].isdigit() and start_time(int(parts[0])) == parts[1] and not zombie(int(parts[0]))
 
 
 def lab_owner(study: str) -> str:
@@ -380,7 +380,7 @@ def marked_processes() -> dict[int, str]:
             except OSError:
                 continue
             mark = next((e[len(prefix):] for e in env if e.startswith(prefix)), None)
-            if mark is not None and not _zombie(int(d)):
+            if mark is not None and not zombie(int(d)):
                 found[int(d)] = mark.decode(errors="replace")
     return found
 
@@ -415,7 +415,7 @@ def started_by(owners: set[str]) -> list[int]:
                 env = set(Path(f"/proc/{d}/environ").read_bytes().split(b"\0"))
             except OSError:
                 continue
-            if env & want and not _zombie(int(d)):
+            if env & want and not zombie(int(d)):
                 found.append(int(d))
     return found
 
@@ -484,7 +484,7 @@ def kill_pid(pid: int, grace: float = 2.0) -> None:
         return
     end = time.monotonic() + grace
     while time.monotonic() < end:
-        if start_time(pid) is None or _zombie(pid):
+        if start_time(pid) is None or zombie(pid):
             return
         time.sleep(0.05)
     try:
@@ -493,7 +493,7 @@ def kill_pid(pid: int, grace: float = 2.0) -> None:
         pass
 
 
-def _zombie(pid: int) -> bool:
+def zombie(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:

@@ -11,17 +11,22 @@ apply: libvirt refuses to change driver attributes of a live NIC ("cannot modify
        the queues attribute of that interface's <driver> in place (libvirt_xml.py: the
        rest of the document stays byte for byte; an interface without <driver> gets
        <driver queues='N'/>, libvirt's own form, which forces no backend), `virsh define`
-       it (through a mktemp file), then if the guest runs: `virsh shutdown`, wait for
-       "shut off", `virsh start`, wait for "running". A guest that does not shut down
+       it (through a mktemp file), then if the guest runs: `virsh shutdown` (sent again
+       every 15 s: a guest still booting drops the ACPI request), wait for "shut off",
+       `virsh start`, wait for "running". A guest that does not shut down
        in time is left alone (never destroyed) and the knob fails with that reason. The
        guest's ssh connection then reconnects (the ssh target retries for
        reconnect_timeout seconds).
 restore: the saved <driver> start tag back in place; absent before: the element nettune
-       added is removed (a <driver> that had other attributes only loses queues).
+       added is removed (a <driver> that had other attributes only loses queues). A guest
+       that was running and is shut off (an apply killed between its shutdown and its
+       start) is started again.
 The interface is the first <interface> by default, or the one with that MAC address, or
 the INDEX-th (0-based). Range 1..256 (libvirt's limit); at most the guest's vCPUs.
-Not verified on a real libvirt host: tested on domain XML from libvirt's own test suite
-(tests/fixtures/hypervisor/real/libvirt, SOURCES.md) through a recorded-command fake.
+Run on a real libvirtd (9.0, the VM lab's, QEMU under TCG: tests/test_vmlab.py): apply and
+restore per point, the guest's own ethtool seeing the queues, the inactive definition back
+byte for byte, a kill -9 mid-restart restored; also tested on domain XML from libvirt's own
+test suite (tests/fixtures/hypervisor/real/libvirt, SOURCES.md) through a recorded-command fake.
 """
 from __future__ import annotations
 
@@ -38,6 +43,9 @@ DOMAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")  # never read as an 
 DRIVER_TAG = re.compile(r"""<driver(\s+[A-Za-z_][\w:.-]*\s*=\s*("[^"<>]*"|'[^'<>]*'))*\s*/?>""")
 MAC = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
 RESTART_TIMEOUT = 300.0
+# what `virsh domstate` prints (virshDomainStateToString)
+DOMAIN_STATES = ("no state", "running", "idle", "paused", "in shutdown", "shut off", "crashed", "pmsuspended", "unknown")
+SHUTDOWN_RESEND = 15.0  # seconds between `virsh shutdown` requests while waiting for "shut off"
 IFACE = ("domain", "devices", "interface")
 # <driver> attributes libvirt writes after queues (virDomainNetDriverAttributesFormat)
 AFTER_QUEUES = ("rx_queue_size", "tx_queue_size", "iommu", "ats", "packed", "page_per_vq", "rss", "rss_hash_report")
@@ -152,11 +160,19 @@ def domstate(ex: Host, dom: str, key: str) -> str:
     return out.splitlines()[0].strip() if out else "unknown"
 
 
-def wait_state(ex: Host, dom: str, key: str, want: str, timeout: float, poll: float) -> None:
+def wait_state(ex: Host, dom: str, key: str, want: str, timeout: float, poll: float, resend: list[str] | None = None) -> None:
+    """Poll until the domain is in state `want`. resend: a request the guest may have
+    missed, sent again every SHUTDOWN_RESEND seconds (`virsh shutdown` is an ACPI button
+    press: a guest still booting, before its ACPI daemon runs, drops it; seen on the VM
+    lab when a restore restarted a guest seconds after a point had)."""
     end = time.monotonic() + timeout
+    again = time.monotonic() + SHUTDOWN_RESEND
     while time.monotonic() < end:
         if domstate(ex, dom, key) == want:
             return
+        if resend and time.monotonic() >= again:
+            ex.run(resend, timeout=30)  # a refusal (the guest went off meanwhile) shows in the next domstate
+            again = time.monotonic() + SHUTDOWN_RESEND
         time.sleep(poll)
     raise KnobError(f"{key}: domain {dom} is not '{want}' after {timeout:.0f}s; check it (virsh domstate {dom})")
 
@@ -204,15 +220,18 @@ class LibvirtQueues(Kind):
         self._sel(loc)  # DOMAIN[/MAC|/INDEX]: its own form (a '/' in it is not a path)
 
     def check_reading(self, loc: Loc, value: Any) -> None:
-        """{"queues", "driver": the <driver> start tag restore writes back}: a tag with
-        attributes only, so a journal cannot slip other XML into the guest's definition."""
+        """{"queues", "driver": the <driver> start tag restore writes back, "state": one of
+        virsh's domain states}: a tag with attributes only, so a journal cannot slip other
+        XML into the guest's definition."""
         check_plain(loc, value)
         if not isinstance(value, dict):
             self.parse(loc, value)
             return
         tag = value.get("driver")
-        if set(value) - {"queues", "driver"} or (tag is not None and not DRIVER_TAG.fullmatch(str(tag))):
+        if set(value) - {"queues", "driver", "state"} or (tag is not None and not DRIVER_TAG.fullmatch(str(tag))):
             raise KnobError(f"{loc.key}: the journaled reading is not a <driver> start tag nettune reads")
+        if value.get("state") not in (None, *DOMAIN_STATES):
+            raise KnobError(f"{loc.key}: the journaled domain state {str(value.get('state'))[:40]!r} is not one virsh reports")
         whole(loc, value.get("queues"), 1, 256)
 
     def _xml(self, ex: Host, loc: Loc, inactive: bool = False) -> str:
@@ -229,11 +248,13 @@ class LibvirtQueues(Kind):
             raise KnobError(f"{loc.key}: {value} queues for a guest with {vcpu_count(xml)} vCPUs; use at most one per vCPU")
 
     def read(self, ex: Host, loc: Loc) -> dict[str, Any]:
-        """{"queues": in effect, "driver": the persistent <driver> start tag or None}."""
+        """{"queues": in effect, "driver": the persistent <driver> start tag or None,
+        "state": the domain's state (a restore starts a guest that was running and that a
+        killed apply left shut off between its shutdown and its start)}."""
         sel = self._sel(loc)[1]
         live, inactive = self._xml(ex, loc), self._xml(ex, loc, inactive=True)
         try:
-            return {"queues": queues_in(live, sel), "driver": driver_tag(inactive, sel)}
+            return {"queues": queues_in(live, sel), "driver": driver_tag(inactive, sel), "state": domstate(ex, self._sel(loc)[0], loc.key)}
         except KnobError as e:
             raise KnobError(f"{loc.key}: {e}") from None
 
@@ -247,6 +268,10 @@ class LibvirtQueues(Kind):
             return
         sel = self._sel(loc)[1]
         self._define(ex, loc, lambda xml: put_driver(xml, sel, original.get("driver")))
+        dom = self._sel(loc)[0]
+        if original.get("state") == "running" and domstate(ex, dom, loc.key) == "shut off":
+            run_ok(ex, ["virsh", "start", dom], f"{loc.key}: virsh start")  # left off by an apply killed mid-restart
+            wait_state(ex, dom, loc.key, "running", RESTART_TIMEOUT, 2.0)
 
     def _define(self, ex: Host, loc: Loc, edit: Any) -> None:
         """Edit the persistent definition, define it when it changed, restart a running guest."""
@@ -266,7 +291,7 @@ class LibvirtQueues(Kind):
         if domstate(ex, dom, loc.key) != "running":
             return
         run_ok(ex, ["virsh", "shutdown", dom], f"{loc.key}: virsh shutdown")
-        wait_state(ex, dom, loc.key, "shut off", timeout, poll)
+        wait_state(ex, dom, loc.key, "shut off", timeout, poll, resend=["virsh", "shutdown", dom])
         run_ok(ex, ["virsh", "start", dom], f"{loc.key}: virsh start")
         wait_state(ex, dom, loc.key, "running", timeout, poll)
 

@@ -18,9 +18,11 @@ restore: only the vCPUs whose pinning differs from the saved one. A vCPU that wa
          goes too) and the running guest gets its old affinity back with `--live` (its
          live definition shows that pin until the guest next starts; there is no API
          to unpin a running vCPU).
-Not verified on a real libvirt host: tested against `virsh vcpupin` output in both
-the table format (libvirt >= 5) and the older "VCPU: CPU Affinity" one, and domain XML
-from libvirt's test suite (tests/fixtures/hypervisor/real/libvirt).
+Run on a real libvirtd (9.0, the VM lab's, QEMU under TCG: tests/test_vmlab.py): the map,
+the persistent <vcpupin> and the QEMU vCPU threads' affinity set and put back. Also tested
+against `virsh vcpupin` output in both the table format (libvirt >= 5) and the older
+"VCPU: CPU Affinity" one, and domain XML from libvirt's test suite
+(tests/fixtures/hypervisor/real/libvirt).
 """
 from __future__ import annotations
 

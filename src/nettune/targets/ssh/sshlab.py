@@ -46,7 +46,7 @@ def study_dir(study: str) -> Path:
     return SSH_DIR / study
 
 
-def _keygen(path: Path, comment: str) -> None:
+def keygen(path: Path, comment: str) -> None:
     if path.exists() and path.with_suffix(".pub").exists():
         return
     path.unlink(missing_ok=True)
@@ -55,12 +55,12 @@ def _keygen(path: Path, comment: str) -> None:
         raise NettuneError(f"ssh-keygen failed for {path}: {r.stderr.strip()}")
 
 
-def _pub(path: Path) -> str:
+def public_key(path: Path) -> str:
     """'ssh-ed25519 AAAA...' of a key pair, without its comment."""
     return " ".join(path.with_suffix(".pub").read_text().split()[:2])
 
 
-def _sshd_version(sshd: str) -> tuple[int, int]:
+def sshd_version(sshd: str) -> tuple[int, int]:
     r = subprocess.run([sshd, "-V"], capture_output=True, text=True)
     m = re.search(r"OpenSSH_(\d+)\.(\d+)", r.stdout + r.stderr)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
@@ -132,14 +132,14 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
     if layout.nodes:  # the hosts are on the nodes' VXLAN overlay, which this machine's namespace does not reach
         raise NettuneError("nettune lab up --ssh: a lab with [target] nodes is not reachable over SSH from this machine; the lab is up without sshds (`nettune lab down` removes it)")
     sshd = sshd_path()
-    version = _sshd_version(sshd)
+    version = sshd_version(sshd)
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     d = study_dir(layout.study)
     private_dirs(SSH_DIR)  # 0700, ours, not a link (targets/procs.py)
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o700)
     user_key = d / "id_ed25519"
-    _keygen(user_key, f"nettune-{layout.study}")
+    keygen(user_key, f"nettune-{layout.study}")
     tests = [h for h in layout.hosts if h != BASTION]
     if bastion:
         from ..lab.labnet import LabNet
@@ -148,16 +148,16 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
             layout = net.add_host(BASTION)
     authorized = d / "authorized_keys"
     # only from the lab's own subnet (the bridge address is the root namespace's)
-    authorized.write_text(f'from="{_pattern(layout)}" {_pub(user_key)}\n')
+    authorized.write_text(f'from="{_pattern(layout)}" {public_key(user_key)}\n')
     behind = d / "authorized_keys_behind_bastion"
     if bastion:
-        behind.write_text(f'from="{layout.address(BASTION)}" {_pub(user_key)}\n')
+        behind.write_text(f'from="{layout.address(BASTION)}" {public_key(user_key)}\n')
     known_lines, hosts = [], {}
     for h in tests + ([BASTION] if bastion else []):
         hd = d / h
         hd.mkdir(exist_ok=True)
         host_key = hd / "ssh_host_ed25519_key"
-        _keygen(host_key, f"nettune-{layout.study}-{h}")
+        keygen(host_key, f"nettune-{layout.study}-{h}")
         address = layout.address(h)
         pid_file = hd / "sshd.pid"
         cfg = hd / "sshd_config"
@@ -178,7 +178,7 @@ def up(layout: LabLayout, inventory: Path | None = None, user: str = "root", por
         (hd / "recorded.pid").write_text(f"{pid}\n")  # sshd removes its PidFile when it exits
         if bastion and h != BASTION:
             only_from(layout.ns(h), port, layout.address(BASTION))
-        known_lines.append(f"{address if port == 22 else f'[{address}]:{port}'} {_pub(host_key)}")
+        known_lines.append(f"{address if port == 22 else f'[{address}]:{port}'} {public_key(host_key)}")
         hosts[h] = {"address": address, "port": port, "user": user, "key": str(user_key), "known_hosts": str(d / "known_hosts"), "interface": layout.ns_if(h), "pid": pid}
     (d / "known_hosts").write_text("\n".join(known_lines) + "\n")
     if bastion:
