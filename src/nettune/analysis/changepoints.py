@@ -80,7 +80,8 @@ def _ratio(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(rss > tiny, gain / (rss / (n - 2)), np.where(gain > tiny, np.inf, 0.0))
     ok = (k >= MIN_SIZE) & (n - k >= MIN_SIZE)
-    return np.where(ok, f, -np.inf).max(axis=1)
+    best: np.ndarray = np.where(ok, f, -np.inf).max(axis=1)
+    return best
 
 
 _NULL: dict[int, np.ndarray] = {}

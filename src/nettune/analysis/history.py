@@ -144,8 +144,8 @@ def history(store: ResultStore, name: str, points: list[dict[str, Any]] | None =
     series: list[Series] = []
     for params in order:
         per = [next(p for p in data[r.study_id].points if p.params == params) for r in reruns]
-        pairs = sorted({pair for p in per for pair in p.by_pair()})
-        for pair in pairs or [None]:
+        pairs: list[str | None] = [*sorted({pair for p in per for pair in p.by_pair()})] or [None]  # None: the point as a whole
+        for pair in pairs:
             series.append(Series(_label(params, pair), params, pair, [_value(r, p, m, pair) for r, p in zip(reruns, per)]))
     tests = 2 * len(series)
     notes = []
