@@ -54,10 +54,9 @@ CREATE TABLE IF NOT EXISTS studies (
   started REAL NOT NULL,
   finished REAL,
   status TEXT NOT NULL DEFAULT 'running',     -- running, done, failed, interrupted, imported
-  nettune_version TEXT,                       -- the nettune that ran it (schema 5)
   spec_hash TEXT,                             -- sha256 of spec_text (schema 2)
-  -- the runner: '<pid> <start time> <boot id> <machine>' (schema 2; boot id and machine since 5)
-  owner TEXT
+  owner TEXT,                                 -- '<pid> <start time> <boot id> <machine>' of the runner (schema 2)
+  nettune_version TEXT                        -- the nettune that ran it (schema 5)
 );
 CREATE INDEX IF NOT EXISTS studies_name ON studies(name);
 CREATE TABLE IF NOT EXISTS points (
