@@ -13,9 +13,10 @@ fi
 # cmdline:KEY tests check edits against, neither installing a boot loader; initdb and pg_ctl,
 # PostgreSQL's server, which only the store tests start, in a temporary directory).
 need_pkgs=""
-for t in iperf3 iperf ethtool sshd ssh ssh-keygen ip tc sudo ps sysctl pgrep ping nft grub-mkconfig grub-editenv initdb pg_ctl; do
+# type -P: the program on PATH (bash's own `time` keyword is not GNU time)
+for t in iperf3 iperf ethtool sshd ssh ssh-keygen ip tc sudo ps sysctl pgrep ping nft time grub-mkconfig grub-editenv initdb pg_ctl; do
   # Debian keeps PostgreSQL's server programs in /usr/lib/postgresql/VERSION/bin
-  command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || compgen -G "/usr/lib/postgresql/*/bin/$t" >/dev/null || need_pkgs=1
+  type -P "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || compgen -G "/usr/lib/postgresql/*/bin/$t" >/dev/null || need_pkgs=1
 done
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs=1
 if [ -n "$need_pkgs" ]; then
@@ -28,11 +29,11 @@ if [ -n "$need_pkgs" ]; then
       echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/nettune-no-main-cluster.conf
     fi
     apt-get update -q >/dev/null
-    apt-get install -y -q iperf3 iperf ethtool openssh-server openssh-client iproute2 procps sudo iputils-ping nftables python3-venv grub-common grub2-common postgresql >/dev/null
+    apt-get install -y -q iperf3 iperf ethtool openssh-server openssh-client iproute2 procps sudo iputils-ping nftables time python3-venv grub-common grub2-common postgresql >/dev/null
   elif command -v dnf >/dev/null; then
-    dnf install -y -q iperf3 iperf ethtool openssh-server openssh-clients iproute iproute-tc procps-ng sudo iputils nftables python3 grub2-tools grub2-tools-minimal postgresql-server
+    dnf install -y -q iperf3 iperf ethtool openssh-server openssh-clients iproute iproute-tc procps-ng sudo iputils nftables time python3 grub2-tools grub2-tools-minimal postgresql-server
   else
-    echo "install iperf3, iperf, ethtool, openssh-server, openssh-client, iproute2, procps, sudo, ping (iputils) and nftables with your package manager" >&2
+    echo "install iperf3, iperf, ethtool, openssh-server, openssh-client, iproute2, procps, sudo, ping (iputils), nftables, GNU time and PostgreSQL's server with your package manager" >&2
     exit 2
   fi
 fi

@@ -7,6 +7,20 @@ from pathlib import Path
 
 import pytest
 
+# Labs, their sshds' keys and known_hosts, PID records: nettune keeps them in its run
+# directory (/run/nettune for root), which every test process on a machine would share,
+# including ones in other mount and network namespaces (isolated runs), where a bare
+# `nettune lab down` takes another's lab for gone and deletes its keys. One directory per
+# test session, set before nettune is imported (targets/procs.py reads it at import) and
+# inherited by every `nettune` the tests start; a test may still set its own.
+if "NETTUNE_RUN_DIR" not in os.environ:
+    import atexit
+    import tempfile
+
+    _RUN_DIR = tempfile.mkdtemp(prefix="nettune-tests-run.")
+    os.environ["NETTUNE_RUN_DIR"] = _RUN_DIR
+    atexit.register(shutil.rmtree, _RUN_DIR, True)
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 IS_ROOT = os.geteuid() == 0

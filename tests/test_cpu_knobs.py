@@ -134,3 +134,49 @@ def test_a_sweep_sets_each_point_and_restores_each_cpu(tmp_path, monkeypatch):
     for h in ("server", "client"):
         assert [text(tree / h, f"{CPU}cpu{i}/cpufreq/scaling_governor") for i in range(4)] == GOVS
         assert text(tree / h, f"{CPU}cpu1/cpuidle/state2/disable") == "0"
+
+
+PROFILES = {"balanced": "governor=schedutil|performance\n", "throughput-performance": "governor=performance\nenergy_performance_preference=performance\n",
+            "powersave": "governor=powersave\nenergy_performance_preference=power|balance_power\n"}
+
+
+def seed_tuned(root: Path, active: str = "balanced") -> None:
+    """tuned's profiles in the sandbox tree (targets/sandbox_cpu.py runs tuned-adm on them)."""
+    for name, cpu in PROFILES.items():
+        (root / "usr/lib/tuned" / name).mkdir(parents=True)
+        (root / "usr/lib/tuned" / name / "tuned.conf").write_text(f"[main]\nsummary={name}\n\n[cpu]\n{cpu}")
+    (root / "etc/tuned").mkdir(parents=True)
+    (root / "etc/tuned/active_profile").write_text(active + "\n")
+
+
+def test_a_tuned_profile_keeps_its_governor_and_epp_under_every_amd_pstate_mode(tmp_path, monkeypatch):
+    """The mode is set before the profile (whatever the study file's order: here tuned comes
+    first), tuned's profile is applied again after each mode switch (which replaces the CPUs'
+    policies), and the governor and EPP in force are read back and stored with every point."""
+    tree = tmp_path / "tree"
+    seed_cpus(tree / "local")
+    seed_tuned(tree / "local")
+    monkeypatch.setenv("NETTUNE_SANDBOX", str(tree))
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("NETTUNE_RUN_DIR", str(tmp_path / "run"))
+    study = parse_study('name = "nettune-t-tuned-pstate"\n[target]\nkind = "local"\nhosts = ["local"]\n'
+                        '[workload]\nengine = "command"\nrun = ["true"]\n'
+                        '[sweep]\nprofile = ["throughput-performance", "powersave"]\nmode = ["passive", "active", "guided"]\n'
+                        '[knobs]\n"tuned" = "{profile}"\n"amd_pstate:mode" = "{mode}"\n')
+    with StoreWriter(tmp_path / "r.db") as store:
+        out = run_study(study, store)
+        runs = store.runs(out.study_id)
+    assert out.status == "done" and out.failed == 0 and len(runs) == 6, out.warnings
+    want = {"throughput-performance": ("performance", "performance"), "powersave": ("powersave", "power")}
+    for r in runs:
+        seen = r.state.read_back["local"]
+        gov, epp = want[r.point["profile"]]
+        assert seen["amd_pstate"] == r.point["mode"] and seen["governor"] == gov, (r.point, seen)
+        if r.point["mode"] == "active":  # EPP exists in active mode only (amd-pstate-epp)
+            assert seen["epp"] == epp and seen["scaling_driver"] == "amd-pstate-epp"
+        else:
+            assert "epp" not in seen and seen["scaling_driver"] == "amd-pstate"
+    root = tree / "local"
+    assert text(root, CPU + "amd_pstate/status") == "active" and text(root, "etc/tuned/active_profile") == "balanced"
+    # restored: the original mode, then balanced applied again after that switch (its governor, not the driver's default)
+    assert {text(root, f"{CPU}cpu{i}/cpufreq/scaling_governor") for i in range(4)} == {"performance"}

@@ -92,3 +92,30 @@ def test_what_lab_up_left_running_on_purpose_is_left_to_lab_down(tmp_path, monke
         if p.poll() is None:
             p.kill()
         p.wait()
+
+
+def test_a_marked_process_of_another_pid_namespace_is_never_stopped_from_here(tmp_path):
+    """An owner token names a PID of the run's own PID namespace: a run in private
+    namespaces (an isolated test run or bench) cannot be judged dead from outside it, so
+    a run here never stops its processes (one on the host stopped every server of a bench
+    running isolated)."""
+    from nettune.targets.procs import marked_processes, stop_dead_runs
+
+    if os.geteuid() != 0:
+        pytest.skip("unshare --pid needs root")
+    token = "2 1"  # PID 2 of that namespace: no such owner here
+    outer = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", "import time; time.sleep(120)"],
+                             env={**os.environ, OWNER_ENV: token}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        inner: list[int] = []
+        while not inner and time.monotonic() < deadline:
+            inner = [int(c) for c in open(f"/proc/{outer.pid}/task/{outer.pid}/children").read().split()]
+            time.sleep(0.05)
+        assert inner, "the namespaced process did not start"
+        assert inner[0] not in marked_processes()
+        assert inner[0] not in stop_dead_runs()
+        assert os.path.exists(f"/proc/{inner[0]}")
+    finally:
+        os.killpg(outer.pid, 9)
+        outer.wait()

@@ -39,16 +39,31 @@ def test_threaded_iperf3_past_128_streams_fans_out_for_the_cap():
     assert (c.engine, c.processes) == ("iperf3", 3) and "128" in c.reason
 
 
-def test_old_iperf3_fans_out_one_process_per_core_at_most_one_per_stream():
+def test_old_iperf3_at_several_streams_on_several_cores_gives_way_to_iperf2():
     c = choose(8, {"iperf3": V312, "iperf2": V218}, cores=4)
+    assert (c.engine, c.processes) == ("iperf2", 1) and "one thread" in c.reason and "thread per stream" in c.reason
+    # the lab and loopback: the client may use half of a 2-core machine, yet one iperf3
+    # process would leave a core idle (issue 30: auto kept iperf3 3.12 at every -P)
+    c = choose(4, {"iperf3": V312, "iperf2": V218}, cores=1, machine_cores=2)
+    assert (c.engine, c.processes) == ("iperf2", 1) and "2 cores" in c.reason
+
+
+def test_old_iperf3_without_iperf2_fans_out_one_process_per_core_at_most_one_per_stream():
+    c = choose(8, {"iperf3": V312}, cores=4)
     assert (c.engine, c.processes) == ("iperf3", 4) and "one thread" in c.reason and c.label == "iperf3 3.12 x4 processes"
     assert choose(3, {"iperf3": V312}, cores=16).processes == 3
+    assert choose(4, {"iperf3": V312}, cores=1, machine_cores=2).processes == 2  # never one process on a machine of two
 
 
 def test_old_iperf3_single_stream_or_single_core_stays_one_process():
     assert (choose(1, {"iperf3": V312, "iperf2": V218}, cores=16).processes, "one stream") == (1, "one stream")
-    c = choose(8, {"iperf3": V312}, cores=1)
-    assert (c.engine, c.processes) == ("iperf3", 1) and "1 core" in c.reason
+    c = choose(8, {"iperf3": V312, "iperf2": V218}, cores=1)
+    assert (c.engine, c.processes) == ("iperf3", 1) and "one core" in c.reason
+
+
+def test_a_process_count_the_study_fixed_is_used_for_old_iperf3():
+    c = choose(8, {"iperf3": V312, "iperf2": V218}, cores=4, processes=3)
+    assert (c.engine, c.processes) == ("iperf3", 3) and "as the study set" in c.reason
 
 
 def test_without_iperf3_iperf2():

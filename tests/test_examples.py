@@ -27,7 +27,7 @@ def test_ssh_lab_example_runs_against_the_lab(tmp_path):
         nettune("run", str(study), "--db", str(db), check=True)
         recs = json.loads(nettune("results", "--db", str(db), "--format", "json", check=True).stdout)
     finally:
-        nettune("lab", "down")
+        nettune("lab", "down", "nettune-t-sshex")  # this lab only: never another test's
     assert [r["point"]["streams"] for r in recs] == [1, 2, 4]
     assert all(r["ok"] and r["receiver_bps"] > 0 and r["cpu_client"] > 0 and r["cpu_server"] > 0 for r in recs)
     assert not lab_leftovers()
@@ -43,7 +43,7 @@ def test_bastion_lab_example_names_hosts_only(tmp_path):
         recs = json.loads(nettune("results", "--db", str(db), "--format", "json", check=True).stdout)
         hosts = nettune("hosts", str(study), check=True).stdout
     finally:
-        nettune("lab", "down")
+        nettune("lab", "down", "nettune-t-bastex")
     assert [r["point"]["streams"] for r in recs] == [1, 2]
     assert all(r["ok"] and r["receiver_bps"] > 0 for r in recs)
     assert hosts.count("bastion (root@") == 2

@@ -88,7 +88,8 @@ def test_hosts_with_a_cluster_prints_the_version_it_plans_for(monkeypatch, tmp_p
     assert r.exit_code == 1 and "node:node-b: node node-b is not in the cluster" in r.stdout
 
 
-NEUTRAL = {"cc": '"bbr"', "mtu": "9000", '"sockbuf:max"': "8388608", '"offload:gro"': '"off"'}
+# a node's default interface is not known before the run (nor read by it): interface knobs name theirs
+NEUTRAL = {"cc": '"bbr"', '"mtu@eth0"': "9000", '"sockbuf:max"': "8388608", '"offload:gro@eth0"': '"off"'}
 
 
 def test_dry_run_of_a_kubernetes_study_with_neutral_knobs(tmp_path):
@@ -102,10 +103,14 @@ def test_dry_run_of_a_kubernetes_study_with_neutral_knobs(tmp_path):
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     assert "knobs on node:a (linux):" in p.stdout
     want = {"cc": "net.ipv4.tcp_congestion_control: per pod network namespace, copied from the node", "sockbuf:max": "net.core.rmem_max: ",
-            "mtu": "writes no sysctl: acts on the node's devices", "offload:gro": "writes no sysctl: acts on the node's devices"}
+            "mtu@eth0": "writes no sysctl: acts on the node's devices", "offload:gro@eth0": "writes no sysctl: acts on the node's devices"}
     for key, text in want.items():
         said = [x for x in p.stdout.splitlines() if x.startswith(f"{key} on node:a, node:b: ")]
         assert any(text in x for x in said), (key, p.stdout)
+    # without a device: refused in one line before anything connects
+    path.write_text(path.read_text().replace('"mtu@eth0"', "mtu"))
+    p = nettune("run", "--dry-run", str(path))
+    assert p.returncode == 2 and "host node:a has no default interface" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_sysctl_table_command():

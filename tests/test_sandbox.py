@@ -389,3 +389,19 @@ def test_file_commands_only_in_the_tree_and_the_credentials_dirs(tmp_path):
             Path(d).rmdir()
     assert host.run(["mkdir", "-p", "/sys/nettune-t"]).returncode == 0 and (tmp_path / "a/sys/nettune-t").is_dir()
     assert host.run(["rm", "-rf", "/sys/nettune-t"]).returncode == 0 and not (tmp_path / "a/sys/nettune-t").exists()
+
+
+def test_a_write_is_all_or_nothing(tmp_path):
+    """As the kernel takes a write to /proc/sys: a write that stops midway (here: text that
+    cannot be encoded; in a run, kill -9) leaves the old value, never an empty file that
+    `nettune restore` would take for someone else's value and leave."""
+    from nettune.targets.sandbox import SandboxHost, seed_tree
+
+    seed_tree(tmp_path / "a")
+    host = SandboxHost("a", tmp_path / "a")
+    with pytest.raises(UnicodeEncodeError):
+        host.write_text("/proc/sys/net/core/rmem_max", "4194304\udc80")
+    assert host.read_text("/proc/sys/net/core/rmem_max").strip() == "212992"
+    assert [f.name for f in (tmp_path / "a/proc/sys/net/core").iterdir() if f.name.startswith(".")] == []
+    host.write_text("/proc/sys/net/core/rmem_max", "4194304\n")
+    assert host.read_text("/proc/sys/net/core/rmem_max") == "4194304\n"

@@ -115,8 +115,12 @@ def test_both_members_give_back_the_same_values(tmp_path, pg_url):
 def test_a_schema_4_database_is_migrated(db):
     with store_at(db) as s:
         build(s, "old", [({"q": 1}, 1.0)], runs=2)
-    # as nettune before schema 5 and fields version 2 left it
+    # as nettune before schemas 5 and 6 and fields version 2 left it: ceilings of one run, loopback only
     _raw(db, "ALTER TABLE studies DROP COLUMN nettune_version")
+    for col in ("path", "runs", "ci_low", "ci_high", "values_json"):
+        _raw(db, f"ALTER TABLE ceilings DROP COLUMN {col}")
+    _raw(db, "INSERT INTO ceilings (machine, config, engine, processes, streams, bps, measured) VALUES (?,?,?,?,?,?,?)",
+         ("m1", "iperf3", "iperf3", 1, 2, 9e9, 1.0))
     _raw(db, "ALTER TABLE runs DROP COLUMN max_snd_wnd")
     _raw(db, "UPDATE meta SET value='4' WHERE key='schema_version'")
     _raw(db, "UPDATE meta SET value='1' WHERE key='fields_version'")
@@ -125,6 +129,12 @@ def test_a_schema_4_database_is_migrated(db):
         assert [r.receiver_bps is not None and r.max_snd_wnd is None for r in s.runs(1)] == [True, True]
         sid = s.begin_study(_study("new"))
         assert s.named("new")[0]["nettune_version"]  # the running nettune's
+        # schema 6: the old ceiling is a loopback one of one run, without an interval
+        assert s.ceilings("m1") == {"iperf3": {2: 9e9}} and s.ceiling_runs("m1") == {"loopback": {"iperf3": {"2": [9e9]}}}
+        assert [(r["path"], r["runs"], r["ci_low"]) for r in s.ceiling_rows("m1")] == [("loopback", None, None)]
+        s.add_ceilings("m1", [{"config": "iperf3", "engine": "iperf3", "processes": 1, "streams": 2, "values": [8e9, 10e9]}], "lab mtu=1500")
+        lab = [r for r in s.ceiling_rows("m1") if r["path"] == "lab mtu=1500"]
+        assert len(lab) == 1 and lab[0]["runs"] == 2 and lab[0]["ci_low"] < 9e9 < lab[0]["ci_high"] and s.ceilings("m1") == {"iperf3": {2: 9e9}}
         assert s.find_study(sid)["name"] == "new"
     assert dict(_raw(db, "SELECT key, value FROM meta")) == {"schema_version": str(SCHEMA_VERSION), "fields_version": str(FIELDS_VERSION)}
 

@@ -10,8 +10,8 @@ from /proc, and OpenSSH's own client into the guests.
 
 The default run: lab up, study A on one guest (one restart and its restore), vcpupin,
 delay, lab status. The reboots of study C and the kill -9 cases run with
-NETTUNE_VM_TESTS=all (they take minutes under TCG). Run one module at a time, under the
-lab lock (scripts/test.sh runs the whole suite serially). In a private PID namespace
+NETTUNE_VM_TESTS=all (they take minutes under TCG). scripts/test.sh runs this module beside
+the rest of the suite in namespaces of its own (scripts/isolated.sh). In a private PID namespace
 (`unshare --pid --fork`), PID 1 must reap orphans, or libvirtd waits for its QEMU
 capability probe to die and never answers: run pytest under a shell (`bash -c 'pytest
 ...; exit $?'`), not as PID 1 itself. Skipped, with the reason, where the VM lab cannot run (not root, or QEMU,

@@ -23,6 +23,7 @@ TOOLS = {
     "pgrep": ("procps", "procps-ng"),
     "sudo": ("sudo", "sudo"),  # hosts with sudo = true (the SSH rehearsal on the lab uses it)
     "ping": ("iputils-ping", "iputils"),
+    "time": ("time", "time"),  # GNU time: a timed command's peak RSS from about 1 MiB up (engines/rss_helper.py)
     "nft": ("nftables", "nftables"),  # `lab up --ssh --bastion`: hosts behind the bastion refuse direct connections
     "ssh": ("openssh-client", "openssh-clients"),  # tests: `ssh -G` is the truth the ssh_config reader is compared with  # `nettune doctor`: path MTU (don't-fragment pings) and RTT between hosts
 }

@@ -15,17 +15,17 @@ from ..errors import NettuneError
 from .cost_curves import cost_curve, cost_findings
 from .costs import costs, display_values, stored_unit
 from ..record.fields import METRIC_FIELDS
-from .data import METRICS, Metric, PointData, StudyData, get_metric
+from .data import METRICS, Metric, PointData, StudyData, get_metric, require_values
 from .frontier import SHARE, Frontier, frontier_findings, frontiers
 from . import intervals
 from .repeats import suggest
 from .fairness import UNEVEN, fairness
 from .groups import analyze_groups
 from .stability import stability
-from .instrument import best_near_ceiling, instrument, tool_bound
+from .instrument import verdict as instrument_verdict
 from .links import analyze_pairs
 from .emulation import withhold
-from .energy_verdicts import energy_findings
+from .energy_verdicts import energy_findings, point_energy
 from .metric import resolve
 from .stats import summarize
 from .verdicts import (Analysis, Best, LevelComparison, NoisyPoint, ParameterResult, PointFairness,
@@ -60,11 +60,13 @@ def point_row(p: PointData, m: Metric, params: list[str], method: str = interval
     row.cpu_server, row.cpu_server_ci = cpu["server"].mean, cpu["server"].half_width
     row.cpu_host, row.cpu_host_ci = cpu["host"].mean, cpu["host"].half_width
     row.fairness = fairness(counted)
+    row.energy = point_energy(p)
     return row
 
 
 def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION, share: float = SHARE, by: str | None = None) -> Analysis:
     m = get_metric(resolve(metric, data.engines))  # "auto": throughput, or a command's wall seconds
+    require_values(data, m)  # counted runs, none with this metric: the real cause, not "no counted run"
     if not 0 < threshold < 1:
         raise NettuneError(f"--saturation {threshold}: give a gain per doubling between 0 and 1 (e.g. 0.1 = 10%)")
     if not 0 < share <= 1:
@@ -118,7 +120,8 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     findings.add("noise", [r.text for r in out.repeats])
     out.fairness = [PointFairness.of(r, r.fairness) for r in rows if r.fairness]
     findings += _fairness_text(out.fairness)
-    out.instrument = instrument(data, params)
+    inst = instrument_verdict(data, params, bp.idx)  # computed once: findings and headline say the same
+    out.instrument = inst.findings
     findings += out.instrument
     out.outliers = [PointOutliers(r.point, r.outlier_runs) for r in rows if r.outlier_runs]
     for r in rows:
@@ -149,7 +152,7 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
         out.groups = analyze_groups(data, by, m)
         findings += [f"by {by}: {f}" if not f.startswith("  ") else f for f in out.groups.findings]
     out.findings, out.sections = list(findings), findings.grouped(out.instrument)
-    out.headline = headline(out, bp.label(params) if params else "", hits=tool_bound(data)) + best_near_ceiling(data, bp.idx) + margin_line
+    out.headline = headline(out, bp.label(params) if params else "", inst.headline()) + margin_line
     if out.groups is not None:
         out.headline += [i.text for i in out.groups.interactions if i.depends]
     if out.pairs is not None and out.pairs.spread:  # a link unlike the others is what a reader needs first
@@ -159,17 +162,14 @@ def analyze(data: StudyData, metric: str = "auto", threshold: float = SATURATION
     return out
 
 
-def headline(out: Analysis, where: str, hits: dict[str, float]) -> list[str]:
+def headline(out: Analysis, where: str, instrument: list[str]) -> list[str]:
     """The two or three lines a reader needs first: the best point, and what limited it
-    (the measuring tool, else the parameter that mattered most), and whether it is settled."""
+    (the instrument's verdict on it, analysis/instrument.py, else the parameter that
+    mattered most), and whether it is settled."""
     best, unit = out.best, out.unit
     ci = f" (95% CI {num(best.ci_low)} to {num(best.ci_high)}, N={best.n})" if best.ci_low is not None else f" (N={best.n}, single run)"
-    lines = [f"best: {num(best.mean)} {unit}{' at ' + where if where else ''}{ci}"]
-    if hits:
-        side, top = max(hits.items(), key=lambda kv: kv[1])
-        lines.append(f"bottleneck: the tool, not the network: iperf3 before 3.16 runs every stream on one thread, and its {side} "
-                     f"used up to {top:.0f}% of a core; use engine = \"auto\" or processes = \"auto\" (or iperf2, iperf3 >= 3.16) for the path's real capacity")
-    else:
+    lines = [f"best: {num(best.mean)} {unit}{' at ' + where if where else ''}{ci}"] + instrument
+    if not any(line.startswith("bottleneck:") for line in instrument):
         effects = [p.effect for p in out.parameters if p.effect and p.effect.mattered and p.effect.change_pct is not None]
         if effects:
             e = max(effects, key=lambda e: abs(math.log1p(e.change_pct / 100)) if e.change_pct > -100 else math.inf)  # type: ignore[operator]
@@ -220,4 +220,4 @@ def _fairness_text(fair: list[PointFairness]) -> list[str]:
             f"{worst.jain_min:.2f} ({span})"]
 
 
-__all__ = ["analyze", "efficiency", "headline", "instrument"]
+__all__ = ["analyze", "efficiency", "headline"]

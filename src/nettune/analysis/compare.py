@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..errors import NettuneError
-from .data import Metric, PointData, StudyData, get_metric
+from .data import Metric, PointData, StudyData, get_metric, require_values, side_values
 from .metric import resolve, time_words
 from .policy import ALPHA, adjusted, alpha_each, over
 from .ratio import Part, ratio_test
@@ -188,8 +188,8 @@ def compare_matched(pairs: list[tuple[PointData, PointData]], others: list[str],
                     margin: float | None = None) -> tuple[Comparison, list[tuple[str, Comparison]]]:
     """The sum over matched configurations (the question asked, at 95%), and each configuration
     on its own (a family: Bonferroni over them)."""
-    parts = [(_part(a.values(m), f"{labels[0]} at {a.label(others)}"), _part(b.values(m), f"{labels[1]} at {b.label(others)}"))
-             for a, b in pairs]
+    parts = [(_part(side_values(a, m, name_a), name_a), _part(side_values(b, m, name_b), name_b))
+             for a, b in pairs for name_a, name_b in [(f"{labels[0]} at {a.label(others)}", f"{labels[1]} at {b.label(others)}")]]
     names = [a.label(others) for a, _ in pairs]
     words = (m.better, m.worse)
     overall = _words(compare_parts([x for x, _ in parts], [y for _, y in parts], hib, words, m.name, labels, 1, margin,
@@ -211,6 +211,7 @@ def within_study(data: StudyData, fa: dict[str, str], fb: dict[str, str], metric
     if not fa or not fb:
         raise NettuneError("compare one study: give both --a KEY=VAL and --b KEY=VAL (or two studies)")
     m = get_metric(resolve(metric, data.engines))
+    require_values(data, m)
     pa, pb = data.select(fa), data.select(fb)
     if {p.idx for p in pa} & {p.idx for p in pb}:
         raise NettuneError("--a and --b select some of the same points; make them disjoint")
@@ -227,12 +228,14 @@ def between_studies(da: StudyData, db: StudyData, fa: dict[str, str], fb: dict[s
     Two sweeps over the same points are compared point by point, one family (Bonferroni over
     the points): pooling a whole sweep would compare averages of unlike things."""
     m = get_metric(resolve(metric, da.engines | db.engines))
+    require_values(da, m)
+    require_values(db, m)
     hib = m.higher_is_better if higher_is_better is None else higher_is_better
     pa = da.select(fa) if fa else da.points
     pb = db.select(fb) if fb else db.points
     words = (m.better, m.worse)
     if len(pa) == 1 and len(pb) == 1:
-        c = compare_values(pa[0].values(m), pb[0].values(m), hib, words, m.name, (_label(da, fa, pa), _label(db, fb, pb)), 1, margin)
+        c = compare_values(side_values(pa[0], m, _label(da, fa, pa)), side_values(pb[0], m, _label(db, fb, pb)), hib, words, m.name, (_label(da, fa, pa), _label(db, fb, pb)), 1, margin)
         return [("", _words(c, m, hib))]
     ka = {_key(p): p for p in pa}
     kb = {_key(p): p for p in pb}
@@ -242,7 +245,7 @@ def between_studies(da: StudyData, db: StudyData, fa: dict[str, str], fb: dict[s
     out = []
     for k in common:
         label = ka[k].label()
-        c = compare_values(ka[k].values(m), kb[k].values(m), hib, words, m.name, (f"{da.name} {label}", f"{db.name} {label}"),
+        c = compare_values(side_values(ka[k], m, f"{da.name} {label}"), side_values(kb[k], m, f"{db.name} {label}"), hib, words, m.name, (f"{da.name} {label}", f"{db.name} {label}"),
                            len(common), margin)
         out.append((label, _words(c, m, hib)))
     return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import NettuneError
-from ..record.fields import METRIC_FIELDS, Field
+from ..record.fields import FIELDS, METRIC_FIELDS, Field
 from ..store.records import RunRecord
 from ..store.base import ResultStore
 from ..store.cpu_units import machine_cores
@@ -32,6 +32,8 @@ class Metric:
     better: str  # verdict words for this metric
     worse: str
     get: Callable[[RunRecord], float | None]
+    field: str = ""  # the field table's row (record/fields.py) it reads
+    by: tuple[str, ...] = ()  # what fills it: engines, "probes", "pairs"
 
     def value(self, run: RunRecord) -> float | None:
         v = self.get(run)
@@ -40,18 +42,68 @@ class Metric:
 
 def _metric(f: Field) -> Metric:
     """The analysis's view of a field table row (record/fields.py) with a `--metric` name."""
-    return Metric(str(f.row.metric), f.row.label, f.row.scale, f.row.better == "higher", *f.row.words, f.of)
+    return Metric(str(f.row.metric), f.row.label, f.row.scale, f.row.better == "higher", *f.row.words, f.of, f.name, f.row.by)
 
 
 # every metric, from the field table (the rows with a --metric name), primary ones first
 METRICS: dict[str, Metric] = {m.name: m for m in sorted((_metric(f) for f in METRIC_FIELDS.values()), key=lambda m: m.name != "total")}
+# a metric's field name reads as the metric (--metric energy_j is --metric energy), as exports name the columns
+ALIASES = {f.name: m for m, f in METRIC_FIELDS.items() if f.name != m}
 
 
 def get_metric(name: str) -> Metric:
     try:
-        return METRICS[name]
+        return METRICS[ALIASES.get(name, name)]
     except KeyError:
         raise NettuneError(f"--metric {name!r}: use one of {', '.join(METRICS)}") from None
+
+
+ENERGY_UNITS = ("J", "W")
+
+
+def why_missing(runs: list[RunRecord], m: Metric, where: str) -> str:
+    """Why none of `where`'s counted runs (`runs`) has a value of `m`: the real cause (the
+    metric is another workload's, a machine without powercap, a meter that never answered,
+    a host without the peak helper), and the metrics that were measured instead."""
+    if not runs:
+        return f"{where} has no successful counted run"
+    engines = sorted({r.engine for r in runs})
+    head = f"{where}: none of its {len(runs)} counted run{'s' if len(runs) != 1 else ''} has {m.name} ({m.label})"
+    if m.by and not ({*m.by} & {*engines, "probes"}):
+        return f"{head}: {m.name} is measured by {' and '.join(m.by)} workloads, and these ran {', '.join(engines)}"
+    cause = ""
+    field = FIELDS.get(m.field)
+    if field is not None and field.row.unit in ENERGY_UNITS:
+        why = sorted({r.energy_why for r in runs if r.energy_why})
+        cause = "; ".join(why)
+        other = [f"--metric {f.row.metric} ({f.row.label})" for f in METRIC_FIELDS.values()
+                 if f.group == "energy" and f.name != m.field and any(f.of(r) is not None for r in runs)]
+        if other:
+            cause += ("; " if cause else "") + "measured instead: " + ", ".join(other)
+    elif m.field == "peak_rss_kb":
+        cause = "; ".join(sorted({str(r.peak_rss_method) for r in runs if r.peak_rss_method}))
+    return f"{head}: {cause}" if cause else f"{head} (stored by a nettune that did not measure it, or imported without it)"
+
+
+def require_values(data: "StudyData", m: Metric) -> None:
+    """A one-line refusal naming the real cause when the study has counted runs and none
+    of them has a value of `m` (analyze, compare and check ask before anything else)."""
+    counted = [r for p in data.points for r in p.counted]
+    if counted and not any(m.value(r) is not None for r in counted):
+        raise NettuneError(why_missing(counted, m, data.name))
+
+
+def side_values(p: "PointData", m: Metric, name: str) -> list[float]:
+    """A point's values of `m`; when fewer than 2 of its counted runs have one, the refusal
+    names the real cause (none of them measured it, or only some)."""
+    vals = p.values(m)
+    counted = p.counted
+    if len(vals) >= 2 or len(counted) < 2:
+        return vals  # enough, or too few runs: the comparison's own message says so
+    if not vals:
+        raise NettuneError(why_missing(counted, m, name))
+    raise NettuneError(f"{name}: only {len(vals)} of its {len(counted)} counted runs have {m.name} ({m.label}); a comparison needs 2 "
+                       f"on each side")
 
 
 @dataclass

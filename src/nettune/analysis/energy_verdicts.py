@@ -1,33 +1,83 @@
-"""Efficiency verdicts from energy, where it was measured: joules per run (a timed
-workload), Gbit/s per watt (a network test), and a faster point that idles higher
-(study C: "profile X is 45% faster but idles 89 W higher").
+"""Energy per point and the efficiency verdicts from it, where it was measured: joules per
+run (a timed workload), Gbit/s per watt (a network test), and a faster point that idles
+higher (study C: "profile X is 45% faster but idles 89 W higher").
 
-Energy per run is the `energy_j` column (powercap, every host measured) or else the
-external meter's `meter_j`; idle power is the study's `idle_power` rows (min watts over
-the window: study C took the lowest value over 2 minutes). Nothing measured, nothing said.
+Two sources, never mixed: powercap (RAPL package + DRAM, `energy_j`/`power_w`) and the
+external meter (`meter_j`/`meter_w`). Per point and source: the mean joules per counted
+run with its Student-t 95% margin (study C's author's table: joules per build), and the
+watts of the configuration, total joules / total seconds of the runs' windows (each run's
+seconds are its joules / its watts): never the mean of per-run means, which would weigh a
+short run like a long one. Runs too short to meter (`energy_note`) are counted and said.
+Idle power is the study's `idle_power` rows (min watts over the window: study C took the
+lowest value over 2 minutes). Nothing measured, nothing said.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .data import Metric, PointData, StudyData
+from .serial import JsonRecord
 from .stats import summarize
 from .sweep import num
 
 IDLE_GAP_W = 5.0  # idle watts below which two points idle alike (a plug's and RAPL's noise)
+SOURCES = {"powercap": ("energy_j", "power_w"), "meter": ("meter_j", "meter_w")}  # source -> (joules, watts) fields
+
+
+@dataclass
+class PointEnergy(JsonRecord):
+    """One point's energy from one source over its counted runs."""
+
+    source: str  # powercap (RAPL package + DRAM) or meter
+    n: int  # counted runs with joules from this source
+    joules: float  # mean joules per run
+    joules_ci: float | None  # Student-t 95% half-width of that mean (None below 2 runs)
+    watts: float | None  # total joules / total seconds of the runs' windows
+    too_short: int = 0  # runs shorter than a few meter intervals (their joules rest on one or two readings)
+
+
+def point_energy(p: PointData) -> list[PointEnergy]:
+    """The point's energy per source that measured it (powercap first)."""
+    out = []
+    for source, (jf, wf) in SOURCES.items():
+        pairs = [(float(j), r.get(wf)) for r in p.counted if (j := r.get(jf)) is not None]
+        if not pairs:
+            continue
+        s = summarize([j for j, _ in pairs])
+        timed = [(j, j / float(w)) for j, w in pairs if w]  # each run's seconds: its joules / its watts
+        secs = sum(t for _, t in timed)
+        watts = sum(j for j, _ in timed) / secs if secs > 0 else None
+        short = sum(1 for r in p.counted if r.get(jf) is not None and source == "meter" and r.get("energy_note"))
+        assert s.mean is not None
+        out.append(PointEnergy(source, s.n, s.mean, s.half_width, watts, short))
+    return out
 
 
 def _mean(values: list[float]) -> float | None:
     return summarize(values).mean if values else None
 
 
+def _first(p: PointData) -> PointEnergy | None:
+    got = point_energy(p)
+    return got[0] if got else None
+
+
 def joules(p: PointData) -> float | None:
     """Mean joules per counted run (powercap, else the meter)."""
-    vals = [r.energy_j for r in p.counted if r.energy_j is not None] or [r.meter_j for r in p.counted if r.meter_j is not None]
-    return _mean([float(v) for v in vals])
+    e = _first(p)
+    return None if e is None else e.joules
 
 
 def watts(p: PointData) -> float | None:
-    vals = [r.power_w for r in p.counted if r.power_w is not None] or [r.meter_w for r in p.counted if r.meter_w is not None]
-    return _mean([float(v) for v in vals])
+    """The point's watts (total joules / total seconds; powercap, else the meter)."""
+    e = _first(p)
+    return None if e is None else e.watts
+
+
+def energy_text(e: PointEnergy) -> str:
+    """'21.1 J per run (± 0.62, 95%, N=4), 100 W (meter)'."""
+    ci = f" (± {num(e.joules_ci)}, 95%, N={e.n})" if e.joules_ci is not None else f" (N={e.n})"
+    return f"{num(e.joules)} J per run{ci}" + (f", {num(e.watts)} W" if e.watts is not None else "") + f" ({e.source})"
 
 
 def idle_watts(data: StudyData) -> dict[int, float]:
@@ -45,15 +95,20 @@ def energy_findings(data: StudyData, m: Metric, params: list[str]) -> list[str]:
     out: list[str] = []
     def where(p: PointData) -> str:
         return f" at {p.label(params)}" if params else ""
-    measured = [(p, j) for p in data.points if (j := joules(p)) is not None]
+    measured = [(p, e) for p in data.points if (e := _first(p)) is not None]
     if measured and not m.higher_is_better:
-        p, j = min(measured, key=lambda t: t[1])
-        out.append(f"least energy per run{where(p)}: {num(j)} J (mean over its counted runs, average {num(watts(p))} W)")
+        p, e = min(measured, key=lambda t: t[1].joules)
+        out.append(f"least energy per run{where(p)}: {energy_text(e)}; watts are joules / seconds of the runs")
     elif measured:
-        per_w = [(p, g / w) for p in data.points if (g := _mean([v * 1e-9 for v in p.values(m)])) and (w := watts(p))]
+        per_w = [(p, g / e.watts, e) for p, e in measured if (g := _mean([v * 1e-9 for v in p.values(m)])) and e.watts]
         if per_w:
-            p, e = max(per_w, key=lambda t: t[1])
-            out.append(f"best Gbit/s per watt{where(p)}: {e:.3f} ({num(watts(p))} W average, {num(joules(p))} J per test)")
+            p, gw, e = max(per_w, key=lambda t: t[1])
+            out.append(f"best Gbit/s per watt{where(p)}: {gw:.3f} ({num(e.watts)} W, {num(e.joules)} J per test, {e.source})")
+    short = [(p, pe) for p, _ in measured for pe in point_energy(p) if pe.too_short]
+    if short:
+        out.append("too short to meter: " + "; ".join(f"{e.too_short} of {e.n} runs at {p.label(params)}" for p, e in short)
+                   + " were shorter than a few meter intervals, so their meter joules rest on one or two readings: lengthen "
+                   "the runs, or read the meter more often")
     if not measured and data.runs:
         why = next((r.energy_why for r in data.runs if r.energy_why), None)
         if why:

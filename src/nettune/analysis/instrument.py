@@ -1,37 +1,103 @@
-"""Study D: when the measuring tool, not the path, set the number.
+"""Study D: when the measuring instrument, not the path, set the number. One verdict per
+question, computed once from all the evidence, which the headline, the findings, the run
+summary and the report all print:
 
-Three verdicts:
-- tool-bound: iperf3 before 3.16 runs every stream of a process on one thread; a process
-  at >= 90% of one core measured itself, unless it already had every core the client may
-  use (then no configuration of any tool gets more of that machine). With fan-out
-  (`processes`), each process's CPU is judged on its own (the run's `fanout` part), never
-  their sum;
-- near the ceiling: a point within 10% of the loopback ceiling `nettune ceiling` measured
-  on its client's machine for the same configuration (engine, processes) at the nearest
-  stream count: the instrument, not the path, is the limit there;
-- engine = "auto": which configuration was picked, and why (stored with every test).
+1. Was the tool the limit at a point? Evidence, strongest first:
+   - a cross-check (`nettune run --cross-check`, analysis/cross_checks.py): another
+     configuration significantly faster -> yes; the first the fastest, or the same within
+     a tight interval -> no, whatever the CPU said; too noisy -> the next evidence;
+   - the point within noise of its ceiling (analysis/ceilings.py: same machine, layout,
+     -P and path class, never the ceiling's own path) -> yes: the instrument's limit;
+   - CPU: iperf3 before 3.16 runs every stream of a process on one thread, and a process
+     at >= 90% of one core measured itself (unless it already had a process per core the
+     client may use) -> likely, to be confirmed by a cross-check.
+2. Was the box measured rather than the path? When every core of a machine that runs both
+   ends is near 100% (its busy share >= 95%), the numbers are that machine's limit.
+3. engine = "auto": what was picked and why (stored with every test).
+
+The advice never names the setting already in use (engine = "auto" is not advised to a
+study that ran with it).
 """
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass, field
+
+from ..store.cpu_units import native_unit, to_cores
 from ..store.records import RunRecord
-from .data import METRICS, StudyData
-from .stats import summarize
+from ..targets import kind_named
+from .ceilings import judge_all, processes
+from .cross_checks import cross_check_verdict
+from .data import StudyData
 
 TOOL_SATURATED = 90.0  # % of one core: a single-threaded tool is pegged
 ONE_THREAD_BEFORE = (3, 16)  # iperf3 versions before this run every stream of a process on one thread
-NEAR_CEILING = 0.90  # a result at >= 90% of the loopback ceiling is the instrument's limit
+BOX_SATURATED = 95.0  # % of all of a machine's cores: every core near 100%
+
+
+@dataclass
+class PointVerdict:
+    idx: int
+    label: str
+    cpu: dict[str, float] = field(default_factory=dict)  # side -> % of one core of a pegged one-thread iperf3
+    version: str = ""
+    cross: str = ""  # cross-check status: "tool", "path", "unknown" ("" none)
+    cross_text: str = ""
+    ceiling: str = ""  # ceiling status: "within", "above", "below", "single" ("" none)
+    ceiling_text: str = ""
+    box: float | None = None  # the machine's busy % when every core was near 100% and it ran both ends
+    auto: bool = False  # engine = "auto" chose the configuration
+    streams: int = 1
+
+    @property
+    def tool(self) -> str:
+        """"yes", "likely" or "no" (not the tool's limit, or nothing says it was)."""
+        if self.cross == "tool" or self.ceiling == "within":
+            return "yes"
+        if self.cross == "path":
+            return "no"
+        return "likely" if self.cpu else "no"
+
+
+@dataclass
+class InstrumentVerdict:
+    points: dict[int, PointVerdict]
+    findings: list[str]
+    best: int | None = None
+
+    def headline(self) -> list[str]:
+        """The instrument's lines for the headline, about the best point."""
+        v = self.points.get(self.best) if self.best is not None else None
+        if v is None:
+            return []
+        out = []
+        if v.tool == "yes":
+            # the cross-check's own line stands under its table: the headline says what it found
+            # in its own words, so a report that shows both never prints the verdict twice
+            why = (v.cross_text.split(" -> ", 1)[-1].replace("the first number measured", "the study's number measured")
+                   if v.cross == "tool" else v.ceiling_text)
+            out.append(f"bottleneck: the instrument, not the network: {why}")
+        elif v.tool == "likely":
+            side, top = max(v.cpu.items(), key=lambda kv: kv[1])
+            out.append(f"bottleneck: likely the tool, not the network: iperf3 {v.version} runs every stream of a process on one "
+                       f"thread (before 3.16) and its {side} used up to {top:.0f}% of a core; {advice(v)}")
+        elif v.cross == "path" and v.cpu:
+            out.append(f"not the tool's limit, although iperf3's {max(v.cpu, key=v.cpu.__getitem__)} used up to "
+                       f"{max(v.cpu.values()):.0f}% of a core: cross-check {v.cross_text}")
+        if v.box is not None:
+            out.append(box_text(v))
+        return out
+
+    @property
+    def tool_bound(self) -> list[int]:
+        """Points whose runs say (or suggest) the tool was the limit, for --cross-check."""
+        return [i for i, v in self.points.items() if v.cpu or v.cross == "tool"]
 
 
 def _version(text: str | None) -> tuple[int, int] | None:
     mt = re.search(r"(\d+)\.(\d+)", text or "")
     return (int(mt.group(1)), int(mt.group(2))) if mt else None
-
-
-def processes(r: RunRecord) -> int:
-    return r.processes
 
 
 def process_cpu(r: RunRecord) -> list[tuple[float | None, float | None]]:
@@ -58,41 +124,89 @@ def run_tool_bound(r: RunRecord, cores: int | None) -> dict[str, float]:
     return out
 
 
-def tool_bound_points(data: StudyData, params: list[str]) -> tuple[str, dict[str, list[tuple[str, float]]], list[int]]:
-    """(iperf3 version, side -> [(point label, %)], indices of the tool-bound points)."""
-    hits: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    version, idx = "", []
+def advice(v: PointVerdict) -> str:
+    """What to try next, never the setting in use."""
+    if v.streams <= 1:
+        return "one stream is one thread in any tool: more streams (parallel), not another tool, can lift it"
+    if v.auto:  # auto is in use: what would give it a better choice
+        return ("engine = \"auto\" chose this; with iperf2 or iperf3 >= 3.16 on every host it picks a threaded tool, "
+                "or confirm with `nettune run --cross-check`")
+    return ("use engine = \"auto\" (here: iperf2, iperf3 >= 3.16 or iperf3 fanned out) or processes = \"auto\", "
+            "or confirm with `nettune run --cross-check`")
+
+
+def box_text(v: PointVerdict) -> str:
+    return (f"measured the box, not the path: every core of the machine running both client and server was busy "
+            f"({v.box:.0f}% of all cores{' at ' + v.label if v.label else ''}); put client and server on different machines")
+
+
+def _box(data: StudyData, runs: list[RunRecord]) -> float | None:
+    """The machine's mean busy % over the runs when it ran both ends and every core was
+    near 100% (None otherwise, or when its CPU or core count is unknown)."""
+    kind = kind_named(data.study.get("target_kind") or (data.spec().get("target") or {}).get("kind"))
+    machines = {str((f or {}).get("machine")) for f in data.facts.values() if isinstance(f, dict) and (f or {}).get("machine")}
+    if not (kind is not None and kind.both_ends_here(data.spec())) and len(machines) != 1:
+        return None  # both ends on one machine: a lab, loopback, or hosts that name the same machine
     cores = data.host_cores()
+    busy = []
+    for r in runs:
+        c = to_cores(r.cpu_host, r.cpu_units.get("cpu_host") or native_unit("cpu_host"), cores)
+        if c is not None and cores:
+            busy.append(100.0 * c / cores)
+    if not busy:
+        return None
+    mean = sum(busy) / len(busy)
+    return mean if mean >= BOX_SATURATED else None
+
+
+def verdict(data: StudyData, params: list[str], best: int | None = None) -> InstrumentVerdict:
+    """Every point's instrument verdict and the findings, computed once."""
+    cores = data.host_cores()
+    checks, notes = judge_all(data, params)
+    crosses = {c.get("point_idx"): c for c in data.study.get("cross_checks") or []}
+    points: dict[int, PointVerdict] = {}
     for p in data.points:
-        for r in p.counted:
-            found = run_tool_bound(r, cores)
-            if found:
-                version = r.tool_version or version
-                idx += [p.idx] if p.idx not in idx else []
-            for side, val in found.items():
-                hits[side].append((p.label(params), val))
-    return version, hits, idx
+        v = PointVerdict(p.idx, p.label(params) if params else "")
+        runs = [r for r in p.counted if r.ok]
+        for r in runs:
+            for side, val in run_tool_bound(r, cores).items():
+                v.cpu[side] = max(v.cpu.get(side, 0.0), val)
+                v.version = r.tool_version or v.version
+        if runs:
+            v.auto = runs[0].engine_choice is not None
+            v.streams = runs[0].n_streams or 1
+        c = crosses.get(p.idx)
+        if c is not None:
+            cv = cross_check_verdict(c.get("rows") or [])
+            v.cross, v.cross_text = cv.status, f"at {c.get('label')}: {cv.text}"
+        if p.idx in checks:
+            v.ceiling, v.ceiling_text = checks[p.idx].status, checks[p.idx].text
+        v.box = _box(data, runs)
+        points[p.idx] = v
+    return InstrumentVerdict(points, choice_findings(data, params) + _findings(points) + notes, best)
 
 
-def tool_bound(data: StudyData) -> dict[str, float]:
-    """Side -> the highest CPU % of a pegged single-threaded iperf3 (empty: not tool-bound)."""
-    return {side: max(v for _, v in seen) for side, seen in tool_bound_points(data, data.params)[1].items()}
-
-
-def instrument(data: StudyData, params: list[str]) -> list[str]:
-    """Every instrument finding: what engine = "auto" picked, tool-bound points, points
-    near their host's loopback ceiling."""
-    out = choice_findings(data, params)
-    version, hits, _ = tool_bound_points(data, params)
-    for side, seen in hits.items():
-        pts = list(dict.fromkeys(lbl for lbl, _ in seen))
-        top = max(v for _, v in seen)
-        out.append(f"the tool was the bottleneck: iperf3 {version} runs every stream of a process on one thread (before 3.16) and its "
-                   f"{side} process used up to {top:.0f}% of one core at {len(pts)} point(s) ({'; '.join(pts[:3])}"
-                   f"{'...' if len(pts) > 3 else ''}): those numbers measure iperf3, not the network; use processes = \"auto\", "
-                   "engine = \"auto\" (or iperf2, or iperf3 >= 3.16), or `nettune run --cross-check`")
-    out += [f"cross-check at {c['label']}: {c['verdict']}" for c in data.study.get("cross_checks") or []]
-    return out + ceiling_findings(data, params)
+def _findings(points: dict[int, PointVerdict]) -> list[str]:
+    out = []
+    likely = [v for v in points.values() if v.tool == "likely"]
+    by_side: dict[str, list[PointVerdict]] = defaultdict(list)
+    for v in likely:
+        for side in v.cpu:
+            by_side[side].append(v)
+    for side, seen in by_side.items():
+        labels = [v.label or "the point" for v in seen]
+        top = max(v.cpu[side] for v in seen)
+        out.append(f"the tool was likely the bottleneck: iperf3 {seen[0].version} runs every stream of a process on one thread "
+                   f"(before 3.16) and its {side} process used up to {top:.0f}% of one core at {len(seen)} point(s) "
+                   f"({'; '.join(labels[:3])}{'...' if len(labels) > 3 else ''}): those numbers may measure iperf3, not the network; "
+                   f"{advice(max(seen, key=lambda v: v.streams))}")
+    out += [f"cross-check {v.cross_text}" for v in points.values() if v.cross]
+    out += [v.ceiling_text for v in points.values() if v.ceiling]
+    boxed = [v for v in points.values() if v.box is not None]
+    if boxed:
+        worst = max(boxed, key=lambda v: v.box or 0.0)
+        out.append(box_text(worst) + (f" ({len(boxed)} point(s))" if len(boxed) > 1 else ""))
+    return out
 
 
 def choice_findings(data: StudyData, params: list[str]) -> list[str]:
@@ -112,51 +226,28 @@ def choice_findings(data: StudyData, params: list[str]) -> list[str]:
     return out
 
 
-def _client_host(data: StudyData, r: RunRecord) -> str | None:
-    if r.client is not None:  # a study over host pairs: this test's client
-        return r.client
-    wl = data.spec().get("workload") or {}
-    return wl.get("client") if isinstance(wl.get("client"), str) else None
+def tool_bound_points(data: StudyData, params: list[str]) -> tuple[str, dict[str, list[tuple[str, float]]], list[int]]:
+    """(iperf3 version, side -> [(point label, %)], indices of the points whose CPU says
+    the tool was the limit): what `nettune run --cross-check` measures again."""
+    v = verdict(data, params)
+    hits: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    version = ""
+    for pv in v.points.values():
+        for side, val in pv.cpu.items():
+            hits[side].append((pv.label, val))
+            version = pv.version or version
+    return version, hits, [i for i, pv in v.points.items() if pv.cpu]
 
 
-def ceiling_of(data: StudyData, r: RunRecord) -> tuple[str, int, float, str] | None:
-    """(config, -P, bits/s, machine) of the loopback ceiling that applies to run `r`."""
-    host = _client_host(data, r)
-    facts = data.facts.get(host or "") or {}
-    table = facts.get("loopback_ceiling")
-    if not isinstance(table, dict):
-        return None
-    config = r.engine + (f" x{processes(r)}" if processes(r) > 1 else "")
-    by_p = {int(k): float(v) for k, v in (table.get(config) or {}).items()}
-    if not by_p:
-        return None
-    streams = r.n_streams or 1
-    at = min(by_p, key=lambda p: (abs(p - streams), -p))
-    return config, at, by_p[at], str(facts.get("machine") or host)
+def tool_bound(data: StudyData) -> dict[str, float]:
+    """Side -> the highest CPU % of a pegged single-threaded iperf3 (empty: not tool-bound)."""
+    return {side: max(v for _, v in seen) for side, seen in tool_bound_points(data, data.params)[1].items()}
 
 
-def best_near_ceiling(data: StudyData, point_idx: int) -> list[str]:
-    """The headline's line when the best point is within 10% of its loopback ceiling."""
-    pts = [p for p in data.points if p.idx == point_idx]
-    found = ceiling_findings(data, data.params, pts)
-    return [f"limit: the instrument, not the path: {found[0]}"] if found else []
+def instrument(data: StudyData, params: list[str]) -> list[str]:
+    """Every instrument finding (what engine = "auto" picked, tool-bound points, ceilings,
+    cross-checks, a saturated machine)."""
+    return verdict(data, params).findings
 
 
-def ceiling_findings(data: StudyData, params: list[str], points: list[Any] | None = None) -> list[str]:
-    out = []
-    total = METRICS["total"]
-    for p in data.points if points is None else points:
-        runs = p.counted
-        mean = summarize(p.values(total)).mean
-        c = ceiling_of(data, runs[0]) if runs else None
-        if mean is None or c is None:
-            continue
-        config, at, ceil, machine = c
-        if mean >= NEAR_CEILING * ceil:
-            where = f"at {p.label(params)}: " if params else ""
-            out.append(f"{where}{mean / 1e9:.1f} Gbit/s is {mean / ceil * 100:.0f}% of {machine}'s loopback ceiling for {config} at "
-                       f"-P {at} ({ceil / 1e9:.1f} Gbit/s): the instrument, not the path, is the limit here")
-    return out
-
-
-__all__ = ["instrument", "tool_bound", "tool_bound_points", "run_tool_bound", "ceiling_findings"]
+__all__ = ["InstrumentVerdict", "PointVerdict", "instrument", "run_tool_bound", "tool_bound", "tool_bound_points", "verdict"]

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats as sst
 
 from ..errors import NettuneError
-from .data import Metric, StudyData, get_metric
+from .data import Metric, StudyData, get_metric, require_values
 from .metric import resolve
 from .policy import STATEMENT, adjusted, level_each
 from .ratio import ratio_arrays
@@ -135,6 +135,7 @@ def testable(data: StudyData, metric: str = "auto") -> int:
     """How many points (pairs) of a study have 2 counted runs or more: a baseline with none
     cannot be tested, which check says before it reruns anything."""
     m = get_metric(resolve(metric, data.engines))
+    require_values(data, m)  # counted runs, none with this metric: the real cause
     return sum(1 for _, _, vals, _ in samples(data, m).values() if len(vals) >= 2)
 
 
@@ -174,6 +175,8 @@ def runs_needed(cv: float, tolerance: float, family: int) -> int | None:
 
 def check(baseline: StudyData, rerun: StudyData, metric: str = "auto", tolerance_pct: float = 5.0, strict: bool = False) -> CheckResult:
     m = get_metric(resolve(metric, baseline.engines | rerun.engines))  # "auto": throughput, or a command's wall seconds
+    require_values(baseline, m)
+    require_values(rerun, m)
     before, after = samples(baseline, m), samples(rerun, m)
     common = [k for k in after if k in before]
     if not common:

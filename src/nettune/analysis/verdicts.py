@@ -20,6 +20,7 @@ from .serial import JsonRecord
 from .stats import Summary
 from .design_noise import DesignNoise
 from .effects import Effect
+from .energy_verdicts import PointEnergy
 from .sweep import Curve
 
 
@@ -54,6 +55,7 @@ class PointRow(JsonRecord):
     fairness: Fairness | None = None
     interval: str = "t"  # how ci_low/ci_high were made: t, log-t or bca (analysis/intervals.py)
     bands: str | None = None  # the runs split into two bands (analysis/modes.py): each band's mean and runs
+    energy: list[PointEnergy] = field(default_factory=list)  # joules per run with its margin and watts, per source measured
 
     @classmethod
     def of(cls, point: dict[str, Any], label: str, failed: int, metric: str, unit: str, s: Summary,

@@ -143,8 +143,8 @@ class TerminalBar:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
-        self.console = Console(stderr=True)
-        self.bar = Bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        self.console = Console(stderr=True, emoji=False)  # names and values verbatim (`node:b:`)
+        self.bar = Bar(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        console=self.console, transient=True)
         self.task: Any = None
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 
 from ..errors import NettuneError
 from ..exporters.base import MEMBERS, one_of
@@ -111,7 +112,7 @@ def compare(
         return
     for label, c in results:
         if label:
-            console.print(f"[bold]{label}[/]", highlight=False)
+            console.print(f"[bold]{escape(label)}[/]", highlight=False)
         else:
             mean = f" over {len(c.matched)} configurations, mean of their means" if c.matched else ", mean"
             console.print(f"a = {c.a}: N={c.n_a}{mean} {num(c.mean_a * m.scale)} {m.label}\n"
@@ -151,16 +152,20 @@ def analyze(
 
     _fmt(format)
     with open_store(db) as store:
-        result = run_analysis(load(store, study), metric, saturation, share, by)
+        data = load(store, study)
+        result = run_analysis(data, metric, saturation, share, by)
+    searched = _search_answer(data)  # [search]: the search's answer after the sweep's verdicts
     if format == "json":
-        _print_json(result.to_dict())
+        _print_json(result.to_dict() | ({"search": searched.to_dict()} if searched is not None else {}))
         return
     from ..report.build import summary_table
     from ..report.fit import fit_table
 
     head, rows = summary_table(result, result.params)
-    # the terminal gets the statistics; CPU columns are in `nettune results` and the report
-    keep = [i for i, h in enumerate(head) if i < len(result.params) or h in ("N", result.unit, "± 95%", "median", "sd", "min to max", "CV %", "two bands")]
+    # the terminal gets the statistics and the energy per run (joules with their margin, watts: study C's table);
+    # CPU columns are in `nettune results` and the report
+    keep = [i for i, h in enumerate(head) if i < len(result.params) or h in ("N", result.unit, "± 95%", "median", "sd", "min to max", "CV %", "two bands")
+            or h.startswith(("J per run (", "± J (", "W ("))]
     title = f"{result.study} (study #{result.study_id}): {result.unit} of counted runs, ± = 95% CI ({result.interval})"
     print_fitted(fit_table([head[i] for i in keep], [[row[i][0] for i in keep] for row in rows], console.width,
                            drop_order=["CV %", "sd", "median", "min to max"], boxed=False, title=title, title_justify="left"))
@@ -171,6 +176,17 @@ def analyze(
         print_fitted(fit_table(phead, prows, console.width, drop_order=["failed", "server", "client", "95% CI"], boxed=False,
                                title="pairs: each link on its own (N = its repeats)", title_justify="left"))
     print_items(result.findings)
+    if searched is not None:
+        from ..search.answer_text import answer_lines
+
+        print_items(answer_lines(searched), bullet="")
+
+
+def _search_answer(data: Any) -> Any:
+    """The answer of a study with [search] (None without one)."""
+    from ..search.session import answer_of
+
+    return answer_of(data)
 
 
 @app.command()

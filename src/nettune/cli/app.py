@@ -23,8 +23,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
+# emoji off: host, user, study and file names are printed verbatim (":b:" in `node:b:` is
+# an emoji code rich would replace); user data in markup lines goes through escape()
+console = Console(emoji=False)
+err_console = Console(stderr=True, emoji=False)
 
 
 def print_error(message: str) -> None:
@@ -107,4 +109,4 @@ def print_export(text: str | None, out: Path | None, runs: int) -> None:
     if text is not None:
         print(text, end="")
     else:
-        err_console.print(f"wrote {runs} runs to {out}", highlight=False)
+        err_console.print(escape(f"wrote {runs} runs to {out}"), highlight=False)

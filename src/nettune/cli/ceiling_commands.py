@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 
 from ..errors import NettuneError
 from ..store.locate import describe
@@ -13,34 +14,56 @@ from .app import DB_OPT, app, console, open_writer, user_errors
 @app.command()
 @user_errors
 def ceiling(
-    what: list[str] = typer.Argument(None, help="localhost (the default: this machine), host names (from --inventory, else ssh_config), or a study file (its test hosts)."),
+    what: list[str] = typer.Argument(None, help="localhost (the default: this machine), host names (from --inventory, else ssh_config), or a study file (a lab study: its lab path; local: this machine; ssh: its test hosts)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory (TOML or Ansible) the named hosts come from."),
     db: str = DB_OPT,
     duration: int = typer.Option(2, "--duration", min=1, max=60, help="Seconds per test."),
-    max_streams: int = typer.Option(0, "--max-streams", min=0, max=128, help="Highest -P (default: the cores the host may use)."),
+    max_streams: int = typer.Option(0, "--max-streams", min=0, max=128, help="Highest -P (default: 16, or the largest -P of the study files given)."),
+    runs: int = typer.Option(3, "--runs", min=1, max=20, help="Runs of each test, round by round (their mean and 95% interval are the ceiling; 2 or more give an interval)."),
 ) -> None:
-    """Measure each engine on each host's own loopback (-P 1 to its core count) and store it as a host fact: analyze then
-    says when a path result is within 10% of that ceiling, and engine = "auto" picks the configuration that went fastest."""
+    """Measure what each tool configuration can reach on each host's own path, -P 1 to 16, repeated.
+
+    The path is the host's loopback, or a lab study's lab path. Every run is stored: analyze then says when a point is within noise of the ceiling of its own path class (docs/engines.md), and engine = "auto" picks by the loopback ceiling on loopback studies."""
     from ..commands.ceiling import best, hosts_to_measure, measure, plan
 
-    with hosts_to_measure(list(what or []), str(inventory) if inventory else None) as hosts:
-        plans = [(h, plan(h, max_streams or None, answers)) for h, answers in hosts]
-        missing = [h.name for h, p in plans if not p.tests]
+    top = max_streams or _largest_p(list(what or [])) or None
+    with hosts_to_measure(list(what or []), str(inventory) if inventory else None) as where:
+        plans = [(w, plan(w.client, top, w.answers, w.path)) for w in where]
+        missing = [w.client.name for w, p in plans if not p.tests]
         if missing:
             raise NettuneError(f"{', '.join(missing)}: neither iperf3 nor iperf2 is installed there: apt-get install iperf3 iperf "
                                "(or: nettune setup)")
         with open_writer(db) as store:
-            for host, p in plans:
+            for w, p in plans:
                 tools = ", ".join(f"{e} {v}" for e, v in p.versions.items() if v)
-                where = p.machine if host.on_this_machine else f"{host.name} ({p.machine})"
-                console.print(f"[bold]{where}[/]: {len(p.tests)} loopback tests of {duration}s ({tools}; {p.cores} core(s))")
-                rows = measure(host, p, duration, _show)
-                store.add_ceilings(p.machine, rows)
+                name = w.label or (p.machine if w.client.on_this_machine else f"{w.client.name} ({p.machine})")
+                kind = "loopback" if p.path == "loopback" else "lab"
+                console.print(f"[bold]{escape(name)}[/]: {len(p.tests)} {kind} tests of {duration}s, {runs} run(s) each ({escape(tools)}; {p.cores} core(s))")
+                rows = measure(w.server, w.client, p, duration, runs, _show)
+                store.add_ceilings(p.machine, rows, p.path)
                 for fam, (bps, at) in best(rows).items():
-                    console.print(f"ceiling {fam}: {bps / 1e9:.2f} Gbit/s at -P {at} (machine {p.machine})", highlight=False)
-    console.print(f"stored in {describe(db)}")
+                    console.print(escape(f"ceiling {fam}: {bps / 1e9:.2f} Gbit/s at -P {at} (machine {p.machine}, {p.path})"), highlight=False)
+    console.print(escape(f"stored in {describe(db)}"))
+
+
+def _largest_p(what: list[str]) -> int:
+    """The largest -P of the study files among the arguments (0: none)."""
+    from ..plan.points import expand_and_check
+    from ..plan.study_file import load_study
+
+    top = 0
+    for w in what:
+        if w.endswith(".toml") or Path(w).is_file():
+            for rp in expand_and_check(load_study(Path(w))):
+                top = max(top, int(rp.workload.parallel))
+    return top
 
 
 def _show(row: dict[str, Any]) -> None:
-    what = f"{row['bps'] / 1e9:.2f} Gbit/s" if row["bps"] is not None else f"[red]failed: {row['error']}[/]"
-    console.print(f"  {row['config']} -P {row['streams']}: {what}", highlight=False)
+    vals = row["values"]
+    if not vals:
+        console.print(f"  {escape(str(row['config']))} -P {row['streams']}: [red]failed: {escape(str(row['errors'][-1])) if row['errors'] else '?'}[/]", highlight=False)
+        return
+    mean = sum(vals) / len(vals)
+    spread = f" ({min(vals) / 1e9:.2f} to {max(vals) / 1e9:.2f}, N={len(vals)})" if len(vals) > 1 else ""
+    console.print(escape(f"  {row['config']} -P {row['streams']}: {mean / 1e9:.2f} Gbit/s{spread}"), highlight=False)

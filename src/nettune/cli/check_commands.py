@@ -62,7 +62,11 @@ def _testable_baseline(base: Any, metric: str, where: str) -> None:
     """Refuse, before anything is rerun, a baseline in which no point can be tested."""
     from ..analysis.regression import testable
 
-    if not testable(base, metric):
+    try:
+        ok = testable(base, metric)
+    except NettuneError as e:  # its runs have no value of this metric: the cause, named with the file
+        raise NettuneError(f"--baseline {where}: {e}") from None
+    if not ok:
         raise NettuneError(f"--baseline {where}: {base.name} (#{base.study['id']}) has no point with 2 counted runs, so no change "
                            "could be told from noise whatever the rerun gives; give a baseline run with [repeat] runs >= 2")
 

@@ -3,6 +3,7 @@ commands, the expected time) without touching anything."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Callable
 
 from rich.markup import escape
@@ -34,9 +35,15 @@ SEQUENCE_SHOWN = 120  # the run order's first entries (#point, xN tests in a row
 # cluster study's kubectl lines and the objects it creates.
 KIND_PLANS: dict[str, Callable[[Study, str, str, DryRun], None]] = {"kubernetes": print_k8s_plan}
 
-def print_plan(study: Study, text: str, file: str) -> None:
-    plan = dry_run(study, text, file)
+def print_plan(study: Study, text: str, file: str, db: str | Path | None = None) -> None:
+    plan = dry_run(study, text, file, db)
     print_dry_run(plan)
+    if study.search is not None:
+        from ..commands.search_plan import search_lines
+        from ..plan.points import expand_and_check
+
+        for line in search_lines(study, expand_and_check(study, text, file), text, file):
+            console.print(escape(line), highlight=False)
     more = KIND_PLANS.get(study.target.kind)  # a target kind's own part of the plan
     if more is not None:
         more(study, text, file, plan)

@@ -77,7 +77,7 @@ def _table(name: str, rows: list, connect: bool, skipped: dict[str, str]) -> Non
         from rich.console import Console  # noqa: PLC0415 - Console.print never goes wider than the console itself
 
         wide = max(console.width, Measurement.get(console, console.options.update(width=1 << 16), t).maximum)
-        Console(width=wide, file=console.file, no_color=console.no_color, highlight=False).print(t, crop=False)
+        Console(width=wide, file=console.file, no_color=console.no_color, highlight=False, emoji=False).print(t, crop=False)
     for r in rows:
         for n in r.notes:
             console.print(f"[yellow]warning[/]: {escape(r.name)}: not honoured: {escape(n)}", soft_wrap=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
@@ -35,9 +35,9 @@ def restore(
     if report.stopped:
         console.print(f"stopped {len(report.stopped)} process(es) that killed runs left: pid {', '.join(map(str, report.stopped))}")
     for s in report.alive:
-        console.print(f"[yellow]left alone[/]: a run is still in progress: {s.describe()}")
+        console.print(f"[yellow]left alone[/]: a run is still in progress: {escape(s.describe())}")
     if not out.lines and not report.alive:
-        console.print(f"nothing to restore ({report.journal} has no unrestored changes)")
+        console.print(escape(f"nothing to restore ({report.journal} has no unrestored changes)"))
     for result, text in out.lines:
         console.print(f"[{RESULT_STYLE.get(result, 'white')}]{result}[/]: {escape(text)}", highlight=False, soft_wrap=True)
     for who, why in out.unreachable.items():
@@ -47,7 +47,7 @@ def restore(
         return
     if out.failed:
         again = f"nettune restore --forget {host}" if host else "nettune restore --forget [HOST]"
-        err_console.print(f"[bold red]error:[/] {out.failed} setting(s) could not be restored; fix the cause and run `nettune restore` again, or give them up with `{again}`")
+        err_console.print(f"[bold red]error:[/] {out.failed} setting(s) could not be restored; fix the cause and run `nettune restore` again, or give them up with `{escape(again)}`")
         raise typer.Exit(1)
 
 
@@ -112,22 +112,44 @@ def show(
 @user_errors
 def persist(
     study: str = typer.Argument(..., help="Study name (its latest run) or id in the results database."),
-    point: str = typer.Option(..., "--point", help="The point to persist: KEY=VAL,KEY=VAL (its sweep parameters)."),
+    point: Optional[str] = typer.Option(None, "--point", help="The point to persist: KEY=VAL,KEY=VAL (its sweep parameters)."),
     out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
     db: str = DB_OPT,
     interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Write this interface instead of the one the study used."),
+    best: bool = typer.Option(False, "--best", help="Persist the winner of the study's [search] (its answer's verdict is against the defaults)."),
 ) -> None:
     """Write a point's knobs as installable files (sysctl.d, tuned, udev, NetworkManager, shell); applies nothing."""
     from ..knobs.persist import Refused, knobs_of_point, parse_point, write_files
 
+    if (point is None) == (not best):
+        raise NettuneError("persist: give --point KEY=VAL,... or --best (the winner of a search study), one of them")
     with open_store(db) as store:
-        s, p, settings = knobs_of_point(store, study, parse_point(point))
+        want = parse_point(point) if point is not None else _winner(store, study)
+        s, p, settings = knobs_of_point(store, study, want)
     try:
         files = write_files(s["name"], p["point"], settings, out, interface)
     except Refused as e:
         for line in e.lines:  # one line per refusal, then the summary (user_errors)
             print_error(line)
         raise
-    console.print(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:")
+    console.print(escape(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:"), highlight=False)
     for f in files:
         console.print(escape(f"  {f}"), highlight=False)
+
+
+def _winner(store: Any, study: str) -> dict[str, str]:
+    """The point filter of a search study's winner; a one-line refusal when there is none yet."""
+    from ..analysis.data import load
+    from ..search.session import answer_of
+
+    answer = answer_of(load(store, study))
+    if answer is None:
+        raise NettuneError(f"persist --best: study {study!r} has no [search]; name the point with --point KEY=VAL,...")
+    if answer.winner is None:
+        raise NettuneError(f"persist --best: the search of {study!r} has no winner ({answer.verdict_text})")
+    if not answer.complete:
+        raise NettuneError(f"persist --best: the search of {study!r} did not finish its end phase, which confirms the winner "
+                           "against the defaults: continue it with `nettune run FILE --resume`, or name a point with --point")
+    if answer.verdict is None:
+        raise NettuneError(f"persist --best: {answer.verdict_text}; there are no knobs to persist")
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in answer.winner.params.items()}

@@ -41,17 +41,17 @@ def up(
     for r in lab.hosts:
         t.add_row(r.host, r.namespace, r.interface, r.address, r.mtu, r.queues)
     console.print(t)
-    console.print(f"bridge {lab.bridge}; run a command in a host: ip netns exec {lab.first_namespace} COMMAND")
+    console.print(escape(f"bridge {lab.bridge}; run a command in a host: ip netns exec {lab.first_namespace} COMMAND"), highlight=False)
     if ssh or inventory or bastion or ssh_config or ansible:
         for h, s in start_sshds(lab, inventory, bastion, ssh_config, ansible).items():
             via = f" via {s['jump'][0]['name']}" if s.get("jump") else ""
-            console.print(f"sshd on {h}: root@{s['address']} port {s['port']}{via} (pid {s['pid']}), key {s['key']}")
+            console.print(escape(f"sshd on {h}: root@{s['address']} port {s['port']}{via} (pid {s['pid']}), key {s['key']}"), highlight=False)
         if inventory:
-            console.print(f'inventory written to {inventory}: use \\[target] kind = "ssh", inventory = "{inventory.resolve()}"')
+            console.print(escape(f'inventory written to {inventory}: use [target] kind = "ssh", inventory = "{inventory.resolve()}"'), highlight=False)
         if ssh_config:
-            console.print(f'OpenSSH client config written to {ssh_config}: `ssh -F {ssh_config} HOST`, or \\[target] kind = "ssh", ssh_config = "{ssh_config.resolve()}" with hosts named only')
+            console.print(escape(f'OpenSSH client config written to {ssh_config}: `ssh -F {ssh_config} HOST`, or [target] kind = "ssh", ssh_config = "{ssh_config.resolve()}" with hosts named only'), highlight=False)
         if ansible:
-            console.print(f'Ansible inventory written to {ansible}: \\[target] kind = "ssh", inventory = "{ansible.resolve()}", group = "{lab.name}"')
+            console.print(escape(f'Ansible inventory written to {ansible}: [target] kind = "ssh", inventory = "{ansible.resolve()}", group = "{lab.name}"'), highlight=False)
 
 
 def _vm_lab_up(file: Path, inventory: Path | None, ssh_flags: bool) -> None:
@@ -98,7 +98,7 @@ def down(
         return
     for what, names in removed.items():
         if names:
-            console.print(f"{what if what.startswith('kept') else 'removed ' + what}: {', '.join(names)}")
+            console.print(escape(f"{what if what.startswith('kept') else 'removed ' + what}: {', '.join(names)}"), highlight=False)
 
 
 @lab_app.command("status")
@@ -113,4 +113,4 @@ def status() -> None:
         console.print("no nettune lab on this machine")
         return
     for what, names in found.items():
-        console.print(f"{what}: {', '.join(names) if names else '-'}")
+        console.print(escape(f"{what}: {', '.join(names) if names else '-'}"), highlight=False)

@@ -32,13 +32,13 @@ class RichProgress:
 
     def __init__(self) -> None:
         self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console, transient=True,
         )
         self.task: Any = None
 
     def start(self, study: Study, total_tests: int, expected_seconds: float) -> None:
-        console.print(f"[bold]{study.name}[/]: {total_tests} tests, about {human_seconds(expected_seconds)}")
+        console.print(f"[bold]{escape(study.name)}[/]: {total_tests} tests, about {human_seconds(expected_seconds)}")
         self.bar.start()
         self.task = self.bar.add_task(study.name, total=total_tests, eta=human_seconds(expected_seconds))
 
@@ -55,7 +55,7 @@ class RichProgress:
         said = run_of(result.engine).result_text(result) if result.ok else ""  # its kind's primary value: Gbit/s, a command's seconds
         what = escape(said) if said else f"[red]failed: {escape(result.error or '')}[/]"
         pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
-        console.print(f"  {slot.point.label()} run {slot.run}{pair}: {what}", highlight=False)
+        console.print(f"  {escape(slot.point.label())} run {slot.run}{escape(pair)}: {what}", highlight=False)
         self.bar.advance(self.task)
 
     def message(self, text: str) -> None:
@@ -79,6 +79,10 @@ def execute(study: Study, text: str, file: str, db: str, restore_first: bool = F
             prog.stop()
         done = summarize(store, outcome, study.name, db, resume)
     print_summary(done)
+    if outcome.search is not None:
+        from ..search.answer_text import answer_lines
+
+        print_items(answer_lines(outcome.search), bullet="")
 
 
 def print_summary(done: RunSummary) -> None:
@@ -89,8 +93,10 @@ def print_summary(done: RunSummary) -> None:
     whole = f" ({len(done.runs)} in study #{done.study_id})" if done.resumed else ""
     console.print(f"{done.tests} tests{failed}{whole}; results in [bold]{escape(done.db)}[/]")
     print_items(done.headline, bullet="")
-    for c in done.cross_checks:  # the tool-bound points measured again, side by side
-        print_items([f"cross-check at {c['label']}: {c['verdict']}"], bullet="")
+    said = " ".join(done.headline)
+    for c in done.cross_checks:  # the tool-bound points measured again, side by side (once: not again after the headline)
+        if c["verdict"] not in said:
+            print_items([f"cross-check at {c['label']}: {c['verdict']}"], bullet="")
     console.print("next: " + "   |   ".join(done.next_commands), highlight=False)
 
 
@@ -129,9 +135,15 @@ def run(
     if dry_run:
         from .dry_run_output import print_plan
 
-        print_plan(study, text, str(file))
+        print_plan(study, text, str(file), db)
         return
-    check_length(study, expand_and_check(study, text, str(file)), str(file), None if allow_long else MAX_HOURS)
+    resolved = expand_and_check(study, text, str(file))
+    if study.search is not None:
+        from ..commands.search_plan import check_search_length
+
+        check_search_length(study, resolved, text, str(file), None if allow_long else MAX_HOURS)
+    else:
+        check_length(study, resolved, str(file), None if allow_long else MAX_HOURS)
     if doctor not in ("on", "off"):
         raise NettuneError(f"--doctor {doctor!r}: on or off")
     execute(study, text, str(file), db, restore_first, resume, cross_check, doctor == "on")
@@ -143,7 +155,7 @@ def demo(db: str = DB_OPT) -> None:
     """Run the built-in demo (examples/quick.toml) on the lab: installs missing tools first."""
     from ..setup_tools import setup
 
-    setup(echo=lambda s: console.print(f"[dim]{s}[/]"))
+    setup(echo=lambda s: console.print(f"[dim]{escape(s)}[/]"))
     text = resources.files("nettune").joinpath("data/quick.toml").read_text()
     study = parse_study(text, "examples/quick.toml")
     execute(study, text, "examples/quick.toml", db)

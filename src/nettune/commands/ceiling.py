@@ -1,19 +1,26 @@
-"""`nettune ceiling`: what each tool configuration reaches on a host's loopback, -P 1 to
-the cores the host may use; stored per machine (store/instrument_tables.py) as a host
-fact. Analysis then says when a path result is within 10% of it (the instrument, not the
-path, is the limit), and engine = "auto" picks the configuration that went fastest.
+"""`nettune ceiling`: what each tool configuration reaches on a path of a host machine, -P 1
+to 16 (or the study's largest -P), each test repeated (`runs`, interleaved round by
+round so drift falls on every configuration alike); every run stored per machine and path
+class (store/instrument_tables.py), with the mean and its 95% interval.
 
-Configurations: iperf3 in one process; iperf3 fanned out over one process per stream up
-to the cores (only where iperf3 runs every stream of a process on one thread, before
-3.16); iperf2. Each test is a real run_test (server and client on the host, 127.0.0.1),
-so the numbers are measured exactly as a study's are. A remote host (ssh) is measured on
-its own loopback, through the same connection a study uses.
+Paths (analysis/ceilings.py says what each may judge):
+- "loopback": server and client on the host's own 127.0.0.1 (this machine, or a remote
+  host through the study's SSH connections). It steers engine = "auto" on loopback
+  studies; it judges no lab or remote path, and a loopback study is its own experiment;
+- "lab mtu=N queues=Q": two namespaces of a lab of this machine on an unshaped link,
+  at the study's MTU and queues (`nettune ceiling LAB-STUDY.toml`): it judges the lab
+  points of that MTU and queue count that shaping or knobs make a different path.
+
+Configurations: iperf3 in one process; iperf3 fanned out (before 3.16) over as many
+processes as engine = "auto" would use on that path (one per core the client may use,
+half the machine's when both ends share it; at least two); iperf2. Each test is a real
+run_test, so the numbers are measured exactly as a study's are.
 """
 from __future__ import annotations
 
 import socket
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -23,6 +30,9 @@ from ..studyfile.models import Workload
 from ..run.driver import run_test
 from ..run.engine_choice import HostAnswers
 
+MAX_STREAMS = 16  # -P 1..16 by default: the stream counts studies sweep (study D's peak was at 10)
+RUNS = 3
+
 
 @dataclass
 class Plan:
@@ -30,6 +40,19 @@ class Plan:
     cores: int
     versions: dict[str, str]  # engine -> version ('' missing)
     tests: list[tuple[str, int, int]]  # (engine, processes, streams)
+    path: str = "loopback"
+
+
+@dataclass
+class Where:
+    """One path to measure: its server and client hosts, what they said, its class."""
+
+    server: Any
+    client: Any
+    answers: HostAnswers
+    path: str = "loopback"
+    label: str = ""  # how the output names it
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class _One:
@@ -39,49 +62,59 @@ class _One:
         self.hosts = {host.name: host}
 
 
-def plan(host: Any, max_streams: int | None = None, answers: HostAnswers | None = None) -> Plan:
+def plan(host: Any, max_streams: int | None = None, answers: HostAnswers | None = None, path: str = "loopback") -> Plan:
     """`answers`: what the host already said (hosts_to_measure asked its machine name), so
-    nothing is asked twice."""
+    nothing is asked twice. Both ends of every path measured here share the machine, so
+    fan-out uses half its cores (at least two processes), as engine = "auto" would."""
     answers = answers or HostAnswers(_One(host))
     cores = answers.cores(host.name)
     versions = {e: answers.version(e, host.name) for e in ("iperf3", "iperf2")}
-    top = max(1, max_streams or cores)
+    top = max(1, max_streams or MAX_STREAMS)
     tests = []
     for p in range(1, top + 1):
         if versions["iperf3"]:
             tests.append(("iperf3", 1, p))
-            fan = min(cores, p)
-            if fan > 1 and not threaded(versions["iperf3"]):
+            fan = max(2, min(cores // 2, p))
+            if p > 1 and not threaded(versions["iperf3"]):
                 tests.append(("iperf3", fan, p))
         if versions["iperf2"]:
             tests.append(("iperf2", 1, p))
-    return Plan(answers.machine(host.name) or host.name, cores, versions, tests)
+    return Plan(answers.machine(host.name) or host.name, cores, versions, tests, path)
 
 
-def measure(host: Any, p: Plan, duration: int, on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run the plan's tests on `host`'s loopback; one row per test (bps None: it failed)."""
-    rows = []
-    for engine_name, procs, streams in p.tests:
-        wl = Workload(engine=engine_name, parallel=streams, processes=procs, duration=duration, auth=False, bind=True)
-        res = run_test(get_engine(engine_name), wl, host, host, p.versions[engine_name])
-        row = {"config": config_label(engine_name, procs), "engine": engine_name, "processes": procs, "streams": streams,
-               "tool_version": res.tool_version or p.versions[engine_name], "bps": res.total_bps if res.ok else None,
-               "duration": float(duration), "cores": p.cores, "error": res.error}
-        rows.append(row)
-        if on_row:
-            on_row(row)
-    return rows
+def measure(server: Any, client: Any, p: Plan, duration: int, runs: int = RUNS,
+            on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Run the plan's tests `runs` times, round by round; one row per configuration and -P
+    with every run's bits/s (`values`, failed runs left out, `errors` their reasons)."""
+    rows = {t: {"config": config_label(t[0], t[1]), "engine": t[0], "processes": t[1], "streams": t[2],
+                "tool_version": p.versions[t[0]], "values": [], "errors": [], "duration": float(duration), "cores": p.cores}
+            for t in p.tests}
+    for rnd in range(runs):
+        for t in p.tests:
+            engine_name, procs, streams = t
+            wl = Workload(engine=engine_name, parallel=streams, processes=procs, duration=duration, auth=False, bind=True)
+            res = run_test(get_engine(engine_name), wl, server, client, p.versions[engine_name])
+            row = rows[t]
+            row["tool_version"] = res.tool_version or row["tool_version"]
+            if res.ok and res.total_bps:
+                row["values"].append(float(res.total_bps))
+            else:
+                row["errors"].append(res.error or "no throughput")
+            if on_row and rnd == runs - 1:
+                on_row(row)
+    return list(rows.values())
 
 
 def best(rows: list[dict[str, Any]]) -> dict[str, tuple[float, int]]:
-    """config family ("iperf3", "iperf3 fanned out", "iperf2") -> (best bits/s, at -P)."""
+    """config family ("iperf3", "iperf3 fanned out", "iperf2") -> (best mean bits/s, at -P)."""
     out: dict[str, tuple[float, int]] = {}
     for r in rows:
-        if r["bps"] is None:
+        if not r["values"]:
             continue
+        mean = sum(r["values"]) / len(r["values"])
         fam = "iperf3 fanned out" if r["processes"] > 1 else r["engine"]
-        if fam not in out or r["bps"] > out[fam][0]:
-            out[fam] = (float(r["bps"]), int(r["streams"]))
+        if fam not in out or mean > out[fam][0]:
+            out[fam] = (mean, int(r["streams"]))
     return out
 
 
@@ -89,14 +122,15 @@ LOCAL_NAMES = ("localhost", "local", "127.0.0.1")
 
 
 @contextmanager
-def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[list[tuple[Any, HostAnswers]]]:
-    """The loopbacks `nettune ceiling` measures: this machine (no argument, `localhost`, or a
-    study whose hosts are this machine); a study's ssh test hosts; or hosts named in an
-    inventory / ssh_config. One per machine: hosts sharing a machine share its ceiling.
-    Each comes with its answers so far (its machine name), for plan()."""
+def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[list[Where]]:
+    """The paths `nettune ceiling` measures: this machine's loopback (no argument,
+    `localhost`, or a local study), a lab study's lab path (a lab of its own, unshaped,
+    at the study's MTU and queues), an ssh study's test hosts' loopbacks, or hosts named
+    in an inventory / ssh_config. One loopback per machine: hosts sharing a machine share
+    its ceiling."""
     from ..plan.study_file import load_study
     from ..studyfile.local_commands import allow_local_commands
-    from ..targets import make_target
+    from ..targets import make_target, target_kind
     from ..targets.local import LocalHost
     from ..targets.loopback import LoopbackView
     from ..targets.ssh.ssh_named import named_ssh_hosts
@@ -107,10 +141,16 @@ def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[
     local = not what or len(names) + len(studies) < len(what)
     with ExitStack() as stack:
         found: list[Any] = [LocalHost("loopback")] if local else []
+        labs: list[Where] = []
         for path in studies:
             with allow_local_commands():  # measuring connects: ssh_config Match exec runs as ssh would run it
                 study = load_study(Path(path))
-            if study.target.on_this_machine:  # a lab or loopback study: this machine (counted once below)
+            own_path = target_kind(study).ceiling_path(study)
+            if own_path is not None:  # a lab study: the lab's own path (a lab of its own, unshaped)
+                cp = stack.enter_context(own_path)
+                labs.append(Where(cp.server, cp.client, HostAnswers(cp.target), cp.path, cp.label))
+                continue
+            if study.target.on_this_machine:  # a loopback study: this machine (counted once below)
                 found.append(LocalHost("loopback"))
                 continue
             target = make_target(study)
@@ -118,10 +158,10 @@ def hosts_to_measure(what: list[str], inventory: str | None = None) -> Iterator[
             found += [LoopbackView(target.hosts[n]) for n in target.test_hosts]
         if names:
             found += [LoopbackView(h) for h in stack.enter_context(named_ssh_hosts(names, inventory, "ceiling"))]
-        yield _one_per_machine(found)
+        yield _one_per_machine(found) + labs
 
 
-def _one_per_machine(hosts: list[Any]) -> list[tuple[Any, HostAnswers]]:
+def _one_per_machine(hosts: list[Any]) -> list[Where]:
     seen: set[str] = set()
     out = []
     for h in hosts:
@@ -129,5 +169,5 @@ def _one_per_machine(hosts: list[Any]) -> list[tuple[Any, HostAnswers]]:
         machine = answers.machine(h.name) or h.name
         if machine not in seen:
             seen.add(machine)
-            out.append((h, answers))
+            out.append(Where(h, h, answers))
     return out

@@ -41,6 +41,7 @@ def lab_up(file: Path) -> LabUp:
     first = expand_and_check(study, file.read_text(), str(file))[0]
     target = LabTarget(study)
     state = target.prepare(first)
+    target.keep()  # the user's lab: a run of this study uses it and leaves it up; `nettune lab down` removes it
     layout = target.layout
     rows = [LabHostRow(h, layout.ns(h), str(s.interface), str(s.address), str(s.mtu), str(s.tx_queues)) for h, s in state.hosts.items()]
     return LabUp(study.name, rows, f"{layout.bridge} {layout.bridge_address}/{layout.subnet.prefixlen}",

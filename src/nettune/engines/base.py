@@ -120,6 +120,12 @@ class Engine(Tool, Protocol):
         and say so."""
         ...
 
+    def warm_up(self, wl: Workload) -> Workload | None:
+        """A short test the driver runs against a fresh server before the measured one (its
+        output left out of the parse), where the tool's first test on a new server is
+        slower than the next; None: none needed."""
+        ...
+
 
 class EngineBase:
     """What every engine declares (the Tool protocol); its members are ENGINES."""
@@ -174,3 +180,6 @@ class NetworkEngineBase(EngineBase):
 
     def warnings(self, wl: Workload) -> tuple[Workload, list[str]]:
         return wl, []
+
+    def warm_up(self, wl: Workload) -> Workload | None:
+        return None

@@ -8,14 +8,18 @@ the hosts and applies the choice to every point. Each Choice says why, in words 
 prints and stores with every test.
 
 The branches, in order:
-1. the client's machine has loopback ceilings at this stream count: the configuration
-   that went fastest there (of those installed);
+1. loopback ceilings stored for the client's machine at this stream count (given only for
+   a loopback path: a loopback ceiling predicts nothing about a lab's or a NIC's): the
+   configuration that went fastest there (of those installed);
 2. iperf3 >= 3.16 (one thread per stream): iperf3, one process (more only past 128 streams);
-3. iperf3 before 3.16, several streams and several cores: iperf3 fanned out over one
-   process per core the client may use (at most one per stream);
-4. iperf3 before 3.16, one stream or one core: iperf3 alone (one stream is one thread in
-   any tool; one core is all any tool gets);
-5. no usable iperf3: iperf2 (threaded: one thread per stream).
+3. a process count the study fixed: iperf3 over that many processes;
+4. iperf3 before 3.16 with several streams on a machine of several cores (one process
+   would run them all on one thread while cores sit idle): iperf2, which runs a thread
+   per stream, when every host has it; else iperf3 fanned out over one process per core
+   the client may use (at least two, at most one per stream);
+5. iperf3 before 3.16, one stream or a one-core machine: iperf3 alone (one stream is one
+   thread in any tool; one core is all any tool gets);
+6. no usable iperf3: iperf2 (threaded: one thread per stream).
 """
 from __future__ import annotations
 
@@ -68,16 +72,19 @@ def config_label(engine: str, processes: int) -> str:
 
 
 def choose(streams: int, versions: dict[str, str], cores: int, ceilings: dict[str, dict[int, float]] | None = None,
-           processes: int | None = None) -> Choice:
+           processes: int | None = None, machine_cores: int | None = None) -> Choice:
     """The configuration for a test of `streams` streams. versions: engine -> version on
-    every host of the workload ("" or absent: not usable there). ceilings: config label ->
-    {streams: bits/s} on the client's machine. processes: a number the study fixed for
+    every host of the workload ("" or absent: not usable there). cores: the cores the
+    client may use (half the machine's when its server runs there too); machine_cores:
+    the machine's (default: cores). ceilings: config label -> {streams: bits/s} on the
+    client's machine, for a loopback path only. processes: a number the study fixed for
     iperf3 (None: auto)."""
     v3, v2 = versions.get("iperf3", ""), versions.get("iperf2", "")
     if not v3 and not v2:
         raise ValueError("neither iperf3 nor iperf2 is installed on every host of the workload")
+    machine = max(machine_cores or cores, cores)
     p3 = processes if processes is not None else auto_processes("iperf3", v3, streams, cores)
-    candidates = ([("iperf3", 1), ("iperf3", p3)] if v3 else []) + ([("iperf2", 1)] if v2 else [])
+    candidates = ([("iperf3", 1), ("iperf3", max(p3, 2) if streams > 1 and not threaded(v3) else p3)] if v3 else []) + ([("iperf2", 1)] if v2 else [])
     measured = _from_ceilings(streams, candidates, ceilings or {})
     if measured:
         (engine, procs), bps, at, seen = measured
@@ -89,11 +96,16 @@ def choose(streams: int, versions: dict[str, str], cores: int, ceilings: dict[st
         if p3 > 1:
             why += f"; {p3} processes for {streams} streams (at most {MAX_STREAMS} per process)"
         return Choice("iperf3", p3, why, v3)
-    if v3 and p3 > 1:
-        return Choice("iperf3", p3, f"iperf3 {v3} runs every stream of a process on one thread (before 3.16): {streams} streams "
-                      f"fanned out over {p3} processes ({'as the study set' if processes is not None else 'one per core the client may use'})", v3)
+    if v3 and processes is not None:
+        return Choice("iperf3", processes, f"iperf3 {v3}, {processes} process(es) as the study set", v3)
+    if v3 and streams > 1 and machine > 1:
+        bound = f"one iperf3 {v3} process runs all {streams} streams on one thread (before 3.16) and this machine has {machine} cores"
+        if v2:
+            return Choice("iperf2", 1, f"{bound}: iperf2 {v2} runs a thread per stream", v2)
+        fan = max(2, min(max(cores, 1), streams))
+        return Choice("iperf3", fan, f"{bound}: fanned out over {fan} processes (iperf2 is not on every host)", v3)
     if v3:
-        why = "one stream is one thread in any tool" if streams <= 1 else f"the client may use {cores} core(s) only"
+        why = "one stream is one thread in any tool" if streams <= 1 else "the machine has one core"
         return Choice("iperf3", 1, f"iperf3 {v3} single process: {why}", v3)
     return Choice("iperf2", 1, "iperf3 is not installed on every host; iperf2 runs each stream in its own thread", v2)
 

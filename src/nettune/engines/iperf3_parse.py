@@ -9,9 +9,10 @@ from typing import Any
 
 from ..record.parts import ReverseDirection
 from ..studyfile.models import Workload
+from ..studyfile.rates import parse_rate
 from .iperf3_reader import json_objects, load_json, parse_version, stream_receive_bps
 from .result import Interval, IntervalStream, SideOutput, StreamResult, TestResult
-from .streams import rtt_cwnd, tail, total, weighted_mean
+from .streams import offered, rtt_cwnd, tail, total, weighted_mean
 
 
 def _f(x: Any) -> float | None:
@@ -70,6 +71,12 @@ class IperfJson:
             res.error = res.error or "iperf3 JSON end summary has no bits_per_second"
         elif res.receiver_bps is None:
             res.warnings.append("no receiver-side throughput in the iperf3 output")
+        # the rate each stream was asked for: iperf3's own record (-b, or its UDP default);
+        # 0 is "unlimited" (TCP without -b)
+        asked = _f(ts.get("target_bitrate"))
+        if asked is None and self.wl.bitrate is not None:
+            asked = float(parse_rate(self.wl.bitrate))
+        offered(res, asked, _i(ts.get("num_streams")) or (self.wl.parallel if isinstance(self.wl.parallel, int) else 1))
         cpu = _d(end.get("cpu_utilization_percent"))
         res.tool_cpu = {k: float(v) for k, v in cpu.items() if _f(v) is not None}
         tool = res.tool

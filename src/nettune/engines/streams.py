@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .result import StreamResult
+from .result import StreamResult, TestResult
+
+SENT_SHORT = 0.95  # a sender that sent less than 95% of the rate asked of it: said in the warnings
 
 
 def tail(text: str, n: int = 200) -> str:
@@ -50,3 +52,23 @@ def rtt_cwnd(streams: list[StreamResult]) -> dict[str, Any]:
         "rtt_min_us": min((s.rtt_min_us for s in rtt if s.rtt_min_us is not None), default=None),
         "rtt_max_us": max((s.rtt_max_us for s in rtt if s.rtt_max_us is not None), default=None),
     }
+
+
+def offered(res: TestResult, per_stream: float | None, streams: int) -> None:
+    """Keep the rate the sender was asked for (`per_stream` bits/s over `streams`) and warn
+    when it sent less than SENT_SHORT of it: then loss and jitter describe what was sent,
+    not what was asked (a sender held back by its own host, e.g. a shaper on its own link)."""
+    if not per_stream or per_stream <= 0 or streams < 1:
+        return
+    res.offered_bps = float(per_stream) * streams
+    if res.sender_bps is not None and res.sender_bps < SENT_SHORT * res.offered_bps:
+        res.warnings.append(f"the sender sent {_rate(res.sender_bps)} of the {_rate(res.offered_bps)} asked for "
+                            f"({100 * res.sender_bps / res.offered_bps:.0f}%): its host held it back, so loss and jitter are "
+                            "of what it sent, not of the rate asked for")
+
+
+def _rate(bps: float) -> str:
+    for unit, power in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= power:
+            return f"{bps / power:.3g} {unit}"
+    return f"{bps:.3g} bit/s"

@@ -58,6 +58,7 @@ class KnobSession:
         self.active: list[Active] = []  # journaled changes in force, oldest first
         self.messages: list[str] = []
         self.warnings: list[str] = []
+        self.read_back: dict[str, dict[str, Any]] = {}  # place -> what the last point's knobs decide beyond their values
         self._said: set[str] = set()
         self._scopes: dict[Any, str] = {}
         self._cpus = CpuCounts()
@@ -113,9 +114,13 @@ class KnobSession:
         values: dict[str, dict[str, Any]] = {}
         for it, shown in self._set_at_boot([it for it in items if it.kind.at_boot]):
             values.setdefault(it.place.label, {})[it.loc.key] = shown
-        for it in items:
+        for it in sorted(items, key=lambda it: it.kind.apply_order):  # a mode switch before a profile before single settings
             if not it.kind.at_boot:
                 values.setdefault(it.place.label, {})[it.loc.key] = self._set(it)
+        self.read_back = {}
+        for it in items:  # what the point's knobs decide beyond their own values, once all are set
+            if it.place.label not in self.read_back and (seen := it.kind.read_back(it.place.ex)):
+                self.read_back[it.place.label] = seen
         return values
 
     def _set(self, it: Item) -> Any:

@@ -167,6 +167,10 @@ class Kind:
     # restore runs this kind's commands only as the study file declares them: a journal
     # record of it is acted on only while that file is unchanged and names it (verify.py)
     declared_only = False
+    # order within a point, lowest first: a setting that replaces others comes before them
+    # (an amd_pstate mode switch replaces the CPUs' cpufreq policies: 0; a tuned profile sets
+    # governor, EPP and sysctls: 1; single settings, which the study means to win: 2)
+    apply_order = 2
 
     # hypervisor kinds (run on a host with role = "hypervisor", act on one of its VMs): the
     # study host field that names that VM (`vmid` for Proxmox, `domain` for libvirt), so a
@@ -286,6 +290,12 @@ class Kind:
 
     def commands(self, loc: Loc, value: Any) -> list[str]:
         return []
+
+    def read_back(self, ex: Host) -> dict[str, Any]:
+        """What this kind's value decides beyond itself, read once all of a point's knobs
+        are set and stored with the point's state (tuned and amd_pstate: the CPUs' governor
+        and EPP). Default: nothing."""
+        return {}
 
     def acts_on_interface(self, loc: Loc) -> bool:
         """Does the setting belong to loc.device, so that it is void (nothing to restore)

@@ -1,5 +1,7 @@
 """What the per-CPU knob kinds share (cpufreq:governor, cpufreq:epp, cpuidle:max_state):
-a file (or files) under every /sys/devices/system/cpu/cpuN, one value for all CPUs.
+a file (or files) under every /sys/devices/system/cpu/cpuN, one value for all CPUs; and
+what the CPU power kinds (tuned, amd_pstate:mode) read back and re-assert (cpu_power,
+reassert_profile: docs/knobs.md, "tuned and amd_pstate").
 
 The value read is {"cpu0/cpufreq/scaling_governor": "schedutil", ...}: every file with
 its own value, so the journal keeps each CPU's original and a restore writes each back
@@ -103,3 +105,45 @@ def need_writable(ex: Host, loc: Loc, paths: list[str]) -> None:
     for p in paths:
         if ex.run(["test", "-w", p], timeout=10).returncode != 0:
             raise KnobError(f"{loc.key}: {p} is not writable (not root, or the driver does not allow it)")
+
+
+CPU_POWER = {"governor": "cpufreq/scaling_governor", "epp": "cpufreq/energy_performance_preference"}
+
+
+def cpu_power(ex: Host) -> dict[str, str]:
+    """The CPUs' frequency settings as a point's tuned profile and amd_pstate mode leave
+    them: the scaling driver, the amd_pstate mode, and each CPU's governor and EPP (one
+    value, or "mixed: a on 2, b on 2"); a file the host lacks is left out (no cpufreq in a
+    VM, no EPP outside amd-pstate's active mode)."""
+    out: dict[str, str] = {}
+    for name, rel in (("scaling_driver", "cpu0/cpufreq/scaling_driver"), ("amd_pstate", "amd_pstate/status")):
+        try:
+            out[name] = ex.read_text(BASE + rel).strip()
+        except OSError:
+            pass
+    r = ex.run(["ls", BASE], timeout=15)
+    cpus = sorted((n for n in r.stdout.split() if re.fullmatch(r"cpu\d+", n)), key=natural_key) if r.returncode == 0 else []
+    for name, rel in CPU_POWER.items():
+        vals = {}
+        for cpu in cpus:
+            try:
+                vals[cpu] = ex.read_text(f"{BASE}{cpu}/{rel}").strip()
+            except OSError:
+                continue
+        if vals:
+            kinds = sorted(set(vals.values()))
+            out[name] = kinds[0] if len(kinds) == 1 else "mixed: " + ", ".join(f"{v} on {sum(x == v for x in vals.values())}" for v in kinds)
+    return out
+
+
+def reassert_profile(ex: Host) -> str | None:
+    """Apply tuned's active profile again (`tuned-adm profile NAME`), after an amd_pstate
+    mode switch replaced the CPUs' cpufreq policies and with them the governor and EPP the
+    profile had set. The profile applied, or None when tuned is not there or has none."""
+    r = ex.run(["tuned-adm", "active"], timeout=60)
+    m = re.search(r"Current active profile:\s*(.+)", r.stdout) if r.returncode == 0 else None
+    if m is None:
+        return None
+    profile = " ".join(m.group(1).split())
+    run_ok(ex, ["tuned-adm", "profile", *profile.split()], "tuned-adm profile (again, after the amd_pstate mode switch)", timeout=120)
+    return profile

@@ -87,17 +87,19 @@ def expand(study: Study) -> list[Point]:
         len(points), points[0].params           # 4, {'queues': 1, 'mult': 1, 'streams': 1}
     """
     lists = {k: v for k, v in study.sweep.items() if isinstance(v, list)}
+    return [Point(i, point_params(study, dict(zip(lists, combo)))) for i, combo in enumerate(itertools.product(*lists.values()) if lists else [()])]
+
+
+def point_params(study: Study, values: dict[str, Any]) -> dict[str, Any]:
+    """A point's parameters from one value per sweep list (any value, listed or not: a
+    search's baseline may be off the grid): the constants, then every expression in the
+    order they depend on each other, in the file's key order so tables read as written."""
     consts = {k: v for k, v in study.sweep.items() if not isinstance(v, (list, str))}
     exprs = {k: v for k, v in study.sweep.items() if isinstance(v, str)}
-    order = _expr_order(exprs, set(lists) | set(consts))
-    points = []
-    for i, combo in enumerate(itertools.product(*lists.values()) if lists else [()]):
-        env: dict[str, Any] = dict(zip(lists, combo)) | consts
-        for name in order:
-            env[name] = expr.evaluate(exprs[name], env)
-        # keep the file's key order so tables read as written
-        points.append(Point(i, {k: env[k] for k in study.sweep}))
-    return points
+    env: dict[str, Any] = dict(values) | consts
+    for name in _expr_order(exprs, set(values) | set(consts)):
+        env[name] = expr.evaluate(exprs[name], env)
+    return {k: env[k] for k in study.sweep}
 
 
 def _expr_order(exprs: dict[str, str], known: set[str]) -> list[str]:

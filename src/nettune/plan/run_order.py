@@ -9,8 +9,9 @@ Reboots weigh more than VM restarts: points are grouped by their boot-time value
 then, inside each, by their VM-restart values (the first VM group of a boot group is the
 last one of the group before it when it can be, so a reboot does not also restart VMs).
 
-run_groups() gives the same slots cut where a costly value changes (the run finishes a
-group, its adaptive rounds included, before the next), and costly_changes() lists each
+run_groups() gives the same slots cut where a costly value changes, and in sequential
+order at every point (the run finishes a group, its adaptive rounds included, before the
+next), and costly_changes() lists each
 change with what it costs, for the plan and the ETA (commands/eta.py).
 
 The plan stage comes before the knobs layer, so the costly kinds are named here by their
@@ -83,8 +84,13 @@ def run_order(study: Study, resolved: list[ResolvedPoint]) -> list[Slot]:
 
 def run_groups(study: Study, resolved: list[ResolvedPoint]) -> list[list[Slot]]:
     """run_order's slots cut where a costly value changes: the run finishes each group
-    (its adaptive rounds too) before the next. One group when no knob is costly."""
-    sig = {rp.point.index: signature(rp) for rp in resolved}
+    (its adaptive rounds too) before the next. One group when no knob is costly.
+    `order = "sequential"` cuts at every point: all of a configuration's runs, its adaptive
+    ones too, before the next configuration is applied (with min_runs 2 and max_runs 4:
+    s=1 runs 1 to 4, then s=2; never s=1, s=2, s=1, s=2, which applies each twice)."""
+    sig: dict[int, Any] = {rp.point.index: signature(rp) for rp in resolved}
+    if study.repeat.order == "sequential":
+        sig = {i: (v, i) for i, v in sig.items()}
     groups: list[list[Slot]] = []
     prev: Any = object()
     for s in run_order(study, resolved):

@@ -28,6 +28,11 @@ class Probe(Protocol):
         """Sample at the end of the window (right after the client ended)."""
         ...
 
+    def run_window(self, t0: float, t1: float) -> None:
+        """The measured run's own window (time.monotonic() at its start and at its exit),
+        when the workload knows it more tightly than start and stop (a timed command)."""
+        ...
+
     def write(self, res: TestResult) -> None:
         """Put what was measured into `res` (nothing when it could not be measured)."""
         ...
@@ -42,6 +47,9 @@ class ProbeBase:
         return None
 
     def stop(self) -> None:
+        return None
+
+    def run_window(self, t0: float, t1: float) -> None:
         return None
 
     def write(self, res: TestResult) -> None:

@@ -123,6 +123,10 @@ class Measures(BaseModel):
     lost_packets: Annotated[int | None, Row("count", "lost packets", adds=True, doc="UDP datagrams lost")] = None
     packets: Annotated[int | None, Row("count", "packets", adds=True, doc="UDP datagrams sent")] = None
     lost_percent: Annotated[float | None, Row("%", "loss %", 1.0, "lower", "lost_percent", doc="UDP datagrams lost, %")] = None
+    offered_bps: Annotated[float | None, Row("bit/s", "offered Gbit/s", 1e-9, adds=True, since=4,
+                                             doc="the rate the main direction's sender was asked for, all its streams (-b times "
+                                                 "the streams, or the tool's UDP default); none when nothing limited it (TCP "
+                                                 "without -b). A sender below 95% of it is warned")] = None
     reverse_sender_bps: Annotated[float | None, Row("bit/s", "reverse sender Gbit/s", 1e-9, adds=True,
                                                     doc="bits/s sent server to client in a bidir test")] = None
     reverse_receiver_bps: Annotated[float | None, Row("bit/s", "reverse Gbit/s", 1e-9, "higher", "reverse", FAST, adds=True,
@@ -178,21 +182,29 @@ class CommandColumns(BaseModel):
     cpu_user_s: Annotated[float | None, Row("s", "user CPU seconds", 1.0, "lower", "cpu_user_s", by=COMMAND, since=2, doc="user part")] = None
     cpu_sys_s: Annotated[float | None, Row("s", "system CPU seconds", 1.0, "lower", "cpu_sys_s", by=COMMAND, since=2, doc="system part")] = None
     peak_rss_kb: Annotated[int | None, Row("KiB", "peak RSS MiB", 1 / 1024, "lower", "peak_rss", by=COMMAND,
-                                           since=2, doc="peak RSS of the largest process of its tree")] = None
+                                           since=2, doc="peak resident set of the largest process of its tree, nettune's own size "
+                                           "never in it (how: peak_rss_method)")] = None
+    peak_rss_method: Annotated[str | None, Row("", "peak RSS method", by=COMMAND, since=5,
+                                               doc="how peak_rss_kb was measured: `rusage-time` (GNU time under a small helper, from about "
+                                               "1 MiB up), `rusage-helper` (the helper's own wait4, from about 6 MiB up), or `not measured: "
+                                               "<why>`; docs/workloads.md")] = None
     exit_code: Annotated[int | None, Row("", "exit code", by=COMMAND, since=2, doc="the run's exit status")] = None
 
 
 class EnergyColumns(BaseModel):
     """Energy over the test, every test (probes/powercap.py, probes/power_command.py)."""
 
-    energy_j: Annotated[float | None, Row("J", "joules per run", 1.0, "lower", "energy", by=PROBES,
+    energy_j: Annotated[float | None, Row("J", "RAPL joules per run", 1.0, "lower", "energy", by=PROBES,
                                           since=2, doc="RAPL package + DRAM joules, summed over the machines measured")] = None
-    power_w: Annotated[float | None, Row("W", "average W", 1.0, "lower", "power", by=PROBES,
+    power_w: Annotated[float | None, Row("W", "RAPL average W", 1.0, "lower", "power", by=PROBES,
                                          since=2, doc="average watts over the test, the same machines")] = None
     meter_j: Annotated[float | None, Row("J", "meter joules per run", 1.0, "lower", "meter_j", by=PROBES,
-                                         since=2, doc="joules from the external meter (`[probes] power_command`)")] = None
-    meter_w: Annotated[float | None, Row("W", "meter W", 1.0, "lower", "meter_w", by=PROBES, since=2, doc="the meter's average watts")] = None
+                                         since=2, doc="joules from the external meter (`[probes] power_command`), integrated over the run's own window")] = None
+    meter_w: Annotated[float | None, Row("W", "meter average W", 1.0, "lower", "meter_w", by=PROBES, since=2,
+                                         doc="the meter's average watts over the run: meter_j / the run's seconds")] = None
     energy_why: Annotated[str | None, Row("", "why no energy", by=PROBES, since=2, doc="why a machine or the meter has no energy")] = None
+    energy_note: Annotated[str | None, Row("", "energy note", by=PROBES, since=5,
+                                           doc="a caveat on the energy that was measured: a run too short to meter")] = None
 
 
 class IdleColumns(BaseModel):

@@ -59,7 +59,10 @@ class MeterReading(BaseModel):
     joules: float | None = None
     min_w: float | None = None
     max_w: float | None = None
-    samples: int | None = None
+    samples: int | None = None  # readings dated inside the run's window
+    seconds: float | None = None  # the window integrated over
+    late: int | None = None  # readings dated after its end, left out
+    too_short: str | None = None  # the window is shorter than a few meter intervals (probes/power_command.py)
     why: str | None = None
 
 
@@ -79,6 +82,7 @@ class EnergyRun(EnergyColumns):
         self.meter_j, self.meter_w = m.joules, m.watts
         why = [f"{k}: {h.why}" for k, h in self.hosts.items() if h.why] + ([f"meter: {m.why}"] if m.why else [])
         self.energy_why = "; ".join(why) or None
+        self.energy_note = f"meter: {m.too_short}" if m.too_short else None
         return self
 
 

@@ -48,6 +48,9 @@ class PointState(_Items):
     model_config = ConfigDict(extra="allow")  # shaping, nodes, context, namespace, same_node ...
     hosts: dict[str, HostState] = Field(default_factory=dict)
     knobs: dict[str, dict[str, Any]] = Field(default_factory=dict)  # host (or "machine") -> knob key -> value
+    # host (or "machine") -> what the knobs decide beyond their own values, read after all were
+    # set: a tuned profile's and an amd_pstate mode's scaling driver, governor and EPP
+    read_back: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def with_knobs(self, knobs: dict[str, dict[str, Any]]) -> "PointState":
         return self.model_copy(update={"knobs": knobs})
@@ -69,7 +72,7 @@ class PointState(_Items):
         try:
             return cls.model_validate(data)
         except ValidationError:
-            return cls.model_validate({k: v for k, v in data.items() if k not in ("hosts", "knobs")})
+            return cls.model_validate({k: v for k, v in data.items() if k not in ("hosts", "knobs", "read_back")})
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in self.to_json()

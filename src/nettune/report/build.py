@@ -16,6 +16,7 @@ from typing import Any
 from ..analysis.analyze import analyze
 from ..analysis.data import PointData, StudyData, get_metric
 from ..analysis.digest import SECTION_TITLES
+from ..analysis.energy_verdicts import SOURCES
 from ..analysis.frontier import SHARE
 from ..analysis.metric import resolve
 from ..analysis.sweep import SATURATION, num
@@ -29,6 +30,7 @@ from .cross_check_section import cross_check_md
 from .html import render_html
 from .pair_matrix import pair_chart, pair_table, round_table
 from .stability_chart import stability_chart
+from .search_trace import SearchPart, search_md, search_part
 from .workload_section import workload_md
 
 Cell = tuple[str, Any]  # (text shown, value to sort by)
@@ -54,8 +56,10 @@ def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], lis
     unit = analysis.unit
     cpu = [f"{side} CPU ({analysis.cpu_units.get(side, '%')})" for side in ("client", "server", "host")]  # the unit in every header
     split = any(r.bands for r in analysis.points)  # two regimes under one mean: said next to it (analysis/modes.py)
+    sources = [s for s in SOURCES if any(e.source == s for r in analysis.points for e in r.energy)]  # joules per run, W
+    energy = [h for s in sources for h in (f"J per run ({s})", f"± J ({s})", f"W ({s})")]
     head = params + ["N", unit, "± 95%", "95% CI", "median", "sd", "min to max", "CV %", *(["two bands"] if split else []),
-                     *cpu, "failed", "outlier runs"]
+                     *cpu, *energy, "failed", "outlier runs"]
     rows = []
     for r in analysis.points:
         cells: list[Cell] = [(str(r.point.get(p, "")), r.point.get(p)) for p in params]
@@ -65,10 +69,20 @@ def summary_table(analysis: Analysis, params: list[str]) -> tuple[list[str], lis
                   (num(r.half_width) if r.half_width is not None else "", r.half_width), (ci, r.ci_low),
                   (num(r.median) if r.n else "", r.median), (num(r.stdev) if r.stdev is not None else "", r.stdev),
                   (rng, r.min), (f"{r.cv * 100:.1f}" if r.cv is not None else "", r.cv),
-                  *([(r.bands or "", r.bands)] if split else []), _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"), (str(r.failed or ""), r.failed),
+                  *([(r.bands or "", r.bands)] if split else []), _cpu(r, "client"), _cpu(r, "server"), _cpu(r, "host"),
+                  *(c for s in sources for c in _energy(r, s)), (str(r.failed or ""), r.failed),
                   (", ".join(str(x + 1) for x in r.outlier_runs), len(r.outlier_runs))]
         rows.append(cells)
     return head, rows
+
+
+def _energy(r: PointRow, source: str) -> list[Cell]:
+    """A point's joules per run, its 95% margin and its watts from one source (empty when not measured)."""
+    e = next((e for e in r.energy if e.source == source), None)
+    if e is None:
+        return [("", None)] * 3
+    return [(num(e.joules), e.joules), (num(e.joules_ci) if e.joules_ci is not None else "", e.joules_ci),
+            (num(e.watts) if e.watts is not None else "", e.watts)]
 
 
 def pick_point(data: StudyData, filters: dict[str, str], analysis: Analysis) -> PointData | None:
@@ -153,7 +167,7 @@ def md_text(text: Any) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;")  # '>' alone opens no tag
 
 
-def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path) -> str:
+def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], out: Path, search: SearchPart | None = None) -> str:
     s = data.study
     head, rows = summary_table(analysis, data.params)
     started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
@@ -170,6 +184,7 @@ def render_markdown(data: StudyData, analysis: Analysis, charts: list[Chart], ou
     lines += _pairs_md(analysis)
     lines += workload_md(data, analysis, _md_table)  # a command workload: CPU, RSS, exit, energy, idle power
     lines += verdicts_md(analysis, bool(s.get("cross_checks")))
+    lines += search_md(search, md_text)  # [search]: the answer, importances beside the ablation
     lines += _audit_md(data.facts)
     lines += cross_check_md(s, _md_table)  # nettune run --cross-check: side by side
     if charts:
@@ -206,9 +221,12 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
     charts += [c for c in [stability_chart(data, analysis, out / "charts")] if c is not None]  # every point's intervals over time
     pairs = pair_chart(analysis, out / "charts", {k: chosen.params.get(k) for k in data.params} if chosen else None)
     charts += [pairs] if pairs else []
+    search = search_part(data, out / "charts")
+    charts += [search.chart] if search is not None and search.chart is not None else []
     md = out / "report.md"
-    write_private(md, render_markdown(data, analysis, charts, out))  # 0600 (store/private_file.py)
+    write_private(md, render_markdown(data, analysis, charts, out, search))  # 0600 (store/private_file.py)
     head, rows = summary_table(analysis, data.params)
     html = out / "report.html"
-    write_private(html, render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis)))
+    write_private(html, render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis),
+                                    search.lines if search is not None else []))
     return Report(out, md, html, charts, analysis)

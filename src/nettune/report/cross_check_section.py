@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..analysis.cross_checks import cross_check_verdict
+
 
 def cross_check_md(study: dict[str, Any], md_table: Callable[[list[str], list[list[str]]], list[str]]) -> list[str]:
     checks = study.get("cross_checks") or []
@@ -17,5 +19,5 @@ def cross_check_md(study: dict[str, Any], md_table: Callable[[list[str], list[li
         lines += [f"### {c['label']}", ""]
         rows = [[r["label"], "failed" if r["gbps"] is None else f"{r['gbps']:.2f}", str(r["n"])] for r in c["rows"]]
         lines += md_table(["configuration", "Gbit/s", "N"], rows)
-        lines += ["", f"Verdict: {c['verdict']}", ""]
+        lines += ["", f"Verdict: {cross_check_verdict(c['rows']).text}", ""]  # recomputed from the runs, as analyze does
     return lines

@@ -86,7 +86,8 @@ def _script_json(obj: Any) -> str:
 
 
 def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list[list[tuple[str, Any]]],
-                charts: list[Chart], point_label: str | None, pairs: tuple[list[str], list[list[str]]] = ([], [])) -> str:
+                charts: list[Chart], point_label: str | None, pairs: tuple[list[str], list[list[str]]] = ([], []),
+                search: list[str] | None = None) -> str:
     s = data.study
     nparams = len(data.params)
     started = dt.datetime.fromtimestamp(s["started"]).strftime("%Y-%m-%d %H:%M") if s.get("started") else "?"
@@ -118,6 +119,8 @@ def render_html(data: StudyData, analysis: Analysis, head: list[str], rows: list
     out += [f'<h3>{_e(SECTION_TITLES[sec])}</h3><ul id="findings-{sec}">' + "".join(f"<li>{_e(f)}</li>" for f in found) + "</ul>"
             for sec, found in analysis.sections.items()]
     out.append("</div>")
+    if search:  # [search]: its answer (docs/search.md)
+        out.append('<h2>Search</h2><ul id="search">' + "".join(f"<li>{_e(x)}</li>" for x in search) + "</ul>")
     if charts:
         out.append("<h2>Charts</h2>")
         if point_label:

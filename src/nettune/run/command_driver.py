@@ -2,21 +2,25 @@
 run/workloads/command_run.py): setup, the timed run, cleanup, on one host of any target (through the Host protocol: a local process, a lab
 host's namespace, an ssh host).
 
-Measured per run: the wall seconds of `run` (from just before it is started to the
-moment its exit is seen, polled every few milliseconds; over ssh this includes the
-channel's round trip), the user and system CPU seconds of its whole process tree (wait4's
-rusage locally, the shell's `times` over ssh: the process and every descendant it
-reaped), peak RSS (the largest process of the tree, where the host reports it), the
-host's CPU % over the run and its energy (the probes every test gets), and the exit
-status. A step that exits non-zero or runs past the timeout fails the run with the last
+Measured per run, by a small helper that starts `run` (engines/rss_helper.py: a
+Python of builtin modules only, so nettune's own size never enters the peak): the wall
+seconds of `run` from its fork to its exit, the user and system CPU seconds of its whole
+process tree (the process and every descendant it reaped), its peak RSS (the largest
+process of the tree) and the exit status; the host's CPU % over the run and its energy
+come from the probes every test gets, the meter integrated over the run's own window.
+On a host without python3 the command runs unwrapped: wall seconds from just before it
+is started to the moment its exit is seen (over ssh with the channel's round trip), CPU
+seconds from wait4 (the shell's `times` over ssh), and no peak RSS (its method says why). A step that exits non-zero or runs past the timeout fails the run with the last
 lines of its stderr; the study goes on. A timeout (or Ctrl-C) stops the process group the
 step leads, by its PID; cleanup runs after every run whose setup started.
 """
 from __future__ import annotations
 
+import sys
 import time
 
 from ..engines.result import SideOutput, TestResult
+from ..engines.rss_helper import take_report, wrapped
 from ..engines.timed_command import CommandEngine, stderr_tail
 from ..errors import NettuneError
 from ..probes.base import Probe
@@ -82,15 +86,28 @@ class _StepFailed(Exception):
     pass
 
 
+def peak_helper(host: Host) -> tuple[str | None, str]:
+    """The python3 that runs the peak-RSS helper on `host` (this machine's own interpreter
+    for hosts on it), or None and why there is none."""
+    if host.on_this_machine:
+        return sys.executable, ""
+    python = host.which("python3")
+    if python:
+        return python, ""
+    return None, f"not measured: no python3 on {host.name} (the helper that keeps nettune's size out of the peak needs it)"
+
+
 def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float, probes: list[Probe],
            measured: CommandRun) -> tuple[SideOutput, str | None]:
     """The timed step, inside the probes' window; fills `measured`."""
     side = SideOutput(role="run", host=host.name, argv=list(argv), started=time.time())
+    python, why_not = peak_helper(host)
     for p in probes:
         p.start()
     t0 = time.monotonic()
     try:
-        proc = host.spawn(argv, env=env) if env else host.spawn(argv)
+        spawned = wrapped(python, argv) if python else argv
+        proc = host.spawn(spawned, env=env) if env else host.spawn(spawned)
     except (OSError, ValueError) as e:  # a program that is not there (an argv is exec'd directly); an env value ssh cannot pass
         for p in probes:
             p.stop()
@@ -103,13 +120,24 @@ def _timed(host: Host, argv: list[str], env: dict[str, str] | None, limit: float
     for p in probes:
         p.stop()
     _finish(proc, side, not exited)
-    ru = proc.rusage_tree() or {}
-    cpu = proc.cpu_seconds()
-    measured.wall_s, measured.exit_code, measured.timed_out = round(t1 - t0, 6), side.exit_code, side.timed_out
-    measured.cpu_s = None if cpu is None or side.timed_out else round(cpu, 6)
-    measured.cpu_user_s = ru.get("user") if not side.timed_out else None
-    measured.cpu_sys_s = ru.get("sys") if not side.timed_out else None
-    measured.peak_rss_kb = int(ru["max_rss_kb"]) if "max_rss_kb" in ru and not side.timed_out else None
+    report, side.stderr = take_report(side.stderr) if python else (None, side.stderr)
+    measured.exit_code, measured.timed_out = side.exit_code, side.timed_out
+    if report is not None and not side.timed_out:  # the command's own numbers, from its fork to its exit
+        t0 = max(t0, t1 - report.wall_s)  # its window ends when its exit was seen, without the helper's start
+        measured.wall_s, measured.cpu_user_s, measured.cpu_sys_s = round(report.wall_s, 6), report.user_s, report.sys_s
+        measured.cpu_s = round(report.user_s + report.sys_s, 6)
+        measured.peak_rss_kb, measured.peak_rss_method = report.max_rss_kb, report.method
+    else:
+        ru = proc.rusage_tree() or {}
+        cpu = proc.cpu_seconds()
+        measured.wall_s = round(t1 - t0, 6)
+        measured.cpu_s = None if cpu is None or side.timed_out else round(cpu, 6)
+        measured.cpu_user_s = ru.get("user") if not side.timed_out else None
+        measured.cpu_sys_s = ru.get("sys") if not side.timed_out else None
+        measured.peak_rss_method = why_not or ("not measured: the run did not finish" if side.timed_out or proc.lost
+                                               else "not measured: the helper gave no report")
+    for p in probes:
+        p.run_window(t0, t1)
     if proc.lost:
         return side, f"connection lost during the run: {proc.lost}"
     if side.timed_out:

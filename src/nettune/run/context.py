@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..engines.choice import Choice
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint, Slot
+from ..search.answer import Answer
 from ..store.base import ResultStore
 from ..studyfile.models import Study
 from ..targets.base import Target
@@ -117,6 +118,7 @@ class Outcome:
     failed: int = 0
     warnings: list[str] = field(default_factory=list)
     cross_checks: list[dict[str, Any]] = field(default_factory=list)  # --cross-check: side-by-side rows and verdicts
+    search: Answer | None = None  # [search]: its answer (search/answer.py)
     messages: list[str] = field(default_factory=list)  # the notes the run made (Progress.message), in order
     name: str = ""  # the study's name
     db: Path | None = None  # the results database it is in (nettune.run_study)
@@ -129,6 +131,10 @@ class KnobLayer(Protocol):
     study sets knobs): each point's settings applied, its notes, everything put back."""
 
     def apply_point(self, rp: ResolvedPoint) -> dict[str, dict[str, Any]]: ...
+
+    # place -> what the last point's knobs decide beyond their own values, read once all
+    # were set (a tuned profile's and an amd_pstate mode's governor and EPP)
+    read_back: dict[str, dict[str, Any]]
 
     def take_messages(self) -> list[str]: ...
 

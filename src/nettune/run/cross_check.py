@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.cross_checks import cross_check_verdict
 from ..analysis.data import load
 from ..analysis.instrument import tool_bound_points
 from ..engines import network_engine
@@ -27,8 +28,6 @@ from .engine_choice import HostAnswers
 from .point_runner import PointRunner
 from .slots import run_slot
 from .workloads import workload_hosts, workload_run
-
-AGREE = 0.10  # configurations within 10% of each other agree: the first was not the tool's limit
 
 
 def tool_bound_indices(store: ResultStore, study_id: int) -> list[int]:
@@ -65,7 +64,7 @@ def cross_check(runner: PointRunner, study_id: int, points: list[int] | None = N
             rows = [r for r in measured if r is not None]
             text = verdict(rows)
             store.add_cross_check(study_id, i, rp.point.label(), rows, text, check_id)
-            ctx.progress.message(f"cross-check {rp.point.label()}: {text}")
+            ctx.progress.message(f"cross-check {rp.point.label()}: {len(rows)} configurations measured")  # the verdict: in the summary
             out.append({"point_idx": i, "label": rp.point.label(), "rows": rows, "verdict": text})
         status = "done"
     finally:
@@ -100,7 +99,8 @@ def _row(engine: str, procs: int, version: str, values: list[float], failed: int
     label = f"{engine} {version}".strip() + (f" x{procs} processes" if procs > 1 else (" single process" if engine == "iperf3" else ""))
     mean = _mean(values)
     return {"config": config_label(engine, procs), "label": label, "engine": engine, "processes": procs, "version": version,
-            "gbps": None if mean is None else mean / 1e9, "n": len(values), "failed": failed}
+            "gbps": None if mean is None else mean / 1e9, "n": len(values), "failed": failed,
+            "values": [v / 1e9 for v in values]}  # every run: the verdict's interval (analysis/cross_checks.py)
 
 
 def _stored_row(store: ResultStore, study_id: int, rp: ResolvedPoint) -> dict[str, Any]:
@@ -145,15 +145,6 @@ def _run_config(runner: PointRunner, rp: ResolvedPoint, engine_name: str, procs:
 
 
 def verdict(rows: list[dict[str, Any]]) -> str:
-    """The rows side by side, and what they say about the path and the first number."""
-    shown = "; ".join(f"{r['label']}: " + ("failed" if r["gbps"] is None else f"{r['gbps']:.1f}") for r in rows)
-    good = [r for r in rows if r["gbps"] is not None]
-    if len(good) < 2:
-        return shown + " -> no comparison (fewer than two configurations measured)"
-    best = max(good, key=lambda r: r["gbps"])
-    first = rows[0]
-    if first["gbps"] is None:
-        return shown + f" -> the path carries at least {best['gbps']:.1f} Gbit/s"
-    if best["gbps"] > first["gbps"] * (1 + AGREE):
-        return shown + (f" -> the path carries at least {best['gbps']:.1f} Gbit/s; the first number measured {first['engine']}")
-    return shown + f" -> they agree within {AGREE * 100:.0f}%: the first number was not the tool's limit"
+    """The rows side by side, and what they say about the first number (with an interval:
+    analysis/cross_checks.py, which analyze recomputes from the same rows)."""
+    return cross_check_verdict(rows).text

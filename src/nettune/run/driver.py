@@ -8,6 +8,7 @@ wait is bounded; a failure is recorded, never raised.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ..engines.access import Access, redact
 from ..engines.base import Engine, client_budget
@@ -15,7 +16,7 @@ from ..engines.result import SideOutput, TestResult
 from ..probes.base import Probe
 from ..probes.registry import process_probes, server_machine, window_probes
 from ..studyfile.workload import Workload
-from ..targets.base import Host
+from ..targets.base import Host, Proc
 from .fanout_driver import run_fanout
 from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, retry_reason, wait_listening, wait_server
 
@@ -86,6 +87,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                     detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
                 return failed_result(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
 
+            warm = _warm_up(engine, wl, server, client, srv, port, tool_version, access)  # before the probes: not measured
             window = window_probes(machine, extra_machines) + server_machine(server, machine) + list(meters or [])
             for p in window:
                 p.start()
@@ -119,7 +121,10 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
             continue
         break
 
-    res = engine.parse(wl, cli_side, srv_side)
+    # the warm-up's part of the server's output is kept in the record, not parsed
+    res = engine.parse(wl, cli_side, srv_side.model_copy(update={"stdout": srv_side.stdout[warm.get("offset", 0):]}) if warm else srv_side)
+    if warm:
+        res.details["warm_up"] = warm  # what ran before the measured test (no code reads it)
     res.tool_version = res.tool_version or tool_version
     res.client, res.server = cli_side, srv_side
     res.warnings = warnings + res.warnings
@@ -138,3 +143,20 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
     return res
 
 
+def _warm_up(engine: Engine, wl: Workload, server: Host, client: Host, srv: Proc, port: int, tool_version: str,
+             access: Access) -> dict[str, Any]:
+    """Run the engine's warm-up test against the fresh server (engines/iperf2.py says why),
+    wait for the server's report of it, and return {argv, seconds, offset}: where the
+    measured test's part of the server's output begins once redacted ({} without one)."""
+    warm = engine.warm_up(wl)
+    if warm is None:
+        return {}
+    argv = engine.client_argv(warm, server.address, port, tool_version, access)
+    started = time.monotonic()
+    client.run(argv, timeout=float(warm.duration) + 10.0)
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end and srv.poll() is None and not engine.server_done(warm, srv.output()[0]):
+        time.sleep(0.01)
+    hide = access.secrets()
+    return {"argv": hidden(argv, hide), "seconds": round(time.monotonic() - started, 3),
+            "offset": len(redact(srv.output()[0], hide))}

@@ -12,13 +12,12 @@ ceilings. Each point's choice is printed once and stored with every test of the 
 """
 from __future__ import annotations
 
-
 from ..engines import ENGINES, NETWORK_ENGINES
 from ..engines.choice import Choice, auto_processes, choose, threaded
 from ..engines.fanout import split_streams
 from ..errors import ToolMissing
 from ..plan.points import ResolvedPoint
-from ..store.base import ResultStore
+from ..store.base import ResultStore, StoreReader
 from ..studyfile.models import Study
 from ..targets.base import HostSet
 from ..targets.local import LocalHost
@@ -77,7 +76,7 @@ class HostAnswers:
         return self._machine[host]
 
 
-def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: ResultStore | None = None, answers: HostAnswers | None = None
+def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: ResultStore | StoreReader | None = None, answers: HostAnswers | None = None
                    ) -> tuple[list[ResolvedPoint], dict[int, Choice], list[str]]:
     """(the points with a concrete engine and process count, each auto point's choice,
     one note per distinct choice naming its points). db: the results store, for
@@ -92,28 +91,26 @@ def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: ResultSto
             continue
         hosts = workload_hosts(wl, target)
         client = hosts[-1]
-        streams, cores = int(wl.parallel), answers.cores(client)
+        streams, machine_cores = int(wl.parallel), answers.cores(client)
         shared = answers.same_machine(hosts)
-        if shared:  # lab namespaces, loopback: servers and clients share these cores
-            cores = max(1, cores // 2)
+        cores = max(1, machine_cores // 2) if shared else machine_cores  # lab, loopback: servers and clients share these cores
         if wl.engine == "auto":
             versions = answers.versions(hosts)
             if not versions:
                 raise ToolMissing(f"engine = \"auto\" needs iperf3 or iperf2 on every host of the workload ({', '.join(hosts)}): "
                                   "apt-get install iperf3 iperf (or: nettune setup)")
-            # loopback ceilings predict a loopback path, and bound each end of a path between
-            # machines; a lab's veth path on the same cores is neither (measured: iperf2 won on
-            # loopback, one iperf3 process on the lab), so the lab goes by the rules
-            use = db is not None and (rp.target.over_loopback or not shared)
-            ceil = db.ceilings(answers.machine(client)) if db is not None and use else {}
-            c = choose(streams, versions, cores, ceil, wl.processes if isinstance(wl.processes, int) else None)
+            # a loopback ceiling predicts a loopback path only: not a lab's veths on the
+            # same cores (measured: iperf2 won on loopback, one iperf3 process on the lab),
+            # nor a path between machines (their NICs, not the loopback, carry it)
+            ceil = db.ceilings(answers.machine(client)) if db is not None and rp.target.over_loopback else {}
+            c = choose(streams, versions, cores, ceil, wl.processes if isinstance(wl.processes, int) else None, machine_cores)
         else:
             v = answers.version(str(wl.engine), client)
             n = auto_processes(str(wl.engine), v, streams, cores)
             why = f"{wl.engine} {v} is threaded" if wl.engine == "iperf2" or threaded(v) else f"one per core {client} may use"
             c = Choice(str(wl.engine), n, f"processes = \"auto\": {n} for {streams} stream(s) ({why})", v)
-        if shared and not c.reason.startswith("fastest"):
-            c = Choice(c.engine, c.processes, c.reason + f" (half of {answers.cores(client)} cores: its servers run on the same machine)", c.version)
+        if shared and c.engine == "iperf3" and c.processes > 1 and not isinstance(wl.processes, int) and not c.reason.startswith("fastest"):
+            c = Choice(c.engine, c.processes, c.reason + f" (half of {machine_cores} cores: its servers run on the same machine)", c.version)
         choices[rp.point.index] = c
         out.append(_with(rp, c.engine, c.processes))
     return out, choices, notes(resolved, choices)
@@ -146,11 +143,13 @@ class _ThisMachine:
         self.test_hosts = list(names)
 
 
-def planned_choices(study: Study, resolved: list[ResolvedPoint]) -> tuple[list[ResolvedPoint], list[str]]:
+def planned_choices(study: Study, resolved: list[ResolvedPoint], db: ResultStore | StoreReader | None = None) -> tuple[list[ResolvedPoint], list[str]]:
     """For `nettune run --dry-run`: the choice a run would make where it can be known
-    without connecting (hosts on this machine), else iperf3 shown and a note that each
-    host's tools decide at run time; and how fanned-out points split their streams."""
-    out, said = _planned_choices(study, resolved)
+    without connecting (hosts on this machine), from the same inputs as the run
+    (choose_engines, with the ceilings of `db`, the results database opened read-only,
+    None when there is none), else iperf3 shown and a note that each host's tools decide
+    at run time; and how fanned-out points split their streams."""
+    out, said = _planned_choices(study, resolved, db)
     for rp in out:
         n = rp.workload.processes
         if isinstance(n, int) and n > 1:
@@ -160,12 +159,12 @@ def planned_choices(study: Study, resolved: list[ResolvedPoint]) -> tuple[list[R
     return out, said
 
 
-def _planned_choices(study: Study, resolved: list[ResolvedPoint]) -> tuple[list[ResolvedPoint], list[str]]:
+def _planned_choices(study: Study, resolved: list[ResolvedPoint], db: ResultStore | StoreReader | None = None) -> tuple[list[ResolvedPoint], list[str]]:
     if not any(rp.workload.engine == "auto" or rp.workload.processes == "auto" for rp in resolved):
         return [_with(rp, str(rp.workload.engine), int(rp.workload.processes or 1)) for rp in resolved], []
     if study.target.on_this_machine:
         try:
-            out, _, said = choose_engines(resolved, _ThisMachine(list(study.target.hosts)))
+            out, _, said = choose_engines(resolved, _ThisMachine(list(study.target.hosts)), db)
             return out, said
         except ToolMissing as e:
             return [_with(rp, "iperf3" if rp.workload.engine == "auto" else str(rp.workload.engine), 1) for rp in resolved], [str(e)]

@@ -72,6 +72,8 @@ class PointRunner:
         if ctx.knobs is not None:
             applied = ctx.knobs.apply_point(rp)
             self.settings = self.settings.with_knobs(applied).merged(ctx.target.state())  # read back what the knobs changed
+            if ctx.knobs.read_back:  # the CPUs' governor and EPP under the point's tuned profile and amd_pstate mode
+                self.settings = self.settings.model_copy(update={"read_back": dict(ctx.knobs.read_back)})
             for note in ctx.knobs.take_messages():
                 ctx.progress.message(note)
         # the target brings into force what depends on the knobs (Kubernetes: pods re-created

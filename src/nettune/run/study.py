@@ -25,6 +25,7 @@ from .credentials import StudyAccess
 from .point_runner import PointRunner
 from .engine_choice import HostAnswers, choose_engines
 from .resume import Stored, clear_dead_run, dead_owners, find_interrupted
+from .search_trials import drive_search, search_size
 from .workloads import workload_run
 from .plan_time import RunClock, plan_time
 from .workloads.base import OVERHEAD_GUESS as OVERHEAD_GUESS
@@ -114,6 +115,8 @@ def run_study(
     _check_offline(study, resolved, spec_text, spec_file)  # what the dry run refuses, refused before connecting
     groups = run_groups(study, resolved)  # the dry run's order: reboots and VM restarts as rarely as possible
     slots = [s for g in groups for s in g]
+    # a search's plan (its budget can hold it) is checked before anything is created
+    sized = search_size(study, resolved, spec_text or "", spec_file or "<study>") if study.search is not None else None
     prior = find_interrupted(store, study, spec_text, spec_file or "<study>") if resume else None
     dead = dead_owners(store, study.name)  # before a claim makes the resumed study ours
 
@@ -153,26 +156,32 @@ def run_study(
         study_id, stored = store.begin_study(study, spec_text, spec_file, owner=study_owner()), Stored()
     else:
         study_id, stored = prior["id"], Stored.load(store, prior["id"])
-    point_ids = {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
+    # a search adds the points it measures as it measures them (run/search_trials.py)
+    point_ids = {} if study.search is not None else {r.point.index: store.add_point(study_id, r.point.index, r.point.params) for r in resolved}
     outcome = Outcome(study_id, "running", messages=said, name=study.name)
     status = "failed"
     knobs = _knob_session(study, target, study_id, progress)
     per_slot = {r.point.index: tests_per_slot(r, list(target.test_hosts)) for r in resolved}
     runner = PointRunner(RunContext(study, store, target, knobs, versions, by_index, point_ids, progress, outcome, stored, per_slot,
                                     access=access, choices=choices, answers=answers, doctor=doctor, stop=stop))
-    left = [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
+    # a search decides what runs itself (run/search_trials.py): no slot of the grid is run as such
+    left = [] if study.search is not None else [(s, per_slot[s.point.index] - len(stored.of(s))) for s in slots if len(stored.of(s)) < per_slot[s.point.index]]
     todo = {id(s) for s, _ in left}
     total = sum(n for _, n in left)
     extra = 0
-    if study.repeat.adaptive:  # the most it can take; most studies stop earlier
+    if study.repeat.adaptive and study.search is None:  # the most it can take; most studies stop earlier
         extra = sum(per_slot[i] * max(0, study.repeat.max_counted - max(study.repeat.min_counted, len(runner.values[i]))) for i in per_slot)
     if prior is not None:
         done = stored.count()
         more = f" (up to {total + extra} with adaptive repeats)" if extra else ""
-        progress.message(f"resuming study #{study_id}: {done} of {done + total} tests done, {total} to run{more}")
+        progress.message(f"resuming study #{study_id}: {done} tests done" if study.search is not None
+                         else f"resuming study #{study_id}: {done} of {done + total} tests done, {total} to run{more}")
     clock = RunClock(study, resolved, target, left, per_slot)
     # the bar's total and time are the same plan: the tests up front (adaptive rounds add to both as they come)
-    progress.start(study, total, clock.seconds_left())
+    if sized is not None:
+        progress.start(study, *sized)
+    else:
+        progress.start(study, total, clock.seconds_left())
 
     def step(slot: Slot) -> None:
         runner.run(slot)
@@ -181,11 +190,13 @@ def run_study(
 
     try:
         with sigterm_as_interrupt():
+            if study.search is not None:  # the search decides what runs (run/search_trials.py)
+                outcome.search = drive_search(runner, spec_text or "", spec_file or "<study>")
             for group in groups:  # a group's tests, adaptive rounds included, before the next group's reboot or VM restart
                 for slot in group:
                     if id(slot) in todo:
                         step(slot)
-                if study.repeat.adaptive:
+                if study.repeat.adaptive and study.search is None:
                     _adaptive_rounds(study, runner, sorted({s.point.index for s in group}), step)
             if cross_check is not False:
                 from .cross_check import cross_check as run_cross_check  # noqa: PLC0415

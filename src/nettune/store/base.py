@@ -66,7 +66,7 @@ class ResultStore(Protocol):
     def finish_study(self, study_id: int, status: str) -> None: ...
     def add_idle(self, study_id: int, point_id: int, host: str, sample: dict[str, Any]) -> None: ...
     def add_idle_row(self, study_id: int, point_id: int, row: dict[str, Any]) -> None: ...
-    def add_ceilings(self, machine: str, rows: list[dict[str, Any]]) -> None: ...
+    def add_ceilings(self, machine: str, rows: list[dict[str, Any]], path: str = "loopback") -> None: ...
     def add_cross_check(self, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]], verdict: str,
                         check_study_id: int | None) -> None: ...
 
@@ -82,7 +82,8 @@ class ResultStore(Protocol):
     def idle(self, study_id: int) -> list[dict[str, Any]]: ...
     def idle_points(self, study_id: int) -> list[int]: ...
     def raw_outputs(self, run_id: int) -> list[dict[str, Any]]: ...
-    def ceilings(self, machine: str) -> dict[str, dict[int, float]]: ...
+    def ceilings(self, machine: str, path: str = "loopback") -> dict[str, dict[int, float]]: ...
+    def ceiling_runs(self, machine: str) -> dict[str, dict[str, dict[str, list[float]]]]: ...
     def ceiling_rows(self, machine: str | None = None) -> list[dict[str, Any]]: ...
     def cross_checks(self, study_id: int) -> list[dict[str, Any]]: ...
 
@@ -178,9 +179,13 @@ class StoreReader:
         rows = self.sql.rows("SELECT * FROM raw_outputs WHERE run_id=? ORDER BY id", (run_id,))
         return [r | {"command": json.loads(r["command_json"])} for r in rows]
 
-    def ceilings(self, machine: str) -> dict[str, dict[int, float]]:
-        """config -> {streams: bits/s} `nettune ceiling` measured on `machine`."""
-        return instrument.ceilings(self.sql, machine)
+    def ceilings(self, machine: str, path: str = "loopback") -> dict[str, dict[int, float]]:
+        """config -> {streams: mean bits/s} `nettune ceiling` measured on `machine`'s `path` class."""
+        return instrument.ceilings(self.sql, machine, path)
+
+    def ceiling_runs(self, machine: str) -> dict[str, dict[str, dict[str, list[float]]]]:
+        """path -> config -> {streams (text): every run's bits/s} measured on `machine`."""
+        return instrument.ceiling_runs(self.sql, machine)
 
     def ceiling_rows(self, machine: str | None = None) -> list[dict[str, Any]]:
         return instrument.ceiling_rows(self.sql, machine)
@@ -286,8 +291,8 @@ class StoreBase(StoreReader):
         """One idle row as `idle` gives it back (an imported export's)."""
         idle.add_idle_row(self.sql, study_id, point_id, row)
 
-    def add_ceilings(self, machine: str, rows: list[dict[str, Any]]) -> None:
-        instrument.add_ceilings(self.sql, machine, rows)
+    def add_ceilings(self, machine: str, rows: list[dict[str, Any]], path: str = "loopback") -> None:
+        instrument.add_ceilings(self.sql, machine, rows, path)
 
     def add_cross_check(self, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]], verdict: str,
                         check_study_id: int | None) -> None:

@@ -17,8 +17,8 @@ from ..record.fields import STORED, Field
 from ..record.legacy import split
 from .sql import Sql
 
-# 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd; 3: cpu_server_host(_softirq)
-FIELDS_VERSION = 3
+# 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd; 3: cpu_server_host(_softirq); 4: offered_bps; 5: peak_rss_method, energy_note
+FIELDS_VERSION = 5
 
 
 def ddl() -> str:

@@ -3,13 +3,16 @@
 Two tables, in the results database itself (store/schema.py creates them; the store's
 methods of the same names call these):
 
-- `ceilings`: a host machine's loopback ceiling per configuration (engine, processes)
-  and stream count, as `nettune ceiling` measured it. A machine is known by its node
-  name (`uname -n`), so a lab's namespaces and a local study's hosts, all this machine,
-  share one ceiling, and a study run later finds the ceiling measured earlier.
+- `ceilings`: what each tool configuration (engine, processes) reached at each stream
+  count on a path of a host machine, as `nettune ceiling` measured it: every run's bits/s
+  (`values_json`), their mean (`bps`), count and 95% interval. `path` names the path
+  class: "loopback" (the machine's own 127.0.0.1) or "lab mtu=N" (two lab namespaces of
+  the machine on an unshaped link). A machine is known by its node name (`uname -n`), so
+  a lab's namespaces and a local study's hosts, all this machine, share one ceiling, and
+  a study run later finds the ceiling measured earlier.
 - `cross_checks`: `nettune run --cross-check`'s side-by-side rows for a point analysis
-  marked tool-bound: each configuration's mean over its runs, and the verdict; the runs
-  themselves are stored in a study of their own (`check_study_id`).
+  marked tool-bound: each configuration's runs (Gbit/s), mean and count, and the verdict;
+  the runs themselves are stored in a study of their own (`check_study_id`).
 """
 from __future__ import annotations
 
@@ -31,7 +34,12 @@ CREATE TABLE IF NOT EXISTS ceilings (
   bps REAL,                       -- receiver throughput on loopback; NULL: the test failed
   duration REAL,
   cores INTEGER,
-  measured REAL NOT NULL
+  measured REAL NOT NULL,
+  path TEXT NOT NULL DEFAULT 'loopback',  -- path class: "loopback", "lab mtu=N"
+  runs INTEGER,                   -- runs behind bps (their mean)
+  ci_low REAL,                    -- 95% Student-t interval of the mean (NULL with one run)
+  ci_high REAL,
+  values_json TEXT                -- every run's bits/s
 );
 CREATE INDEX IF NOT EXISTS ceilings_machine ON ceilings(machine);
 CREATE TABLE IF NOT EXISTS cross_checks (
@@ -45,45 +53,95 @@ CREATE TABLE IF NOT EXISTS cross_checks (
 );
 """
 
+# the columns schema 6 added to `ceilings` (store/schema.py adds them to an older database)
+ADDED_IN_6 = {"path": "TEXT NOT NULL DEFAULT 'loopback'", "runs": "INTEGER", "ci_low": "REAL", "ci_high": "REAL", "values_json": "TEXT"}
 
-def add_ceilings(sql: Sql, machine: str, rows: list[dict[str, Any]]) -> None:
-    """One `nettune ceiling` run on one machine: it replaces that machine's earlier rows
-    of the same configurations (a ceiling is what the machine does now)."""
+
+def add_ceilings(sql: Sql, machine: str, rows: list[dict[str, Any]], path: str = "loopback") -> None:
+    """One `nettune ceiling` run on one machine and path: it replaces that machine's
+    earlier rows of the same path and configurations (a ceiling is what the machine does
+    now). A row: config, engine, processes, streams, and `values` (bits/s of each run;
+    failed runs left out) or a single `bps`."""
     now = time.time()
     with sql.transaction():
         for config in {r["config"] for r in rows}:
-            sql.run("DELETE FROM ceilings WHERE machine=? AND config=?", (machine, config))
+            sql.run("DELETE FROM ceilings WHERE machine=? AND path=? AND config=?", (machine, path, config))
+        out: list[tuple[Any, ...]] = []
+        for r in rows:
+            given: list[Any] = list(r["values"]) if r.get("values") is not None else [r.get("bps")]
+            vals = [float(v) for v in given if v is not None]
+            mean, lo, hi = _interval(vals)
+            out.append((machine, path, r["config"], r["engine"], r["processes"], r["streams"], r.get("tool_version"), mean,
+                        r.get("duration"), r.get("cores"), now, len(vals), lo, hi, json.dumps(vals)))
         sql.many(
-            "INSERT INTO ceilings (machine, config, engine, processes, streams, tool_version, bps, duration, cores, measured)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(machine, r["config"], r["engine"], r["processes"], r["streams"], r.get("tool_version"), r.get("bps"),
-              r.get("duration"), r.get("cores"), now) for r in rows])
+            "INSERT INTO ceilings (machine, path, config, engine, processes, streams, tool_version, bps, duration, cores, measured,"
+            " runs, ci_low, ci_high, values_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", out)
 
 
-def ceilings(sql: Sql, machine: str) -> dict[str, dict[int, float]]:
-    """config -> {streams: bits/s} measured on `machine` (failed tests left out)."""
+def _interval(vals: list[float]) -> tuple[float | None, float | None, float | None]:
+    """Mean and 95% Student-t interval (None where fewer than two runs give none)."""
+    if not vals:
+        return None, None, None
+    mean = sum(vals) / len(vals)
+    if len(vals) < 2:
+        return mean, None, None
+    from scipy import stats  # noqa: PLC0415 - only when a ceiling is stored
+
+    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
+    half = float(stats.t.ppf(0.975, len(vals) - 1)) * sd / len(vals) ** 0.5
+    return mean, mean - half, mean + half
+
+
+def ceilings(sql: Sql, machine: str, path: str = "loopback") -> dict[str, dict[int, float]]:
+    """config -> {streams: mean bits/s} measured on `machine`'s `path` (failed tests left out)."""
     out: dict[str, dict[int, float]] = {}
-    for r in sql.rows("SELECT config, streams, bps FROM ceilings WHERE machine=? AND bps IS NOT NULL ORDER BY id", (machine,)):
-        out.setdefault(r["config"], {})[int(r["streams"])] = float(r["bps"])
+    for r in sql.rows("SELECT config, streams, bps FROM ceilings WHERE machine=? AND path=? AND bps IS NOT NULL ORDER BY id",
+                      (machine, path)):
+        out.setdefault(str(r["config"]), {})[int(r["streams"])] = float(r["bps"])
     return out
 
 
+def ceiling_runs(sql: Sql, machine: str) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """path -> config -> {streams (text): every run's bits/s} measured on `machine`."""
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for r in sql.rows("SELECT path, config, streams, bps, values_json FROM ceilings WHERE machine=? AND bps IS NOT NULL ORDER BY id",
+                      (machine,)):
+        vals = _floats(r["values_json"]) or [float(r["bps"])]
+        out.setdefault(str(r["path"]), {}).setdefault(str(r["config"]), {})[str(int(r["streams"]))] = vals
+    return out
+
+
+def _floats(text: Any) -> list[float]:
+    """A stored list of numbers (values_json), read as untrusted: anything else is []."""
+    try:
+        got = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return []
+    return [float(v) for v in got if isinstance(v, (int, float)) and not isinstance(v, bool)] if isinstance(got, list) else []
+
+
 def ceiling_rows(sql: Sql, machine: str | None = None) -> list[dict[str, Any]]:
-    q = "SELECT machine, config, engine, processes, streams, tool_version, bps, duration, cores, measured FROM ceilings"
+    q = ("SELECT machine, path, config, engine, processes, streams, tool_version, bps, runs, ci_low, ci_high, duration, cores, measured"
+         " FROM ceilings")
     args: tuple[Any, ...] = ()
     if machine is not None:
         q, args = q + " WHERE machine=?", (machine,)
-    return sql.rows(q + " ORDER BY machine, config, streams", args)
+    return sql.rows(q + " ORDER BY machine, path, config, streams", args)
 
 
 def with_ceilings(sql: Sql, facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Host facts with each host's machine ceilings added (`loopback_ceiling`: config ->
-    {streams: bits/s}) when its facts name its machine and `nettune ceiling` measured it."""
+    """Host facts with each host's machine ceilings added when its facts name its machine
+    and `nettune ceiling` measured it: `ceilings` (path -> config -> {streams: every run's
+    bits/s}) and, for the report, `loopback_ceiling` (config -> {streams: mean bits/s})."""
     out = {}
     for host, f in facts.items():
         machine = f.get("machine") if isinstance(f, dict) else None
-        c = ceilings(sql, str(machine)) if machine else {}
-        out[host] = f | {"loopback_ceiling": {k: {str(p): b for p, b in v.items()} for k, v in c.items()}} if c else f
+        runs = ceiling_runs(sql, str(machine)) if machine else {}
+        if not runs:
+            out[host] = f
+            continue
+        loop = {k: {p: sum(v) / len(v) for p, v in by.items()} for k, by in (runs.get("loopback") or {}).items()}
+        out[host] = f | {"ceilings": runs} | ({"loopback_ceiling": loop} if loop else {})
     return out
 
 

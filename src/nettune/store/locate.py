@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import NettuneError
-from .base import ResultStore
+from .base import ResultStore, StoreReader
 from .postgres import SCHEMES, PostgresStore, shown
-from .sqlite import SqliteStore
+from .sqlite import SqliteStore, Store
 
 STORES: dict[str, Callable[[str], ResultStore]] = {"sqlite": SqliteStore} | {s: PostgresStore for s in SCHEMES}
 
@@ -52,3 +52,14 @@ def store_at(db: str | Path, must_exist: bool = False) -> ResultStore:
     if kind == "sqlite" and must_exist and not Path(db).exists():
         raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
     return member(str(db))
+
+
+def open_read_only(db: str | Path | None) -> StoreReader | ResultStore | None:
+    """The store `db` names, for a reader that must create nothing (the dry run): a SQLite
+    file read-only (`Store`), a postgresql:// URL as a reader of it would open it; None
+    when there is no file there."""
+    if db is None:
+        return None
+    if is_url(db):
+        return store_at(db)
+    return Store(db) if Path(db).is_file() else None

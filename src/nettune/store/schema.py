@@ -19,6 +19,8 @@ one database at once migrate it once):
      nettune's probes always wrote; command and energy columns; `idle_power`.
   5  `studies.nettune_version`: the nettune that ran the study (`nettune history` says
      when it changed between two runs); NULL for studies stored before.
+  6  `ceilings` per path class with its repeats: `path` ('loopback' for the rows stored
+     before), `runs`, `ci_low`, `ci_high`, `values_json` (store/instrument_tables.py).
 
 The value columns of `runs` are the field table's (record/fields.py, store/columns.py):
 created, added to older databases and filled from `extra_json` there, versioned by
@@ -39,7 +41,7 @@ from . import instrument_tables as instrument
 from .cpu_units import units_for
 from .sql import Sql
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -149,8 +151,17 @@ def _to_5(sql: Sql) -> None:
         sql.script(sql.ddl("ALTER TABLE studies ADD COLUMN nettune_version TEXT"))
 
 
+def _to_6(sql: Sql) -> None:
+    """Ceilings per path class, with every run's value and the mean's interval (rows stored
+    before were loopback ceilings of one run each: their interval stays unknown)."""
+    have = sql.columns("ceilings")
+    for col, decl in instrument.ADDED_IN_6.items():
+        if col not in have:
+            sql.script(sql.ddl(f"ALTER TABLE ceilings ADD COLUMN {col} {decl}"))
+
+
 # version -> the step that brings a database of the version before to it
-MIGRATIONS: dict[int, Callable[[Sql], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5}
+MIGRATIONS: dict[int, Callable[[Sql], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6}
 
 
 def migrate(sql: Sql, where: str) -> None:

@@ -62,6 +62,7 @@ class CommandWorkload(WorkloadKindBase):
     name = "command"
     engines = ("command",)
     primary = PrimaryMetric("wall_s", "seconds", False)
+    fixed_length = False  # a command runs as long as it takes
 
     def check(self, wl: Workload) -> str | None:
         return command_problem(wl)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from .command_workload import CommandWorkload
 from .field_types import (BENCH_NET as BENCH_NET, MAX_LAB_HOSTS as MAX_LAB_HOSTS, Bytes as Bytes, Duration as Duration, Mtu as Mtu,
@@ -19,6 +19,7 @@ from .kubernetes_target import KubernetesTargetSpec  # the kubernetes target spe
 from .lab_target import LabTargetSpec
 from .network_workload import NetworkWorkload, pairs_hosts as pairs_hosts, pairs_problem as pairs_problem
 from .probes_section import ProbesSpec
+from .search_section import SearchSpec
 from .ssh_hosts import SshHostSpec as SshHostSpec, SshTargetSpec  # the ssh target spec lives in its own file
 from .vmlab_target import VmlabTargetSpec  # the VM lab's spec lives in its own file
 from .workload import Pairs as Pairs, Workload as Workload
@@ -147,6 +148,7 @@ class Study(Strict):
     repeat: Repeat = Field(default_factory=Repeat)
     knobs: KnobsSpec | None = Field(default=None, description="Settings changed per point and always restored (see docs/knobs.md).")
     probes: ProbesSpec | None = Field(default=None, description="Extra measurements: idle power after each point, an external power meter (see docs/workloads.md).")
+    search: SearchSpec | None = Field(default=None, description="Search the sweep's grid by measuring a fraction of it (see docs/search.md).")
     # the file this study was read from (absolute path) and its text, when it was read from
     # one: the knob journal records its digest (a command knob's restore runs only what it declares)
     _source: tuple[str, str] | None = PrivateAttr(default=None)
@@ -166,6 +168,14 @@ class Study(Strict):
         if problem:
             raise ValueError(problem)
         return wl
+
+    @field_validator("search")
+    @classmethod
+    def _search(cls, search: SearchSpec | None, info: ValidationInfo) -> SearchSpec | None:
+        problem = search.check_sweep(info.data.get("sweep") or {}) if search is not None else None
+        if problem:
+            raise ValueError(problem)
+        return search
 
     @model_validator(mode="after")
     def _target_problem(self) -> "Study":

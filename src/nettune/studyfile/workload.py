@@ -33,6 +33,7 @@ class Workload(Strict, CommandFields):
     bitrate: Rate | None | Template = Field(default=None, description="Target rate per stream (-b), e.g. '1G' (10^9 bit/s on every engine; k/M/G/T are powers of 1000, Ki/Mi/Gi/Ti of 1024) or bits/s as a number; stored as bits/s (UDP default is the tool's own).")
     reverse: StrictBool | Template = Field(default=False, description="Server sends, client receives (-R; iperf2: -R).")
     bidir: StrictBool | Template = Field(default=False, description="Both directions at once (iperf3 --bidir, iperf2 --full-duplex).")
+    mode: Literal["forward", "reverse", "bidir"] | None | Template = Field(default=None, description='The direction as one value, so it can be swept: "forward" (client sends), "reverse" (as reverse = true) or "bidir" (as bidir = true); mode = "{mode}" with mode = ["forward", "reverse", "bidir"]. Not together with reverse or bidir.')
     omit: Omit | Template = Field(default=0, description="Seconds omitted at the start (iperf3 -O, 0..60).")
     window: str | Bytes | None | Template = Field(default=None, description="Socket buffer size (-w), e.g. '4M'.")
     congestion: str | None | Template = Field(default=None, description="TCP congestion control (-C / -Z), e.g. 'bbr'.")
@@ -56,4 +57,11 @@ class Workload(Strict, CommandFields):
     def _check(self) -> "Workload":
         if self.reverse is True and self.bidir is True:
             raise ValueError("reverse and bidir cannot both be true")
+        if self.mode in ("forward", "reverse", "bidir"):
+            implied = (self.mode == "reverse", self.mode == "bidir")
+            if (self.reverse, self.bidir) not in ((False, False), implied):  # a copy of a checked one already holds the implied values
+                raise ValueError("mode and reverse/bidir: give one (mode = \"reverse\" is reverse = true, mode = \"bidir\" is bidir = true)")
+            # the engines read reverse and bidir: mode sets them (after validation, no re-check)
+            object.__setattr__(self, "reverse", self.mode == "reverse")
+            object.__setattr__(self, "bidir", self.mode == "bidir")
         return self

@@ -43,6 +43,7 @@ class WorkloadKind(Protocol):
     name: str  # "network", "command": WORKLOAD_KINDS' key and run/workloads' member
     engines: tuple[str, ...]  # the `engine =` values that select this kind
     primary: PrimaryMetric
+    fixed_length: bool  # its tests last [workload] duration seconds (a halving search runs shorter ones first)
 
     def check(self, wl: Workload) -> str | None:
         """Why the section's fields do not make a workload of this kind (one line), else
@@ -81,6 +82,7 @@ class WorkloadKindBase:
     name: str
     engines: tuple[str, ...]
     primary: PrimaryMetric
+    fixed_length = True
 
     def check(self, wl: Workload) -> str | None:
         return None

@@ -22,6 +22,12 @@ def target_kind(study: Study) -> TargetKind:
     return TARGETS[study.target.kind]
 
 
+def kind_named(name: str | None) -> TargetKind | None:
+    """The member of a stored study's target kind (None: a kind this nettune does not know,
+    e.g. an import's)."""
+    return TARGETS.get(name or "")
+
+
 def make_target(study: Study) -> Target:
     return target_kind(study).make(study)
 
@@ -36,6 +42,12 @@ def server_address(study: Study, host: str) -> str:
     return target_kind(study).server_address(study, host)
 
 
+def planned_port(study: Study) -> int | None:
+    """The port a run of `study` gives a server whose workload sets none, or None where the
+    run asks the host for a free one at each test (for `--dry-run`)."""
+    return target_kind(study).planned_port(study)
+
+
 def require_kind(study: Study, kind: str, file: str, what: str) -> None:
     """A command that serves one kind of target (`nettune lab up`, `nettune k8s manifests`)
     refuses a study of another kind in one line."""
@@ -43,5 +55,5 @@ def require_kind(study: Study, kind: str, file: str, what: str) -> None:
         raise NettuneError(f"{file}: [target] kind is {study.target.kind!r}; {what} needs kind = {kind!r}")
 
 
-__all__ = ["CommandResult", "Footprint", "Host", "HostCheck", "Proc", "Target", "TargetKind", "TARGETS", "footprint", "make_target",
-           "require_kind", "server_address", "target_kind"]
+__all__ = ["CommandResult", "Footprint", "Host", "HostCheck", "Proc", "Target", "TargetKind", "TARGETS", "footprint", "kind_named", "make_target",
+           "planned_port", "require_kind", "server_address", "target_kind"]

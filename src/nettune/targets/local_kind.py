@@ -38,6 +38,12 @@ class LocalKind(TargetKindBase):
     def server_address(self, study: Study, host: str) -> str:
         return LocalHost(host).address
 
+    def path_class(self, spec: dict[str, Any], settings: dict[str, Any], client: str | None) -> tuple[str | None, bool]:
+        return "loopback", True  # the loopback ceiling's own path: judging it with that ceiling is circular
+
+    def both_ends_here(self, spec: dict[str, Any]) -> bool:
+        return True
+
     def knob_os(self, study: Study, host: str) -> tuple[str | None, str | None]:
         """This machine; the default device of interface knobs is the one `make`'s hosts
         have: none for loopback hosts (name one, KIND@DEV), lo for the sandbox's."""

@@ -368,6 +368,17 @@ def stop_recorded(force: bool = False, owners: set[str] | None = None, labs: boo
     return stopped
 
 
+def same_pid_namespace(pid: int) -> bool:
+    """Whether process `pid` lives in this process's PID namespace. An owner token names a
+    PID of its own namespace: a run in another one (an isolated test run, a container)
+    cannot be judged alive or dead from here, so its processes are never stopped from here
+    (seen: a run on the host stopped every server of a bench in private namespaces)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
+
+
 def marked_processes() -> dict[int, str]:
     """Every live process of this machine (that this user may read) carrying a nettune
     owner mark in its environment: pid -> the owner token."""
@@ -380,7 +391,7 @@ def marked_processes() -> dict[int, str]:
             except OSError:
                 continue
             mark = next((e[len(prefix):] for e in env if e.startswith(prefix)), None)
-            if mark is not None and not zombie(int(d)):
+            if mark is not None and not zombie(int(d)) and same_pid_namespace(int(d)):
                 found[int(d)] = mark.decode(errors="replace")
     return found
 
@@ -415,7 +426,7 @@ def started_by(owners: set[str]) -> list[int]:
                 env = set(Path(f"/proc/{d}/environ").read_bytes().split(b"\0"))
             except OSError:
                 continue
-            if env & want and not zombie(int(d)):
+            if env & want and not zombie(int(d)) and same_pid_namespace(int(d)):
                 found.append(int(d))
     return found
 

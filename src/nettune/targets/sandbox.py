@@ -12,7 +12,8 @@ files there instead of the kernel's. Every write goes into the tree: write_text 
 only on those same places. Commands that would change this machine (`ip`, `tc`,
 `ethtool`, `sysctl`...) are never run: `ip link set dev X mtu|txqueuelen N` is emulated
 on the tree, and a command outside a short read-only list fails as "not emulated".
-What stays real: iperf3/iperf2 run on 127.0.0.1 as the local target runs them
+The CPU power stack (tuned-adm and an amd_pstate mode switch) is modelled in
+sandbox_cpu.py. What stays real: iperf3/iperf2 run on 127.0.0.1 as the local target runs them
 (`which` finds the installed tools), reads of read-only files such as /proc/stat and
 /proc/PID for the CPU probe, sockets, the knob journal, the store. So run, knob
 session, `nettune restore` and failure paths run end to end without root and without
@@ -35,6 +36,7 @@ import json
 import os
 import posixpath
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ from .base import CommandResult, HostBase, TargetBase
 from .facts import linux_facts
 from .local import LocalHost
 from .procs import LocalProc, run_local
+from .sandbox_cpu import STATUS, switch_mode, tuned_adm
 from ..record.point_state import PointState
 
 ENV = "NETTUNE_SANDBOX"
@@ -200,6 +203,8 @@ class SandboxHost(HostBase):
         tool = os.path.basename(argv[0]) if argv else ""
         if tool == "ip":
             return self._ip(argv)
+        if tool == "tuned-adm":  # sandbox_cpu.py: tuned's profiles on the tree
+            return tuned_adm(self.root, argv)
         argv = [argv[0], *(self.path(a) for a in argv[1:])]
         if tool in FILE_COMMANDS:
             paths = _operands(tool, argv[1:])
@@ -236,7 +241,21 @@ class SandboxHost(HostBase):
         p = Path(where)
         if where != path and not p.exists():  # a mapped kernel path: the kernel's files cannot be created
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
-        p.write_text(text)
+        before = p.read_text().strip() if posixpath.normpath(path) == STATUS else None
+        # all or nothing, as the kernel takes a write to /proc/sys or /sys: a run killed with
+        # -9 mid-write must not leave an empty (truncated) file that no kernel file can hold
+        # (restore would take it for someone else's value and leave it)
+        fd, tmp = tempfile.mkstemp(prefix=".nettune-write.", dir=p.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.chmod(tmp, p.stat().st_mode & 0o777 if p.exists() else 0o644)
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        if before is not None and text.strip() != before:  # amd-pstate switches over: new policies (sandbox_cpu.py)
+            switch_mode(self.root, text.strip())
 
     def which(self, tool: str) -> str | None:
         return self._real.which(tool)

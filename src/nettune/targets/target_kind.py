@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,6 +43,18 @@ class HostCheck:
     version: str = ""  # what it runs, once connected (a Kubernetes API server's version)
 
 
+@dataclass
+class CeilingPath:
+    """A path `nettune ceiling` measures for a study of this kind (beyond loopbacks): its
+    target (created for it, closed after), server and client, and its path class."""
+
+    target: Target
+    server: Host
+    client: Host
+    path: str  # the class analysis/ceilings.py matches points against
+    label: str  # how the output names it
+
+
 class HostReconnector(Protocol):
     """Reaches one kind's hosts again from the journal's records of them (Host.reach()),
     for `nettune restore` in a new process: one per restore, closed after it."""
@@ -70,6 +83,29 @@ class TargetKind(Protocol):
 
     def server_address(self, study: Study, host: str) -> str:
         """The address `host`'s server gets in a run (for `nettune run --dry-run`)."""
+        ...
+
+    def planned_port(self, study: Study) -> int | None:
+        """The port a run gives a server whose workload sets none, if known before the run
+        (the dry run shows it); None: the run asks the host for a free port at each test."""
+        ...
+
+    def ceiling_path(self, study: Study) -> AbstractContextManager[CeilingPath] | None:
+        """A path of this kind's own that `nettune ceiling STUDY` measures (the lab's
+        unshaped link), created on entering and removed on leaving; None: none (its hosts'
+        loopbacks are measured)."""
+        ...
+
+    def path_class(self, spec: dict[str, Any], settings: dict[str, Any], client: str | None) -> tuple[str | None, bool]:
+        """From a stored study (its file as JSON) and a run's settings in force: (the class
+        of the run's path, which ceilings of that class judge; whether it is the ceiling's
+        own path, unchanged by shaping or knobs: then judging it is circular). (None,
+        False): a path no ceiling judges."""
+        ...
+
+    def both_ends_here(self, spec: dict[str, Any]) -> bool:
+        """Whether every host of a stored study of this kind runs on one machine (a busy
+        machine then measured itself, not the path)."""
         ...
 
     def describe_hosts(self, study: Study) -> list[HostCheck]:
@@ -127,6 +163,18 @@ class TargetKindBase:
     def where(self, study: Study, host: str) -> str:
         """Where a host of this machine lives, as `nettune hosts` says it."""
         return "this machine"
+
+    def planned_port(self, study: Study) -> int | None:
+        return None
+
+    def ceiling_path(self, study: Study) -> AbstractContextManager[CeilingPath] | None:
+        return None
+
+    def path_class(self, spec: dict[str, Any], settings: dict[str, Any], client: str | None) -> tuple[str | None, bool]:
+        return None, False  # remote paths: their NICs carry them, no ceiling of this machine's predicts them
+
+    def both_ends_here(self, spec: dict[str, Any]) -> bool:
+        return False
 
     def describe_hosts(self, study: Study) -> list[HostCheck]:
         user = str(os.environ.get("USER") or "root")

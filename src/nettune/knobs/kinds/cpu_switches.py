@@ -1,7 +1,9 @@
 """amd_pstate:mode = "active" | "passive" | "guided"   and   cpu:smt = "on" | "off"
 
 One machine-wide sysfs file each: /sys/devices/system/cpu/amd_pstate/status (switchable at
-run time since Linux 6.4; kernel Documentation/admin-guide/pm/amd-pstate.rst) and
+run time since Linux 6.4; kernel Documentation/admin-guide/pm/amd-pstate.rst: writing a
+mode makes the driver "switch over" to it; a tuned profile's governor and EPP are applied
+again after it, see AmdPstate) and
 /sys/devices/system/cpu/smt/control (refused when it reads forceoff, notsupported or
 notimplemented). The boot option amd_pstate= stays a kernel command line setting.
 """
@@ -11,7 +13,7 @@ from typing import Any
 
 from ...targets.base import Host
 from ..base import Ctx, Kind, KnobError, Loc, catalog_row, read_file, write_file
-from ..cpu_files import BASE
+from ..cpu_files import BASE, cpu_power, reassert_profile
 
 
 class SysfsSwitch(Kind):
@@ -47,9 +49,23 @@ class SysfsSwitch(Kind):
 
 
 class AmdPstate(SysfsSwitch):
+    """A mode switch unregisters the driver and registers it again in the new mode, so the
+    CPUs get new cpufreq policies: the governor and EPP a tuned profile had set are gone.
+    So the mode is set first in a point (apply_order 0), tuned's active profile is applied
+    again right after every switch (its restore too), and the governor and EPP in force
+    are read back with the point (docs/knobs.md, "tuned and amd_pstate")."""
+
     name, example_arg, arg = "amd_pstate", "mode", "mode"
     path, values = BASE + "amd_pstate/status", ("active", "passive", "guided")
     missing = "the CPU is not driven by amd-pstate (acpi-cpufreq, Intel, or a VM); boot with amd_pstate=active on an AMD host"
+    apply_order = 0
+
+    def apply(self, ex: Host, loc: Loc, value: Any) -> None:
+        super().apply(ex, loc, value)
+        reassert_profile(ex)
+
+    def read_back(self, ex: Host) -> dict[str, Any]:
+        return cpu_power(ex)
 
     def catalog(self) -> list[dict[str, str]]:
         return [catalog_row("amd_pstate", '"amd_pstate:mode" = "active"', "machine", "amd-pstate operating mode (run time, Linux 6.4+)",

@@ -1,7 +1,9 @@
 """tuned = "throughput-performance"  (the active tuned profile; "off" turns tuned off)
 
 Machine-wide. Needs tuned installed and its daemon running; otherwise validation says
-so. A profile can leave state behind that only a reboot clears (study C measured idle
+so. Applied after an amd_pstate mode and before the point's single settings (a study's
+own cpufreq:governor or sysctl wins over the profile's); the CPUs' governor and EPP are
+read back with every point (docs/knobs.md, "tuned and amd_pstate"). A profile can leave state behind that only a reboot clears (study C measured idle
 power drift): nettune restores the previous profile, not every value it touched.
 """
 from __future__ import annotations
@@ -11,12 +13,18 @@ from typing import Any
 
 from ...targets.base import Host
 from ..base import Ctx, Kind, KnobError, Loc, Persisted, catalog_row
+from ..cpu_files import cpu_power
 
 
 class Tuned(Kind):
     name = "tuned"
     takes_arg = "never"
     host_wide = True
+    apply_order = 1  # after an amd_pstate mode (which replaces the policies it writes), before single settings
+
+    def read_back(self, ex: Host) -> dict[str, Any]:
+        """The governor and EPP the profile left (its [cpu] plugin writes them per CPU)."""
+        return cpu_power(ex)
 
     def parse(self, loc: Loc, raw: Any) -> str:
         v = " ".join(str(raw).split())

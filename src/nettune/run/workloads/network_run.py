@@ -20,13 +20,14 @@ from ...errors import NettuneError, ToolMissing
 from ...plan.points import ResolvedPoint
 from ...studyfile.models import Study
 from ...studyfile.workload import Workload
-from ...targets import server_address
+from ...targets import planned_port, server_address
 from ...targets.base import Target
 from ..driver import run_test_failed
 from ..slots import pair_rounds, run_slot
 from .base import PlannedTest, SlotRun, ToolVersion, WorkloadRunBase
 
-DEFAULT_PORT = 5201  # what the dry run shows for a port the run picks itself
+DEFAULT_PORT = 5201  # built into the command, then shown as FREE_PORT where the run picks a port itself
+FREE_PORT = "<port>"  # the run asks the server host for a free port when the test starts
 
 
 class NetworkRun(WorkloadRunBase):
@@ -78,12 +79,12 @@ class NetworkRun(WorkloadRunBase):
         address = server_address(study, server)
         access, note = planned_access(engine, wl, address)
         notes += [note] if note else []
-        port = int(wl.port) if wl.port is not None else DEFAULT_PORT
+        port = int(wl.port) if wl.port is not None else planned_port(study)
         target = ", ".join(f"{k}={v}" for k, v in rp.target.model_dump().items() if k in ("mtu", "queues"))
         return PlannedTest(
             index=rp.point.index, label=rp.point.label(), target=target, server_host=server, client_host=client,
-            server_argv=engine.server_argv(wl, port, tool.version, access),
-            client_argv=engine.client_argv(wl, address, port, tool.version, access),
+            server_argv=_port_shown(engine.server_argv(wl, port or DEFAULT_PORT, tool.version, access), port),
+            client_argv=_port_shown(engine.client_argv(wl, address, port or DEFAULT_PORT, tool.version, access), port),
             client_env=engine.client_env(access), notes=notes,
         )
 
@@ -99,6 +100,13 @@ class NetworkRun(WorkloadRunBase):
 
     def result_text(self, result: TestResult) -> str:
         return "" if result.total_bps is None else f"{result.total_bps / 1e9:.2f} Gbit/s"
+
+
+def _port_shown(argv: list[str], port: int | None) -> list[str]:
+    """The command with FREE_PORT where the run puts a port it picks itself (port None)."""
+    if port is not None:
+        return argv
+    return [FREE_PORT if i and argv[i - 1] in ("-p", "--port") and a == str(DEFAULT_PORT) else a for i, a in enumerate(argv)]
 
 
 def planned_access(engine: Engine, wl: Workload, bind: str) -> tuple[Access, str]:

@@ -160,6 +160,8 @@ def clear_dead_lab(study: str) -> list[str]:
         return []  # this process made it (e.g. `lab up` from Python): it is ours to use
     if owner_alive(owner):
         raise NettuneError(f"the lab of study {study!r} belongs to a nettune run still going (pid {owner.split()[0]}); wait for it to end, or give this study another name")
+    if st.get("kept"):
+        return []  # `nettune lab up` made it: the user's, used as it is, removed only by `nettune lab down`
     found = [n for n in layout.namespaces() if n in netns.listnetns()]
     remove_lab(layout)
     return found

@@ -13,6 +13,7 @@ from ..procs import LocalProc, run_local, with_env
 # (PER_TASK ones from a thread that entered it; sysfs through `ip netns exec`, which
 # mounts the namespace's own /sys).
 _SYSFS_NET = "/sys/class/net/"
+LAB_PORT = 5201  # a lab namespace is nettune's own: its servers always listen here
 
 
 class LabHost(HostBase):
@@ -66,7 +67,7 @@ class LabHost(HostBase):
         return shutil.which(tool)
 
     def free_port(self) -> int:
-        return 5201  # a namespace we created: nothing else listens there
+        return LAB_PORT  # a namespace we created: nothing else listens there
 
     def listening(self, port: int, proto: str = "tcp", pid: int | None = None) -> bool:
         # /proc/PID/net shows the network namespace of that process

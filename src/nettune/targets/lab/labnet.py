@@ -58,6 +58,7 @@ class LabNet:
         self.layout = layout
         self.link: Any = None  # spec LinkSpec in force (None: unshaped)
         self.underlay: Any = None  # spec UnderlaySpec in force
+        self._shaped = False  # any shaping asked so far
         self.netlink = NetlinkPool()  # one socket per namespace for the lab's life
 
     def __enter__(self) -> "LabNet":
@@ -77,7 +78,7 @@ class LabNet:
     def up(self, mtu: int, queues: int | dict[str, int], underlay_mtu: int = 1500) -> None:
         require_root()
         lay = self.layout
-        self._save_state()
+        self.save_state(carry=False)
         with deadline("creating the bridge"), self._nl(None) as ipr:
             if not ipr.link_lookup(ifname=lay.bridge):
                 ipr.link("add", ifname=lay.bridge, kind="bridge")
@@ -128,11 +129,12 @@ class LabNet:
             for idx in old.link_lookup(ifname=lay.root_if(host)):
                 old.link("del", index=idx)
         lay.nodes = {n: [h for h in hs if h != host] + ([host] if n == node else []) for n, hs in (lay.nodes or {}).items()}
-        self._save_state()
+        self.save_state()
         self.recreate_veth(host, mtu, queues)
 
     def set_shaping(self, link: Any, underlay: Any) -> None:
         """Shape every host's link ([target.link]) and the nodes' underlay links."""
+        self._shaped = self._shaped or link is not None or underlay is not None  # shaped before: unshaping must clear it
         self.link, self.underlay = link, underlay
         for h in self.layout.hosts:
             self.shape_host(h)
@@ -140,14 +142,22 @@ class LabNet:
             with deadline("shaping the underlay"):
                 lab_nodes.shape_underlay(self.layout, underlay)
 
+    def adopt(self, link: Any, underlay: Any) -> None:
+        """The shaping a lab already has (one `nettune lab up` left): in force, not applied again."""
+        self.link, self.underlay = link, underlay
+        self._shaped = self._shaped or link is not None or underlay is not None
+
     def shape_host(self, host: str) -> None:
         shape = self.link.for_host(host) if self.link is not None else None
         if shape is None and not self.shaped_once:
             return  # never shaped: the default qdiscs are already there
         lay = self.layout
+        # the rate on the switch end only, towards this host, by sender (lab_shaping.py: a
+        # rate on a sender's own end holds its socket back instead of dropping)
+        senders = [(lay.address(h), self.link.for_host(h) if self.link is not None else None) for h in lay.hosts if h != host]
         with deadline(f"shaping the link of {host}"), self._nl(lay.ns(host)) as ns, self._switch(host) as sw:
-            lab_shaping.apply(ns, lay.ns_if(host), shape)
-            lab_shaping.apply(sw, lay.root_if(host), shape)
+            lab_shaping.apply(ns, lay.ns_if(host), lab_shaping.without_rate(shape))
+            lab_shaping.apply_switch_end(sw, lay.root_if(host), shape, senders)
 
     def shaping_state(self) -> dict[str, Any]:
         """Per host: the shape asked for and the qdiscs on each end, read back from netlink."""
@@ -163,7 +173,8 @@ class LabNet:
 
     @property
     def shaped_once(self) -> bool:
-        return self.link is not None or self.underlay is not None
+        """True once any shaping was asked of this lab (then unshaped hosts get their qdiscs cleared)."""
+        return self._shaped
 
     def add_host(self, host: str, mtu: int = 1500) -> "LabLayout":
         """One more namespace on the bridge (the lab's SSH bastion), recorded with the lab so
@@ -172,7 +183,7 @@ class LabNet:
         lay = self.layout
         if host not in lay.hosts:
             lay = self.layout = LabLayout(lay.study, lay.hosts + [host], lay.subnet, lay.nodes)
-        self._save_state()
+        self.save_state()
         if lay.ns(host) not in netns.listnetns():
             netns.create(lay.ns(host))
         with deadline(f"setting up {lay.ns(host)}"), self._nl(lay.ns(host)) as ns:
@@ -209,12 +220,26 @@ class LabNet:
         self.netlink.close()  # an open socket would keep a namespace (and its veth ends) alive
         remove_lab(self.layout)
 
-    def _save_state(self) -> None:
+    def record(self) -> dict[str, Any]:
+        """This lab's record as saved (empty when there is none or it is unreadable)."""
+        try:
+            st = json.loads((LAB_DIR / f"{self.layout.study}.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return st if isinstance(st, dict) else {}
+
+    def save_state(self, carry: bool = True, **fields: Any) -> None:
+        """Record the lab (hosts, subnet, nodes, the process using it); what `nettune lab
+        up` recorded (`kept`: the user's lab, and its configuration) stays unless `carry`
+        is False (a lab being created: nothing earlier is its)."""
         private_dirs(LAB_DIR)  # 0700, ours, not a link (targets/procs.py)
         lay = self.layout
-        (LAB_DIR / f"{lay.study}.json").write_text(
-            json.dumps({"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "nodes": lay.nodes, "created": time.time(), "owner": owner_token()})
-        )
+        old = self.record() if carry else {}
+        st = {"study": lay.study, "hosts": lay.hosts, "subnet": str(lay.subnet), "nodes": lay.nodes,
+              "created": old.get("created", time.time()), "owner": owner_token()}
+        st |= {k: old[k] for k in ("kept", "config") if k in old} | fields
+        (LAB_DIR / f"{lay.study}.json").write_text(json.dumps(st))
+
 
 
 def _ensure_addr(ipr: IPRoute | NetNS, idx: int, address: str, prefixlen: int) -> None:
