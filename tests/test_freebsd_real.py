@@ -65,7 +65,7 @@ def test_precheck_refuses_a_missing_capability_naming_host_interface_and_knob(tm
 
     monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
     host = FakeFreeBSD(REAL / "lagg0_loadbalance_ifconfig_m.txt")
-    text = 'name = "nt-fbsd"\n[target]\nkind = "local"\n[workload]\nduration = 1\n[knobs]\n"offload:lro" = "on"\n'
+    text = 'name = "nt-fbsd"\n[target]\nkind = "local"\n[workload]\nduration = 1\n[knobs]\n"offload:lro@lagg0" = "on"\n'  # local hosts have no default interface: the key names it
     study = parse_study(text)
     resolved = expand_and_check(study, text, "s.toml")
     target = _OneHostTarget(host)
@@ -88,11 +88,11 @@ def test_a_value_that_does_not_read_back_fails_the_point(tmp_path, monkeypatch):
     monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
     host = FakeFreeBSD(REAL / "lagg0_failover_ifconfig_m.txt")
     host.stuck = {"LRO"}
-    text = 'name = "nt-fbsd"\n[target]\nkind = "local"\n[workload]\nduration = 1\n[knobs]\n"offload:lro" = "on"\n'
+    text = 'name = "nt-fbsd"\n[target]\nkind = "local"\n[workload]\nduration = 1\n[knobs]\n"offload:lro@lagg0" = "on"\n'  # local hosts have no default interface: the key names it
     study = parse_study(text)
     (rp,) = expand_and_check(study, text, "s.toml")
     s = KnobSession(study, _OneHostTarget(host), None)
-    with pytest.raises(NettuneError, match="offload:lro on fbsd1: set on but it reads back off"):
+    with pytest.raises(NettuneError, match="offload:lro@lagg0 on fbsd1: set on but it reads back off"):
         s.apply_point(rp)
     assert ["ifconfig", "lagg0", "lro"] in host.calls
     assert s.active == [] and s.restore_all() == []
