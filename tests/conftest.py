@@ -54,8 +54,8 @@ def nettune(*args: str, timeout: float = 300, check: bool = False, cwd: Path | N
     return p
 
 
-def lab_leftovers() -> dict:
-    """What tests must never leave behind: our namespaces, links and processes."""
+def _present() -> dict[str, list[str]]:
+    """Our namespaces, links and iperf processes on this machine now."""
     from nettune.targets.lab.labnet import leftovers
 
     found = leftovers()
@@ -70,10 +70,38 @@ def lab_leftovers() -> dict:
                 continue
             # a zombie is already dead: after kill -9 of nettune its children are reparented
             # to PID 1, and this sandbox's PID 1 does not reap them
-            if comm in ("iperf3", "iperf") and state != "Z" and int(pid) != os.getpid():
+            try:  # a run beside this one in its own PID namespace (scripts/isolated.sh) is not ours
+                same_ns = os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+            except OSError:
+                continue
+            if comm in ("iperf3", "iperf") and state != "Z" and same_ns and int(pid) != os.getpid():
                 ours.append(f"{pid}:{comm}")
     found["iperf processes"] = ours
-    return {k: v for k, v in found.items() if v}
+    return found
+
+
+# What was there before this session began: a run killed with its tests (a CI job cancelled,
+# a machine restarted mid-suite) leaves its lab, and every leftover check of the next session
+# would fail on it. Told once in the summary; `nettune lab down` removes it.
+_BEFORE: dict[str, list[str]] = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if IS_ROOT:
+        _BEFORE.update(_present())
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # shown with -q too, at the end
+    found = {k: v for k, v in _BEFORE.items() if v}
+    if found:
+        terminalreporter.write_line(f"found before the tests began (not theirs, not counted as their leftovers; `nettune lab down` removes them): {found}")
+
+
+def lab_leftovers() -> dict:
+    """What tests must never leave behind: our namespaces, links and processes that were not
+    there when the session began."""
+    now = _present()
+    return {k: new for k, v in now.items() if (new := [x for x in v if x not in _BEFORE.get(k, ())])}
 
 
 def write_study(tmp_path: Path, text: str, name: str = "study.toml") -> Path:

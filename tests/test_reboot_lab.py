@@ -152,10 +152,11 @@ def test_run_reboots_once_per_value_checks_proc_cmdline_and_restores(lab, fake_b
     assert out.status == "done", out
     assert len(runs) == 8 and all(r.ok for r in runs), [r.error for r in runs if not r.ok]
     # interleaved rounds would switch off/auto before every test (8 reboots + the restore);
-    # grouped: off, then auto; the restore puts both changes back in the configuration,
-    # newest first (the journal's rule), then reboots once into the original (no mitigations=)
-    assert fake_boot.reboots == 3
-    assert [c["new"] for c in Journal().records() if c["op"] == "change"] == ["off", "auto"]
+    # grouped: off, then auto (the kernel's default: mitigations= absent, the original command
+    # line); the restore puts both changes back in the configuration, newest first (the
+    # journal's rule), and the host already runs the original: no third reboot
+    assert fake_boot.reboots == 2
+    assert [c["new"] for c in Journal().records() if c["op"] == "change"] == ["off", None]  # auto journaled as absent
     assert fake_boot.d.joinpath("default/grub").read_bytes() == fake_boot.grub_before  # byte for byte
     assert fake_boot.d.joinpath("cmdline").read_text() == fake_boot.cmdline_before
     assert not [c for s_ in Journal().open_sessions() for c in s_.changes]

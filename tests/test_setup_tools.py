@@ -52,6 +52,10 @@ def test_the_test_command_sets_up_the_vm_lab():
     VM lab's tests find QEMU, libvirt, GRUB and the guest image on a new machine."""
     from nettune.setup_tools import VM_FILES, VM_TOOLS
 
-    assert "nettune setup --vms" in (ROOT / "scripts" / "test.sh").read_text()
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    assert "nettune setup --vms" in script
+    vm_line = next(part for part in script.split("apt-get install")[1:] if "qemu" in part.split(">/dev/null", 1)[0])
+    install = " ".join(ln.strip(" \\") for ln in vm_line.split(">/dev/null", 1)[0].splitlines())
+    assert set(VM_TOOLS.values()) | set(VM_FILES.values()) <= set(install.split())  # a new machine gets every one
     assert {"qemu-system-x86", "libvirt-daemon", "libvirt-clients", "busybox-static", "grub2-common"} <= set(VM_TOOLS.values())
     assert {"libvirt-daemon-driver-qemu", "grub-pc-bin"} <= set(VM_FILES.values())

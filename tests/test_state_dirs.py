@@ -141,7 +141,7 @@ def test_as_nobody_a_state_directory_someone_else_made_is_refused(tmp_path, plan
     src = Path(__file__).resolve().parent.parent / "src"
     code = "from nettune.targets.procs import LocalProc\nLocalProc(['true'])\n"
     r = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=+dac_read_search",
-                        "--ambient-caps=+dac_read_search", "env", f"HOME={home}", f"XDG_RUNTIME_DIR={runtime}", f"PYTHONPATH={src}",
+                        "--ambient-caps=+dac_read_search", "env", "-u", "NETTUNE_RUN_DIR", f"HOME={home}", f"XDG_RUNTIME_DIR={runtime}", f"PYTHONPATH={src}",
                         sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "NettuneError" in r.stderr, r.stdout + r.stderr
     assert "state directory" in r.stderr and ("symbolic link" in r.stderr if plant == "symlink" else "belongs to uid 0" in r.stderr)
