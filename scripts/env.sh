@@ -10,30 +10,24 @@ fi
 # Every command the code or the tests run on this machine. The package lists below must name
 # a package for each; tests/test_setup_tools.py keeps them in step with nettune/setup_tools.py
 # (TOOLS, and TEST_TOOLS: grub-mkconfig and grub-editenv, the boot loader's own readings the
-# cmdline:KEY tests check edits against, neither installing a boot loader; initdb and pg_ctl,
-# PostgreSQL's server, which only the store tests start, in a temporary directory).
+# cmdline:KEY tests check edits against, neither installing a boot loader). PostgreSQL's server,
+# which only the store tests start, is installed by scripts/test.sh beside the suite, with the
+# tests that need it (setup_tools.PG_TEST_TOOLS).
 need_pkgs=""
 # type -P: the program on PATH (bash's own `time` keyword is not GNU time)
-for t in iperf3 iperf ethtool sshd ssh ssh-keygen ip tc sudo ps sysctl pgrep ping nft time grub-mkconfig grub-editenv initdb pg_ctl; do
-  # Debian keeps PostgreSQL's server programs in /usr/lib/postgresql/VERSION/bin
-  type -P "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || compgen -G "/usr/lib/postgresql/*/bin/$t" >/dev/null || need_pkgs=1
+for t in iperf3 iperf ethtool sshd ssh ssh-keygen ip tc sudo ps sysctl pgrep ping nft time grub-mkconfig grub-editenv; do
+  type -P "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || need_pkgs=1
 done
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs=1
 if [ -n "$need_pkgs" ]; then
   if command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive   # iperf3's debconf must not ask to start a daemon
-    if [ ! -d /etc/postgresql-common ]; then
-      # Debian's documented switch: the package creates (and starts) no cluster of its own;
-      # the tests start theirs in a temporary directory and stop it
-      mkdir -p /etc/postgresql-common/createcluster.d
-      echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/nettune-no-main-cluster.conf
-    fi
     apt-get update -q >/dev/null
-    apt-get install -y -q iperf3 iperf ethtool openssh-server openssh-client iproute2 procps sudo iputils-ping nftables time python3-venv grub-common grub2-common postgresql >/dev/null
+    apt-get install -y -q iperf3 iperf ethtool openssh-server openssh-client iproute2 procps sudo iputils-ping nftables time python3-venv grub-common grub2-common >/dev/null
   elif command -v dnf >/dev/null; then
-    dnf install -y -q iperf3 iperf ethtool openssh-server openssh-clients iproute iproute-tc procps-ng sudo iputils nftables time python3 grub2-tools grub2-tools-minimal postgresql-server
+    dnf install -y -q iperf3 iperf ethtool openssh-server openssh-clients iproute iproute-tc procps-ng sudo iputils nftables time python3 grub2-tools grub2-tools-minimal
   else
-    echo "install iperf3, iperf, ethtool, openssh-server, openssh-client, iproute2, procps, sudo, ping (iputils), nftables, GNU time and PostgreSQL's server with your package manager" >&2
+    echo "install iperf3, iperf, ethtool, openssh-server, openssh-client, iproute2, procps, sudo, ping (iputils), nftables and GNU time with your package manager" >&2
     exit 2
   fi
 fi

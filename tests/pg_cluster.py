@@ -144,7 +144,7 @@ def start() -> Cluster:
         raise Unavailable("psycopg is not installed (pip install 'nettune[postgresql]'; scripts/test.sh installs it)") from None
     where = binaries()
     if where is None:
-        raise Unavailable("PostgreSQL's initdb/pg_ctl not found (apt-get install postgresql; scripts/env.sh installs it)")
+        raise Unavailable("PostgreSQL's initdb/pg_ctl not found (apt-get install postgresql; scripts/test.sh installs it in the shard that runs these tests)")
     owner = _user()
     cluster = Cluster(Path(tempfile.mkdtemp(prefix="nettune-pg-")), where, owner)
     try:
