@@ -109,6 +109,35 @@ def test_history_from_postgresql(pg_url):
         h = history(st, "s")
     assert [r.study_id for r in h.reruns] == ids
     assert all(len(s.changes) >= 1 and abs(s.changes[0].step.at - 4) <= 1 for s in h.series)
+    _saves_and_replaces(pg_url, ids)
+
+
+def _saves_and_replaces(db: str, ids: list[int]) -> None:
+    """`history --save` stores every change point (what the JSON shows), a second save
+    replaces them, and a failed one leaves them."""
+    r = CliRunner().invoke(app, ["history", "s", "--db", db, "-f", "json", "--save"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    want = [(s["label"], c["study_after"], c["step"], c["changed"]) for s in doc["series"] for c in s["changes"]]
+    assert want and f"stored {len(want)} change point(s) of s" in r.stderr
+    for _ in range(2):
+        with store_at(db) as st:
+            saved = st.change_points("s")
+        assert sorted((c["series"], c["study_after"], c["step"], c["changed"]) for c in saved) == sorted(want)
+        assert all(c["metric"] == doc["metric"] and c["unit"] == doc["unit"] and c["study_after"] in ids for c in saved)
+        assert r.exit_code == 0
+        r = CliRunner().invoke(app, ["history", "s", "--db", db, "--save"])  # again: replaced, not doubled
+    r = CliRunner().invoke(app, ["history", "nosuch", "--db", db, "--save"])
+    assert r.exit_code != 0
+    with store_at(db) as st:
+        assert len(st.change_points("s")) == len(want)
+
+
+def test_history_save_on_sqlite(tmp_path):
+    db = str(tmp_path / "r.db")
+    with StoreWriter(db) as st:
+        ids = _reruns(st, [10.0] * 4 + [8.0] * 3, seed=5)
+    _saves_and_replaces(db, ids)
 
 
 def test_check_history_exit_codes_and_json(tmp_path):

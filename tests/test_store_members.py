@@ -122,6 +122,7 @@ def test_a_schema_4_database_is_migrated(db):
     _raw(db, "INSERT INTO ceilings (machine, config, engine, processes, streams, bps, measured) VALUES (?,?,?,?,?,?,?)",
          ("m1", "iperf3", "iperf3", 1, 2, 9e9, 1.0))
     _raw(db, "ALTER TABLE runs DROP COLUMN max_snd_wnd")
+    _raw(db, "DROP TABLE change_points")  # schema 7's
     _raw(db, "UPDATE meta SET value='4' WHERE key='schema_version'")
     _raw(db, "UPDATE meta SET value='1' WHERE key='fields_version'")
     with store_at(db) as s:
@@ -136,6 +137,7 @@ def test_a_schema_4_database_is_migrated(db):
         lab = [r for r in s.ceiling_rows("m1") if r["path"] == "lab mtu=1500"]
         assert len(lab) == 1 and lab[0]["runs"] == 2 and lab[0]["ci_low"] < 9e9 < lab[0]["ci_high"] and s.ceilings("m1") == {"iperf3": {2: 9e9}}
         assert s.find_study(sid)["name"] == "new"
+        assert s.change_points("old") == []  # schema 7: the table, empty
     assert dict(_raw(db, "SELECT key, value FROM meta")) == {"schema_version": str(SCHEMA_VERSION), "fields_version": str(FIELDS_VERSION)}
 
 

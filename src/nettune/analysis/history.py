@@ -100,6 +100,14 @@ class History:
     def changes(self) -> list[tuple[Series, Change]]:
         return [(s, c) for s in self.series for c in s.changes]
 
+    def saved_rows(self) -> list[dict[str, Any]]:
+        """Every change point as `nettune history --save` stores it (store/change_points_table.py)."""
+        started = {r.study_id: r.started for r in self.reruns}
+        return [{"series": s.label, "point": s.point, "pair": s.pair, "kind": c.step.kind, "study_before": c.study_before,
+                 "study_after": c.study_after, "at_time": started[c.study_after], "before": c.step.before, "after": c.step.after,
+                 "step": c.step.size, "ci_low": c.step.ci_low, "ci_high": c.step.ci_high, "p_value": c.step.p_value,
+                 "changed": c.changed} for s, c in self.changes]
+
     def to_dict(self) -> dict[str, Any]:
         return {"study": self.study, "metric": self.metric, "unit": self.unit, "higher_is_better": self.higher_is_better,
                 "reruns": [asdict(r) | {"when": r.when} for r in self.reruns], "series": [s.to_dict() for s in self.series],

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from ..errors import NettuneError
 from ..record.fields import metric_help
-from .app import DB_OPT, app, console, open_store, print_fitted, print_items, user_errors
+from .app import DB_OPT, app, console, err_console, open_store, open_writer, print_fitted, print_items, user_errors
 from .history_check import show_num, study_ref
 
 
@@ -21,6 +21,8 @@ def history(
     study: str = typer.Argument(..., help="A study name, or a study file (its name and its points)."),
     metric: str = typer.Option("auto", "--metric", "-m", help=f"auto (the study's primary metric), or one of: {metric_help()}."),
     format: str = typer.Option("text", "--format", "-f", help="text or json."),
+    save: bool = typer.Option(False, "--save", help="Also store the change points found in the database (table change_points, "
+                              "replacing this study's and metric's): the Grafana dashboard shows them (docs/results.md)."),
     db: str = DB_OPT,
 ) -> None:
     """Every stored rerun of a study (same name, same points) in time order: per point and pair the means with
@@ -33,6 +35,11 @@ def history(
     name, points = study_ref(study)
     with open_store(db) as store:
         h = build(store, name, points, metric)
+    if save:
+        with open_writer(db, must_exist=True) as writer:
+            writer.save_change_points(h.study, h.metric, h.unit, h.saved_rows())
+            where = writer.where  # a URL without its password
+        err_console.print(f"stored {len(h.changes)} change point(s) of {escape(h.study)} ({h.metric}) in {escape(where)}", highlight=False)
     if format == "json":
         print(json.dumps(jsonable(h.to_dict()), indent=2, default=str, allow_nan=False))
         return

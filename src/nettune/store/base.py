@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..record.point_state import PointState
+from . import change_points_table as cp
 from . import columns
 from . import idle_table as idle
 from . import instrument_tables as instrument
@@ -69,6 +70,7 @@ class ResultStore(Protocol):
     def add_ceilings(self, machine: str, rows: list[dict[str, Any]], path: str = "loopback") -> None: ...
     def add_cross_check(self, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]], verdict: str,
                         check_study_id: int | None) -> None: ...
+    def save_change_points(self, study_name: str, metric: str, unit: str, rows: list[dict[str, Any]]) -> None: ...
 
     # reading
     def studies(self) -> list[dict[str, Any]]: ...
@@ -86,6 +88,7 @@ class ResultStore(Protocol):
     def ceiling_runs(self, machine: str) -> dict[str, dict[str, dict[str, list[float]]]]: ...
     def ceiling_rows(self, machine: str | None = None) -> list[dict[str, Any]]: ...
     def cross_checks(self, study_id: int) -> list[dict[str, Any]]: ...
+    def change_points(self, study_name: str) -> list[dict[str, Any]]: ...
 
 
 class StoreReader:
@@ -193,6 +196,10 @@ class StoreReader:
     def cross_checks(self, study_id: int) -> list[dict[str, Any]]:
         return instrument.cross_checks(self.sql, study_id)
 
+    def change_points(self, study_name: str) -> list[dict[str, Any]]:
+        """What `nettune history --save` stored for a study name, oldest first."""
+        return cp.change_point_rows(self.sql, study_name)
+
 
 class StoreBase(StoreReader):
     """ResultStore over a Sql connection: a member sets `sql`, `where` and `dialect`, then
@@ -297,3 +304,7 @@ class StoreBase(StoreReader):
     def add_cross_check(self, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]], verdict: str,
                         check_study_id: int | None) -> None:
         instrument.add_cross_check(self.sql, study_id, point_idx, label, rows, verdict, check_study_id)
+
+    def save_change_points(self, study_name: str, metric: str, unit: str, rows: list[dict[str, Any]]) -> None:
+        """`nettune history --save`: replace the study's change points of that metric."""
+        cp.save_change_points(self.sql, study_name, metric, unit, rows)

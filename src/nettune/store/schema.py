@@ -21,6 +21,8 @@ one database at once migrate it once):
      when it changed between two runs); NULL for studies stored before.
   6  `ceilings` per path class with its repeats: `path` ('loopback' for the rows stored
      before), `runs`, `ci_low`, `ci_high`, `values_json` (store/instrument_tables.py).
+  7  `change_points`: what `nettune history --save` found (store/change_points_table.py),
+     for tools that read the store (the Grafana dashboard); created empty.
 
 The value columns of `runs` are the field table's (record/fields.py, store/columns.py):
 created, added to older databases and filled from `extra_json` there, versioned by
@@ -35,13 +37,14 @@ from typing import Callable
 
 from ..errors import NettuneError
 from ..record.fields import STORED
+from . import change_points_table as change_points
 from . import columns
 from . import idle_table as idle
 from . import instrument_tables as instrument
 from .cpu_units import units_for
 from .sql import Sql
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -160,8 +163,12 @@ def _to_6(sql: Sql) -> None:
             sql.script(sql.ddl(f"ALTER TABLE ceilings ADD COLUMN {col} {decl}"))
 
 
+def _to_7(sql: Sql) -> None:
+    """`change_points`: created (empty) by migrate's DDL, like every table of its own."""
+
+
 # version -> the step that brings a database of the version before to it
-MIGRATIONS: dict[int, Callable[[Sql], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6}
+MIGRATIONS: dict[int, Callable[[Sql], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6, 7: _to_7}
 
 
 def migrate(sql: Sql, where: str) -> None:
@@ -172,6 +179,7 @@ def migrate(sql: Sql, where: str) -> None:
         sql.script(sql.ddl(SCHEMA))
         sql.script(sql.ddl(instrument.SCHEMA))  # host ceilings and cross-checks
         sql.script(sql.ddl(idle.IDLE_SCHEMA))  # schema 4: idle_power
+        sql.script(sql.ddl(change_points.CHANGE_POINTS_SCHEMA))  # schema 7: change_points
         found = sql.value("SELECT value FROM meta WHERE key='schema_version'")
         version = int(found) if found is not None else SCHEMA_VERSION
         if version > SCHEMA_VERSION:
@@ -206,4 +214,4 @@ def current(sql: Sql) -> bool:
     fields = sql.value("SELECT value FROM meta WHERE key='fields_version'")
     if fields is None or int(fields) < columns.FIELDS_VERSION:
         return False
-    return all(sql.columns(t) for t in ("idle_power", "ceilings", "cross_checks"))
+    return all(sql.columns(t) for t in ("idle_power", "ceilings", "cross_checks", "change_points"))
