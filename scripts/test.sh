@@ -27,7 +27,7 @@ fi
 # only lo is up there, and that is all it needs) and history's, with PostgreSQL's server
 # installed in that shard, so the rest of the suite does not wait for it.
 beside="tests/test_lab_results.py tests/test_series_export.py tests/test_search_lab.py tests/test_ssh_conformance.py \
-  tests/test_store_members.py tests/test_postgres_runs.py tests/test_history.py"
+  tests/test_store_members.py tests/test_postgres_runs.py tests/test_history.py tests/test_grafana_dashboard.py"
 ignore=""
 for t in tests/test_vmlab.py tests/test_vmlab_parts.py $beside; do ignore="$ignore --ignore=$t"; done
 vm_log=$(mktemp /tmp/nettune-vmtests.XXXXXX)
