@@ -54,6 +54,10 @@ def test_vmlab_target_defaults_and_the_hypervisor_added():
     ('[target.hosts."bad.name"]\n[target.hosts.server]\n[target.hosts.client]\n', ["bad.name", "domain"]),
     ('[target.hosts.server]\n[target.hosts.client]\n[target.hosts.a]\nrole = "hypervisor"\n[target.hosts.b]\nrole = "hypervisor"\n', ["one (this machine)"]),
     ('[target.hosts.server]\n[target.hosts.client]\n[target.link.other]\ndelay = "1ms"\n', ["other", "not a guest"]),
+
+    # the guests' network config is a /24: a larger block of the range, fine for the lab, is not
+    ('subnet = "198.18.40.0/23"\n[target.hosts.server]\n[target.hosts.client]\n', ["198.18.40.0/23", "a /24 inside 198.18.0.0/15"]),
+    ('subnet = "10.0.0.0/24"\n[target.hosts.server]\n[target.hosts.client]\n', ["10.0.0.0/24", "benchmarking range"]),
 ])
 def test_vmlab_target_refuses_with_one_line(hosts, words):
     with pytest.raises(SpecError) as e:

@@ -75,16 +75,25 @@ def setup(echo=print) -> list[str]:
         raise NettuneError(f"missing {', '.join(missing)} and neither apt-get nor dnf is available; install them with your package manager")
     if os.geteuid() != 0:
         raise NettuneError(f"missing {', '.join(missing)}; installing needs root: sudo nettune setup")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")  # iperf3's debconf must not ask about a daemon
     echo("installing: " + " ".join(cmd[3:]))
-    if subprocess.run(cmd, env=env).returncode != 0 and cmd[0] == "apt-get":
-        subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
-        if subprocess.run(cmd, env=env).returncode != 0:
-            raise NettuneError(f"`{' '.join(cmd)}` failed; see the output above")
+    _install(cmd)
     still = missing_tools()
     if still:
         raise NettuneError(f"still missing after install: {', '.join(still)}")
     return missing
+
+
+def _install(cmd: list[str]) -> None:
+    """Run an install command; apt-get's package lists may be stale (a fresh machine has
+    none): update them once and try again."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")  # iperf3's debconf must not ask about a daemon
+    if subprocess.run(cmd, env=env).returncode == 0:
+        return
+    if cmd[0] == "apt-get":
+        subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
+        if subprocess.run(cmd, env=env).returncode == 0:
+            return
+    raise NettuneError(f"`{' '.join(cmd)}` failed; see the output above")
 
 
 # `nettune setup --vms`: what the VM lab ([target] kind = "vmlab") runs on this machine, with
@@ -150,13 +159,8 @@ def setup_vms(echo=print) -> list[str]:
         if not shutil.which("apt-get"):
             raise NettuneError(f"the VM lab uses Debian's packages (and Debian's kernel for its guests); install {', '.join(missing)} "
                                "with apt-get on a Debian machine")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
         echo("installing: " + " ".join(missing))
-        if subprocess.run(cmd, env=env).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
-            if subprocess.run(cmd, env=env).returncode != 0:
-                raise NettuneError(f"`{' '.join(cmd)}` failed; see the output above")
+        _install(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing])
         still = missing_vm_packages()
         if still:
             raise NettuneError(f"still missing after install: {', '.join(still)}")
