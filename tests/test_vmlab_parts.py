@@ -219,6 +219,9 @@ def test_an_emulated_study_gets_no_performance_verdicts(tmp_path):
     assert not any("saturat" in f or "mattered" in f or "recommended" in f for f in e["findings"][2:])
     assert not any(p["curves"] or p["effect"] or p["comparisons"] for p in e["parameters"]) and not e["efficiency"]
     assert [p["mean"] for p in e["points"]] == [p["mean"] for p in r["points"]]  # the numbers stay
+    # the summary draws nothing from the verdicts' absence: no "one point only", no "the verdicts below hold"
+    assert e["summary"][0] == e["headline"][0] and e["summary"][-1].startswith("next: run the same study on hosts with real CPUs")
+    assert not any(ln.startswith(("mattered", "recommended")) or "verdicts below hold" in ln for ln in e["summary"]), e["summary"]
 
 
 def test_results_and_the_report_say_emulated_above_the_numbers(tmp_path):

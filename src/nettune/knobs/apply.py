@@ -259,7 +259,7 @@ class KnobSession:
             return []
         self._closed = True
         with critical():
-            for a in self.active:  # what putting back will disrupt, said before it starts
+            for a in reversed(self.active):  # what putting back will disrupt, said before it starts, in the order it will
                 d = KINDS[a.change.loc.kind].disruption(a.change.loc)
                 if d is not None:
                     self.announce(f"{d.what.upper()} to restore: {a.change.loc.key} back to {KINDS[a.change.loc.kind].show(a.change.original)} "
