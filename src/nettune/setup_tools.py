@@ -29,12 +29,20 @@ TOOLS = {
 }
 # Commands only the tests run on this machine -> (Debian package, Fedora package): the boot
 # loaders' own readings of the files cmdline:KEY edits (tests/boot_readers.py: the real
-# grub-mkconfig in private namespaces, grub-editenv for grubenv). scripts/env.sh installs
-# them too; `nettune setup` does not put a boot loader's tools on a user's machine. Fedora
-# names them grub2-*: there the tests that need them skip, saying why.
+# grub-mkconfig in private namespaces, grub-editenv for grubenv). scripts/env.sh installs them
+# too; `nettune setup` does not put a boot loader's tools on a user's machine. Fedora names the
+# boot loader's grub2-*: there the tests that need them skip, saying why.
 TEST_TOOLS = {
     "grub-mkconfig": ("grub2-common", "grub2-tools"),
     "grub-editenv": ("grub-common", "grub2-tools-minimal"),
+}
+# PostgreSQL's server programs, for the store tests' throwaway cluster (tests/pg_cluster.py).
+# scripts/test.sh installs them in the shard that runs those tests beside the rest of the suite
+# (so the rest does not wait for the install); a PostgreSQL store's server is the user's own,
+# anywhere, so `nettune setup` installs none.
+PG_TEST_TOOLS = {
+    "initdb": ("postgresql", "postgresql-server"),
+    "pg_ctl": ("postgresql", "postgresql-server"),
 }
 
 
