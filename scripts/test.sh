@@ -56,9 +56,9 @@ vm_log=$(mktemp /tmp/nettune-vmtests.XXXXXX)
       || echo "apt-get could not install the VM lab's packages: tests/test_vmlab.py says why it skips" >&2
     nettune setup --vms | tail -n 1 || echo "nettune setup --vms failed: tests/test_vmlab.py says why it skips" >&2
   fi
-  # shellcheck disable=SC2086
   # NETTUNE_VM_TESTS=all: the guest reboots, both kill -9 cases and study A's whole miniature
   # (about 4 minutes more under TCG here, inside this shard's slack)
+  # shellcheck disable=SC2086
   NETTUNE_VM_TESTS=all bash scripts/isolated.sh python -m pytest -q -p no:cacheprovider --durations=10 tests/test_vmlab.py tests/test_vmlab_parts.py $beside
 ) >"$vm_log" 2>&1 &
 vm_pid=$!
