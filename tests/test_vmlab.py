@@ -300,10 +300,15 @@ def test_cmdline_mitigations_off_reboots_into_it_and_one_reboot_restores(lab):
             seen["v1"] = lab.ssh("server", "cat /sys/devices/system/cpu/vulnerabilities/spectre_v1").strip()
             seen["default"], seen["cfg"] = _grub_files(lab)
 
+        def message(self, text):
+            seen.setdefault("said", []).append(text)
+
     f = _write(lab.tmp, "c.toml", MITIGATIONS_OFF_ON_SERVER)
     out, runs, _ = _run(lab, f, Watch())
     assert out.status == "done" and out.failed == 0 and not out.warnings, (out, [r.error for r in runs])
     assert "mitigations=off" in seen["cmdline"] and seen["v1"].startswith("Vulnerable")  # the guest kernel booted with it
+    # its time counted the two reboots at reboot_timeout, and the run said that this is a bound
+    assert any("2 reboot(s) or VM restart(s)" in t and "upper bound" in t for t in seen["said"]), seen["said"]
     assert 'GRUB_CMDLINE_LINUX_DEFAULT="quiet mitigations=off"' in seen["default"] and "mitigations=off" in seen["cfg"]  # update-grub ran
     assert "mitigations" not in lab.ssh("server", "cat /proc/cmdline")
     assert lab.ssh("server", "cat /sys/devices/system/cpu/vulnerabilities/spectre_v1").startswith("Mitigation")

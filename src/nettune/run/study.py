@@ -177,6 +177,10 @@ def run_study(
         progress.message(f"resuming study #{study_id}: {done} tests done" if study.search is not None
                          else f"resuming study #{study_id}: {done} of {done + total} tests done, {total} to run{more}")
     clock = RunClock(study, resolved, target, left, per_slot)
+    if clock.costly:
+        n = len(clock.costly)
+        progress.message(f"the time below counts {n} reboot(s) or VM restart(s) at the most the run waits for each "
+                         "(reboot_timeout, reconnect_timeout): an upper bound until they are behind")
     # the bar's total and time are the same plan: the tests up front (adaptive rounds add to both as they come)
     if sized is not None:
         progress.start(study, *sized)
