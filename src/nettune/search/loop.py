@@ -3,10 +3,12 @@ the run layer's slots on a real target (run/search_trials.py), or a simulated su
 (search/simulate.py, for the bench and for tests without root).
 
     1. the defaults (the baseline), `confirm` values (a failed test run again, at most MAX_FAILED times);
-    2. the method's proposals, each measured; after each, the noise rule: the leader
-       needs `confirm` runs before it leads, and every configuration whose interval
-       overlaps the leader's gets `confirm` runs too, so a lucky single run never wins;
-       stops when the method is done or the budget (minus what step 3 needs) is spent;
+    2. the method's proposals, each measured, and the noise rule: the leader needs
+       `confirm` runs before it wins, and every configuration whose interval overlaps the
+       leader's gets `confirm` runs too, so a lucky single run never wins; the rule waits
+       while the budget left holds more than it would take (the method explores first),
+       and runs when it does not and when the method has nothing more to ask; stops when
+       the method is done or the budget (minus what step 3 needs) is spent;
     3. the end, in `confirm` interleaved rounds: the defaults again (the drift check), the
        winner again (fresh runs: the luck that selected it does not count in its
        verdict), and the winner with each factor put back to its default (the ablation).
