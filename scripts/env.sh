@@ -10,7 +10,9 @@ fi
 # Every command the code or the tests run on this machine. The package lists below must name
 # a package for each; tests/test_setup_tools.py keeps them in step with nettune/setup_tools.py
 # (TOOLS, and TEST_TOOLS: grub-mkconfig and grub-editenv, the boot loader's own readings the
-# cmdline:KEY tests check edits against; neither installs a boot loader).
+# cmdline:KEY tests check edits against, neither installing a boot loader). PostgreSQL's server,
+# which only the store tests start, is installed by scripts/test.sh beside the suite, with the
+# tests that need it (setup_tools.PG_TEST_TOOLS).
 need_pkgs=""
 # type -P: the program on PATH (bash's own `time` keyword is not GNU time)
 for t in iperf3 iperf ethtool sshd ssh ssh-keygen ip tc sudo ps sysctl pgrep ping nft time grub-mkconfig grub-editenv; do

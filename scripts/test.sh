@@ -22,12 +22,32 @@ if [ "$#" -gt 0 ]; then
   exec python -m pytest -q -p no:cacheprovider --durations=20 "$@"
 fi
 # Lab tests that need no value of this machine's own network namespace (no host-wide sysctl)
-# run there too, after the VM lab's: each shard takes part of the other's waiting time.
-beside="tests/test_lab_results.py tests/test_series_export.py tests/test_search_lab.py tests/test_ssh_conformance.py"
+# run there too, after the VM lab's: each shard takes part of the other's waiting time. So do
+# the PostgreSQL store's tests (a throwaway cluster on a Unix socket in a temporary directory:
+# only lo is up there, and that is all it needs) and history's, with PostgreSQL's server
+# installed in that shard, so the rest of the suite does not wait for it.
+beside="tests/test_lab_results.py tests/test_series_export.py tests/test_search_lab.py tests/test_ssh_conformance.py \
+  tests/test_store_members.py tests/test_postgres_runs.py tests/test_history.py tests/test_grafana_dashboard.py"
 ignore=""
 for t in tests/test_vmlab.py tests/test_vmlab_parts.py $beside; do ignore="$ignore --ignore=$t"; done
 vm_log=$(mktemp /tmp/nettune-vmtests.XXXXXX)
 (
+  # PostgreSQL's server (setup_tools.PG_TEST_TOOLS: initdb, pg_ctl) for the store tests
+  if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && ! command -v initdb >/dev/null; then
+    if command -v apt-get >/dev/null; then
+      if [ ! -d /etc/postgresql-common ]; then
+        # Debian's documented switch: the package creates (and starts) no cluster of its own;
+        # the tests start theirs in a temporary directory and stop it
+        mkdir -p /etc/postgresql-common/createcluster.d
+        echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/nettune-no-main-cluster.conf
+      fi
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null \
+        || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null; } \
+        || echo "apt-get could not install PostgreSQL's server: the store tests say why they skip" >&2
+    elif command -v dnf >/dev/null; then
+      dnf install -y -q postgresql-server || echo "dnf could not install PostgreSQL's server: the store tests say why they skip" >&2
+    fi
+  fi
   if command -v apt-get >/dev/null; then
     # the packages of setup_tools.VM_TOOLS and VM_FILES (tests/test_setup_tools.py keeps them in
     # step); `nettune setup --vms` then adds libvirt's user and builds the guest image
@@ -36,8 +56,10 @@ vm_log=$(mktemp /tmp/nettune-vmtests.XXXXXX)
       || echo "apt-get could not install the VM lab's packages: tests/test_vmlab.py says why it skips" >&2
     nettune setup --vms | tail -n 1 || echo "nettune setup --vms failed: tests/test_vmlab.py says why it skips" >&2
   fi
+  # NETTUNE_VM_TESTS=all: the guest reboots, both kill -9 cases and study A's whole miniature
+  # (about 4 minutes more under TCG here, inside this shard's slack)
   # shellcheck disable=SC2086
-  bash scripts/isolated.sh python -m pytest -q -p no:cacheprovider --durations=10 tests/test_vmlab.py tests/test_vmlab_parts.py $beside
+  NETTUNE_VM_TESTS=all bash scripts/isolated.sh python -m pytest -q -p no:cacheprovider --durations=10 tests/test_vmlab.py tests/test_vmlab_parts.py $beside
 ) >"$vm_log" 2>&1 &
 vm_pid=$!
 rc=0

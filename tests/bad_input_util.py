@@ -149,7 +149,7 @@ def check_any_study(text: bytes | str) -> None:
         before = our_namespaces()
         r = place.invoke("run", str(path), "--dry-run", "--db", str(place.db))
         assert r.exit_code == 0 and r.exception is None, (r.stdout, r.stderr, r.exception)
-        assert "expected time: about" in r.stdout
+        assert re.search(r"expected time: (about|at most) ", r.stdout), r.stdout  # at most: restarts or reboots at their timeout
         place.nothing_created()
         assert our_namespaces() <= before
     finally:

@@ -108,3 +108,26 @@ def write_study(tmp_path: Path, text: str, name: str = "study.toml") -> Path:
     p = tmp_path / name
     p.write_text(text)
     return p
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A throwaway PostgreSQL cluster for the whole session (tests/pg_cluster.py): started
+    from the distribution's package on a Unix socket in a temporary directory, stopped by
+    PID at the end; the tests that need it skip, saying why, where it cannot start."""
+    import pg_cluster as pgc
+
+    try:
+        cluster = pgc.start()
+    except pgc.Unavailable as e:
+        pytest.skip(f"no PostgreSQL here: {e}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """The URL of a new, empty database of the session's cluster."""
+    return pg_cluster.new_database()

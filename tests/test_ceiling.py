@@ -7,7 +7,6 @@ import json
 
 from nettune import Store
 from nettune.analysis.data import load
-from nettune.store.instrument_tables import ceiling_rows
 
 from conftest import needs_iperf2, needs_iperf3, nettune
 
@@ -19,7 +18,7 @@ def test_ceiling_is_measured_with_repeats_stored_and_used(tmp_path):
     out = nettune("ceiling", "--duration", "1", "--max-streams", "2", "--runs", "2", "--db", str(db), check=True).stdout
     assert "ceiling iperf2:" in out and "ceiling iperf3:" in out and "2 run(s) each" in out
     with Store(db) as s:
-        rows = ceiling_rows(s.db)
+        rows = s.ceiling_rows()
     machine = rows[0]["machine"]
     got = {(r["config"], r["streams"]) for r in rows}
     assert {("iperf3", 1), ("iperf3", 2), ("iperf3 x2", 2), ("iperf2", 1), ("iperf2", 2)} <= got

@@ -9,7 +9,6 @@ from pathlib import Path
 from nettune.store import Store
 from nettune.targets.ssh import sshlab
 from nettune.targets.lab.labnet import pids_in_namespace
-from nettune.store.instrument_tables import ceiling_rows
 
 from conftest import needs_iperf3, needs_root, nettune
 from sshlab_util import lab_fixture, private_state  # noqa: F401 - private_state: autouse fixture
@@ -32,7 +31,7 @@ def test_named_host_is_measured_on_its_own_loopback_over_ssh(lab, tmp_path):
     assert f"server ({me}): 2 loopback tests of 1s" in r.stdout  # iperf3 and iperf2 at -P 1, on the remote side
     assert "ceiling iperf3:" in r.stdout and "ceiling iperf2:" in r.stdout
     with Store(db) as s:
-        rows = ceiling_rows(s.db)
+        rows = s.ceiling_rows()
     assert {r["engine"] for r in rows} == {"iperf3", "iperf2"} and all(r["bps"] and r["machine"] == me for r in rows)
     # the tests ran in the lab host's namespace, reached over ssh: its sshd logged our logins
     assert logins("server") > before and logins("client") == 0

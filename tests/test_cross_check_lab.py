@@ -8,7 +8,6 @@ from nettune.run.study import run_study
 from nettune.analysis.data import load
 from nettune.analysis.instrument import tool_bound_points
 from nettune.run.cross_check import verdict
-from nettune.store.instrument_tables import cross_checks
 
 from conftest import lab_leftovers, needs_iperf2, needs_iperf3, needs_root, nettune
 
@@ -31,7 +30,7 @@ def test_cross_check_of_a_chosen_point_side_by_side(tmp_path):
     db = tmp_path / "r.db"
     with StoreWriter(db) as s:
         out = run_study(parse_study(STUDY), s, cross_check=[1])  # the p=4 point, whatever its CPU was
-        stored = cross_checks(s.db, out.study_id)
+        stored = s.cross_checks(out.study_id)
         names = {x["name"]: x for x in s.studies()}
     assert out.status == "done" and len(out.cross_checks) == 1 and stored[0]["label"] == "p=4"
     rows = stored[0]["rows"]
@@ -75,13 +74,13 @@ def test_cli_cross_checks_exactly_the_tool_bound_points(tmp_path):
     with StoreWriter(db) as s:
         sid = s.find_study("nettune-t-xcheck")["id"]
         data = load(s, str(sid))
-        checked = [c["point_idx"] for c in cross_checks(s.db, sid)]
+        checked = [c["point_idx"] for c in s.cross_checks(sid)]
     bound = tool_bound_points(data, data.params)[2]
     assert checked == bound
     if bound:  # the summary says each verdict once: in the headline, or on its own line after it
         flat = " ".join(out.split())
         with StoreWriter(db) as s:
-            for c in cross_checks(s.db, sid):
+            for c in s.cross_checks(sid):
                 assert flat.count(" ".join(c["verdict"].split())) == 1, c["verdict"]
     else:
         assert "no point was tool-bound" in out

@@ -333,6 +333,39 @@ def test_restore_from_the_journal_is_byte_exact(tmp_path, monkeypatch, kind, arg
     assert snapshot() == before_text
 
 
+@pytest.mark.parametrize("killed_after_the_restart", [False, True])
+def test_a_chain_of_changes_goes_back_with_one_restart(tmp_path, monkeypatch, killed_after_the_restart):
+    """Study A's queues 1 -> 2 -> 4 on one VM: restore puts back the first original at once
+    (one `virsh shutdown`, not one per change), and both changes are journaled done; after a
+    kill between that restart and its journal record, the next restore finds the original in
+    force and ends the session, never taking it for someone else's change."""
+    from nettune.knobs.journal import Journal
+    from nettune.knobs.places import Place
+    from nettune.knobs.restore import restore_changes
+
+    monkeypatch.setenv("NETTUNE_STATE_DIR", str(tmp_path / "state"))
+    ex = FakeVirsh(xml=REAL / "libvirt" / "net-coalesce.x86_64-latest.xml")
+    before_text = ex.inactive
+    loc = Loc("libvirt_queues:test/1", "libvirt_queues", "test/1")
+    place = {"type": "remote", "key": "remote:hv", "label": "hv"}
+    j = Journal()
+    sid = j.begin("s", None)
+    for seq, new in ((1, 2), (2, 4)):
+        j.change(sid, seq, "s", "hv", loc.record(), place, LQ.read(ex, loc), new)
+        LQ.apply(ex, loc, new)
+        j.actual(sid, seq, LQ.read(ex, loc))
+    (session,) = j.open_sessions()
+    if killed_after_the_restart:
+        LQ.restore(ex, loc, session.changes[0].original)  # the chain's restore ran; its record did not
+    ex.calls.clear()
+    out = restore_changes(j, sid, session.changes, lambda rec: (Place("hv", "remote", ex), ""))
+    assert ex.inactive == before_text and not out.warnings and not out.failed, out.lines
+    shutdowns = [c for c in ex.calls if "shutdown" in c]
+    assert len(shutdowns) == (0 if killed_after_the_restart else 1), ex.calls
+    assert [r for r, _ in out.lines] == (["unchanged"] if killed_after_the_restart else ["restored"])
+    assert [x.changes for x in j.open_sessions()] == [[]]  # both changes done: nothing left for `nettune restore`
+
+
 def test_a_line_someone_else_changed_since_is_left_alone(tmp_path, monkeypatch):
     from nettune.knobs.journal import Journal
     from nettune.knobs.places import Place

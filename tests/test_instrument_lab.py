@@ -9,8 +9,8 @@ from conftest import lab_leftovers, nettune, needs_iperf2, needs_iperf3, needs_r
 
 pytestmark = [needs_root, needs_iperf3]
 
-OWN = """
-name = "nettune-t-own"
+LAB_STUDY = """
+name = "{name}"
 [target]
 kind = "lab"
 mtu = 1500
@@ -18,6 +18,7 @@ mtu = 1500
 engine = "iperf3"
 duration = 1
 """
+OWN = LAB_STUDY.format(name="nettune-t-own")
 
 
 def test_a_lab_brought_up_by_hand_is_used_and_left_up_and_only_a_runs_own_lab_is_removed(tmp_path):
@@ -84,7 +85,6 @@ def _choices(out: str) -> list[tuple[str, str]]:
 def test_the_dry_run_chooses_the_engine_the_run_uses_with_and_without_stored_ceilings(tmp_path):
     from nettune.store.writer import StoreWriter
     from nettune.engines.choice import config_label
-    from nettune.store.instrument_tables import add_ceilings
 
     f = tmp_path / "a.toml"
     f.write_text(AUTO)
@@ -93,8 +93,8 @@ def test_the_dry_run_chooses_the_engine_the_run_uses_with_and_without_stored_cei
         if case == "ceilings":  # made-up ceilings under which fan-out wins: the dry run must read them as the run does
             machine = subprocess.run(["uname", "-n"], capture_output=True, text=True).stdout.strip()
             with StoreWriter(db) as s:
-                add_ceilings(s.db, machine, [{"config": config_label(c, n), "engine": c, "processes": n, "streams": p, "bps": bps}
-                                             for p in (1, 2) for c, n, bps in (("iperf3", 1, 10e9), ("iperf3", 2, 90e9), ("iperf2", 1, 20e9))])
+                s.add_ceilings(machine, [{"config": config_label(c, n), "engine": c, "processes": n, "streams": p, "bps": bps}
+                                           for p in (1, 2) for c, n, bps in (("iperf3", 1, 10e9), ("iperf3", 2, 90e9), ("iperf2", 1, 20e9))])
         dry = nettune("run", str(f), "--dry-run", "--db", str(db), check=True).stdout
         run = nettune("run", str(f), "--db", str(db), check=True).stdout
         assert len(_choices(dry)) == 2 and _choices(dry) == _choices(run), (case, dry, run)
@@ -107,32 +107,24 @@ def test_the_dry_run_chooses_the_engine_the_run_uses_with_and_without_stored_cei
             assert (at2["engine"], at2["processes"]) == ("iperf2", 1)
 
 
-CEIL = """
-name = "nettune-t-labceil"
-[target]
-kind = "lab"
-[workload]
-engine = "iperf3"
-duration = 1
-"""
+CEIL = LAB_STUDY.format(name="nettune-t-labceil")
 
 
 def test_ceiling_of_a_lab_study_measures_its_lab_path_and_judges_its_shaped_points(tmp_path):
     import json
 
     from nettune.store.writer import StoreWriter
-    from nettune.store.instrument_tables import ceiling_rows
 
     f, db = tmp_path / "c.toml", tmp_path / "r.db"
     f.write_text(CEIL)
     out = nettune("ceiling", str(f), "--duration", "1", "--max-streams", "1", "--runs", "2", "--db", str(db), check=True).stdout
     assert "lab of nettune-t-labceil" in out and "lab tests of 1s, 2 run(s) each" in out
     with StoreWriter(db) as s:
-        rows = ceiling_rows(s.db)
+        rows = s.ceiling_rows()
     assert rows and {r["path"] for r in rows} == {"lab mtu=1500 queues=1"} and all(r["runs"] == 2 for r in rows)
     assert not any("labceil" in n for n in lab_leftovers().get("namespaces", []))  # its own lab, removed
     # a shaped lab study of the same MTU and queues is judged by it; an unshaped one is its own path
-    f.write_text(CEIL.replace('kind = "lab"', 'kind = "lab"\n[target.link]\nrate = "300M"') + "[repeat]\nruns = 2\n")
+    f.write_text(CEIL.replace('mtu = 1500', 'mtu = 1500\n[target.link]\nrate = "300M"') + "[repeat]\nruns = 2\n")
     nettune("run", str(f), "--db", str(db), check=True)
     text = json.loads(nettune("analyze", "nettune-t-labceil", "--db", str(db), "--format", "json", check=True).stdout)
     said = [x for x in text["findings"] if "lab mtu=1500 queues=1 ceiling for iperf3 at -P 1" in x]

@@ -17,7 +17,6 @@ from nettune.analysis.cross_checks import cross_check_verdict
 from nettune.analysis.data import load
 from nettune.engines.result import StreamResult
 from nettune.engines.result import TestResult as Result
-from nettune.store.instrument_tables import add_ceilings, add_cross_check
 from nettune.studyfile.models import Study
 
 
@@ -79,7 +78,7 @@ def _checked(tmp_path, other: list[float], name: str) -> Any:
     s = StoreWriter(tmp_path / f"{name}.db")
     sid = study(s, name, [(4, noisy(28.0, seed=7))], cpu=99.5)  # iperf3 3.12 pegged: the CPU says "tool"
     first = row("iperf3 3.12 single process", "iperf3", 1, noisy(28.0, seed=7))
-    add_cross_check(s.db, sid, 0, "p=4", [first, row("iperf2 2.1.8", "iperf2", 1, other)], "stored text", None)
+    s.add_cross_check(sid, 0, "p=4", [first, row("iperf2 2.1.8", "iperf2", 1, other)], "stored text", None)
     return s, analyze(load(s, name))
 
 
@@ -116,8 +115,8 @@ LAB = "lab mtu=9000 queues=1"
 
 
 def ceiling(s: StoreWriter, machine: str, values: list[float], streams: int = 4, path: str = LAB, config: str = "iperf3") -> None:
-    add_ceilings(s.db, machine, [{"config": config, "engine": "iperf3", "processes": 1, "streams": streams,
-                                  "values": [v * 1e9 for v in values]}], path)
+    s.add_ceilings(machine, [{"config": config, "engine": "iperf3", "processes": 1, "streams": streams,
+                              "values": [v * 1e9 for v in values]}], path)
 
 
 def _ceil_findings(tmp_path, name: str, point: list[float], **kw: Any) -> tuple[list[str], list[str]]:

@@ -41,7 +41,7 @@ def fake(monkeypatch, tmp_path):
 
 
 def is_client(argv):
-    """An iperf3 client command (not `sh -c 'command -v "$1"' sh iperf3`)."""
+    """An iperf3 client command (not the PATH search `sh -c SCRIPT sh iperf3`)."""
     return "iperf3" in argv and "-c" in argv[argv.index("iperf3"):]
 
 

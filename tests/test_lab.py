@@ -120,6 +120,10 @@ def test_subnet_outside_benchmark_range_is_refused():
     # refused when the file is read, before a target exists (the lab's own check stays as a guard)
     with pytest.raises(SpecError, match=r"target\.subnet: .*198\.18\.0\.0/15"):
         parse_study(STUDY.replace('hosts = ["a", "b", "c"]', 'hosts = ["a", "b", "c"]\nsubnet = "10.0.0.0/24"'))
+    with pytest.raises(SpecError, match=r"target\.subnet: .*/24 inside"):
+        parse_study(STUDY.replace('hosts = ["a", "b", "c"]', 'hosts = ["a", "b", "c"]\nsubnet = "198.18.40.0/25"'))
+    # a larger block of the range is a lab's (the VM lab's guests need a /24 exactly)
+    assert parse_study(STUDY.replace('hosts = ["a", "b", "c"]', 'hosts = ["a", "b", "c"]\nsubnet = "198.18.40.0/23"')).target.subnet == "198.18.40.0/23"
     with pytest.raises(NettuneError, match="198.18.0.0/15"):
         LabLayout("t", ["a"], ipaddress.ip_network("10.0.0.0/24"))
 

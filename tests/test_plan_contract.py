@@ -164,6 +164,7 @@ def test_study_a_names_every_vm_restart_with_its_vmid_and_study_host():
     assert sum(queues[a.point.index] != queues[b.point.index] for a, b in zip(order, order[1:])) == 6
     # the plan's ETA counts them: 14 changes and 2 restores, at reconnect_timeout (300 s) each
     assert "16 VM restarts" in d.expected
+    assert d.expected.startswith("at most ")  # each restart at the most the run waits: a bound, not "about"
 
 
 @pytest.mark.parametrize("edit, words", [

@@ -2,8 +2,6 @@
 point, how sure, what next), then the results table in its own scrolling box (sortable),
 then every verdict grouped under throughput, cost, noise and instrument. Headless Chromium
 at 1280x800 checks the summary is on the first screen and the table does not widen the page."""
-import json
-import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from nettune.store import Store
 from nettune.store.writer import StoreWriter
 
 from study_builders import DG, DP, build, study_a
-from test_report import chromium, make, needs_chromium
+from test_report import make, needs_chromium, probe
 
 
 @pytest.fixture
@@ -99,13 +97,7 @@ window.addEventListener('load', function () {
 
 @needs_chromium
 def test_chromium_first_screen_and_table_box(db, tmp_path):
-    rep = make(db, tmp_path / "rep")
-    probe = tmp_path / "rep" / "probe.html"
-    probe.write_text(rep.html.read_text().replace("</body>", PROBE, 1))
-    p = chromium(tmp_path, "--window-size=1280,800", "--dump-dom", probe.as_uri())
-    m = re.search(r'<pre id="probe">(.*?)</pre>', p.stdout, re.S)
-    assert m, f"no probe output; chromium said: {p.stderr[-2000:]}"
-    out = json.loads(m.group(1))
+    out = probe(make(db, tmp_path / "rep").html, PROBE, tmp_path, "1280,800")
     assert 1 <= out["lines"] <= 5
     assert 0 <= out["digestTop"] and out["digestBottom"] <= out["viewH"] <= 800  # the summary on the first screen
     assert out["tableW"] > out["boxW"]  # this table is wider than the page...

@@ -383,9 +383,9 @@ def test_schema_1_database_is_upgraded_and_its_study_resumed(tmp_path):
     f = tmp_path / "old.toml"
     f.write_text(text)
     db = tmp_path / "old.db"
-    # schema 1: the same tables without the two columns schema 2 added to `studies`
-    v1 = "\n".join(line for line in st.SCHEMA.splitlines() if "(schema 2)" not in line).replace("DEFAULT 'running',", "DEFAULT 'running'")
-    assert "spec_hash" not in v1 and "owner" not in v1
+    # schema 1: the same tables without the columns schema 2 (and 5) added to `studies`
+    v1 = "\n".join(line for line in st.SCHEMA.splitlines() if "(schema 2)" not in line and "(schema 5)" not in line).replace("DEFAULT 'running',", "DEFAULT 'running'")
+    assert "spec_hash" not in v1 and "owner" not in v1 and "nettune_version" not in v1
     con = sqlite3.connect(db)
     con.executescript(v1)
     con.execute("INSERT INTO meta VALUES ('schema_version', '1')")

@@ -306,3 +306,26 @@ def test_knobs_example_runs_every_point(tmp_path):
         assert k["mtu"] == r["point"]["mtu"] and k["offload:gro"] == r["point"]["gro"]
         assert r["settings"]["hosts"]["server"]["mtu"] == r["point"]["mtu"]
     assert not lab_leftovers()
+
+
+def test_restore_says_its_disruption_once_per_setting(tmp_path):
+    # two MTU changes on one host (1500 -> 9000 -> 4000): putting back goes from 4000 straight
+    # to 1500, one link reset (knobs/restore.py), and the run announces that one, not one per change
+    f = tmp_path / "o.toml"
+    f.write_text("""name = "nettune-t-rorder"
+[target]
+kind = "lab"
+[workload]
+engine = "iperf3"
+duration = 1
+[sweep]
+mtu = [9000, 4000]
+[knobs]
+mtu = "{mtu}"
+[knobs.hosts]
+mtu = ["server"]
+""")
+    out = nettune("run", str(f), "--db", str(tmp_path / "r.db"), "--doctor", "off", check=True)
+    said = [ln for ln in out.stdout.replace("\n", " ").split("LINK RESET")[1:] if ln.startswith(" to restore")]
+    assert [re.search(r"back to (\d+)", s).group(1) for s in said] == ["1500"], out.stdout
+    assert not lab_leftovers()

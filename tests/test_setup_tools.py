@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from nettune.setup_tools import TEST_TOOLS, TOOLS, missing_tools
+from nettune.setup_tools import PG_TEST_TOOLS, TEST_TOOLS, TOOLS, missing_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,3 +59,26 @@ def test_the_test_command_sets_up_the_vm_lab():
     assert set(VM_TOOLS.values()) | set(VM_FILES.values()) <= set(install.split())  # a new machine gets every one
     assert {"qemu-system-x86", "libvirt-daemon", "libvirt-clients", "busybox-static", "grub2-common"} <= set(VM_TOOLS.values())
     assert {"libvirt-daemon-driver-qemu", "grub-pc-bin"} <= set(VM_FILES.values())
+
+
+def _beside(script: str) -> list[str]:
+    """The test files scripts/test.sh runs in the background shard (its `beside=` list)."""
+    return re.search(r'^beside="(.*?)"', script, re.S | re.M).group(1).replace("\\", " ").split()
+
+
+def test_postgresql_is_installed_in_the_shard_that_runs_its_tests():
+    """PostgreSQL's server is installed by the background shard of scripts/test.sh, before its
+    pytest, and not by scripts/env.sh (the main shard must not wait for it); every test file
+    that starts the throwaway cluster runs in that shard."""
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    shard = script[script.index("vm_log=$(mktemp"):script.index("vm_pid=$!")]
+    pytest_at = shard.index("scripts/isolated.sh python -m pytest")
+    for manager, column in (("apt-get", 0), ("dnf", 1)):
+        line = re.search(rf"\b{manager} install -y -q ([^>|\n]*)", shard)
+        assert line and line.start() < pytest_at, f"scripts/test.sh's background shard has no {manager} line before its pytest"
+        assert {pkgs[column] for pkgs in PG_TEST_TOOLS.values()} <= set(line.group(1).split())
+    assert "postgresql" not in _install_lines("apt-get") | _install_lines("dnf"), "scripts/env.sh installs PostgreSQL: the main shard waits for it"
+    beside = set(_beside(script))
+    users = {f"tests/{p.name}" for p in (ROOT / "tests").glob("test_*.py")
+             if re.search(r"\bdef test_\w+\([^)]*\bpg_(url|cluster)\b|getfixturevalue\(\"pg_(url|cluster)\"\)", p.read_text())}
+    assert users and users <= beside, f"{sorted(users - beside)} start PostgreSQL but run in the main shard"

@@ -8,9 +8,9 @@ and the reboot followed by `nettune restore`, and netem delay on the guests' lin
 Checks go around nettune: `virsh` on the lab's libvirtd, the QEMU vCPU threads' affinity
 from /proc, and OpenSSH's own client into the guests.
 
-The default run: lab up, study A on one guest (one restart and its restore), vcpupin,
-delay, lab status. The reboots of study C and the kill -9 cases run with
-NETTUNE_VM_TESTS=all (they take minutes under TCG). scripts/test.sh runs this module beside
+Run alone (pytest tests/test_vmlab.py): lab up, study A on one guest (one restart and its
+restore), vcpupin, delay, lab status. NETTUNE_VM_TESTS=all adds study C's reboots, the kill -9
+cases and study A on both guests (minutes under TCG); CI (scripts/test.sh) sets it, and runs this module beside
 the rest of the suite in namespaces of its own (scripts/isolated.sh). In a private PID namespace
 (`unshare --pid --fork`), PID 1 must reap orphans, or libvirtd waits for its QEMU
 capability probe to die and never answers: run pytest under a shell (`bash -c 'pytest
@@ -62,9 +62,9 @@ def _cannot() -> str | None:
 
 CANNOT = _cannot()
 pytestmark = pytest.mark.skipif(CANNOT is not None, reason=CANNOT or "")
-# The default run keeps the VM part short (one lab booted for the module, one guest restart
-# pair); the guest reboots and the kill -9 cases take minutes under TCG and run only with
-# NETTUNE_VM_TESTS=all (docs/development.md).
+# Run alone, the VM part stays short (one lab booted for the module, one guest restart pair);
+# the guest reboots and the kill -9 cases take minutes under TCG and run with
+# NETTUNE_VM_TESTS=all, which CI sets (scripts/test.sh, docs/development.md).
 ALL = os.environ.get("NETTUNE_VM_TESTS") == "all"
 long_vm = pytest.mark.skipif(not ALL, reason="guest reboots and kill -9 under TCG take minutes: NETTUNE_VM_TESTS=all runs this (docs/development.md)")
 
@@ -271,6 +271,20 @@ def _grub_files(lab: Lab) -> tuple[str, str]:
     return lab.ssh("server", "cat /etc/default/grub"), lab.ssh("server", "cat /boot/grub/grub.cfg")
 
 
+# one timed command on the server guest while its kernel boots with mitigations=off (study C's
+# cmdline knob): a reboot to apply, one to restore
+MITIGATIONS_OFF_ON_SERVER = """
+[workload]
+engine = "command"
+host = "server"
+run = ["cat", "/proc/cmdline"]
+[knobs]
+"cmdline:mitigations" = "off"
+[knobs.hosts]
+"cmdline:mitigations" = ["server"]
+"""
+
+
 @long_vm
 def test_cmdline_mitigations_off_reboots_into_it_and_one_reboot_restores(lab):
     from nettune.run.study import NoProgress
@@ -286,16 +300,7 @@ def test_cmdline_mitigations_off_reboots_into_it_and_one_reboot_restores(lab):
             seen["v1"] = lab.ssh("server", "cat /sys/devices/system/cpu/vulnerabilities/spectre_v1").strip()
             seen["default"], seen["cfg"] = _grub_files(lab)
 
-    f = _write(lab.tmp, "c.toml", """
-[workload]
-engine = "command"
-host = "server"
-run = ["cat", "/proc/cmdline"]
-[knobs]
-"cmdline:mitigations" = "off"
-[knobs.hosts]
-"cmdline:mitigations" = ["server"]
-""")
+    f = _write(lab.tmp, "c.toml", MITIGATIONS_OFF_ON_SERVER)
     out, runs, _ = _run(lab, f, Watch())
     assert out.status == "done" and out.failed == 0 and not out.warnings, (out, [r.error for r in runs])
     assert "mitigations=off" in seen["cmdline"] and seen["v1"].startswith("Vulnerable")  # the guest kernel booted with it
@@ -310,16 +315,7 @@ run = ["cat", "/proc/cmdline"]
 def test_kill_9_between_edit_and_reboot_then_restore(lab):
     grub0, cfg0 = _grub_files(lab)
     cmdline0 = lab.ssh("server", "cat /proc/cmdline")
-    f = _write(lab.tmp, "k.toml", """
-[workload]
-engine = "command"
-host = "server"
-run = ["cat", "/proc/cmdline"]
-[knobs]
-"cmdline:mitigations" = "off"
-[knobs.hosts]
-"cmdline:mitigations" = ["server"]
-""")
+    f = _write(lab.tmp, "k.toml", MITIGATIONS_OFF_ON_SERVER)
     env = dict(os.environ, NETTUNE_STATE_DIR=str(lab.state), COLUMNS="200")
     run = subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(lab.tmp / "k.db"), "--doctor", "off"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)

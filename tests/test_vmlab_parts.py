@@ -54,6 +54,10 @@ def test_vmlab_target_defaults_and_the_hypervisor_added():
     ('[target.hosts."bad.name"]\n[target.hosts.server]\n[target.hosts.client]\n', ["bad.name", "domain"]),
     ('[target.hosts.server]\n[target.hosts.client]\n[target.hosts.a]\nrole = "hypervisor"\n[target.hosts.b]\nrole = "hypervisor"\n', ["one (this machine)"]),
     ('[target.hosts.server]\n[target.hosts.client]\n[target.link.other]\ndelay = "1ms"\n', ["other", "not a guest"]),
+
+    # the guests' network config is a /24: a larger block of the range, fine for the lab, is not
+    ('subnet = "198.18.40.0/23"\n[target.hosts.server]\n[target.hosts.client]\n', ["198.18.40.0/23", "a /24 inside 198.18.0.0/15"]),
+    ('subnet = "10.0.0.0/24"\n[target.hosts.server]\n[target.hosts.client]\n', ["10.0.0.0/24", "benchmarking range"]),
 ])
 def test_vmlab_target_refuses_with_one_line(hosts, words):
     with pytest.raises(SpecError) as e:
@@ -215,6 +219,9 @@ def test_an_emulated_study_gets_no_performance_verdicts(tmp_path):
     assert not any("saturat" in f or "mattered" in f or "recommended" in f for f in e["findings"][2:])
     assert not any(p["curves"] or p["effect"] or p["comparisons"] for p in e["parameters"]) and not e["efficiency"]
     assert [p["mean"] for p in e["points"]] == [p["mean"] for p in r["points"]]  # the numbers stay
+    # the summary draws nothing from the verdicts' absence: no "one point only", no "the verdicts below hold"
+    assert e["summary"][0] == e["headline"][0] and e["summary"][-1].startswith("next: run the same study on hosts with real CPUs")
+    assert not any(ln.startswith(("mattered", "recommended")) or "verdicts below hold" in ln for ln in e["summary"]), e["summary"]
 
 
 def test_results_and_the_report_say_emulated_above_the_numbers(tmp_path):

@@ -29,12 +29,20 @@ TOOLS = {
 }
 # Commands only the tests run on this machine -> (Debian package, Fedora package): the boot
 # loaders' own readings of the files cmdline:KEY edits (tests/boot_readers.py: the real
-# grub-mkconfig in private namespaces, grub-editenv for grubenv). scripts/env.sh installs
-# them too; `nettune setup` does not put a boot loader's tools on a user's machine. Fedora
-# names them grub2-*: there the tests that need them skip, saying why.
+# grub-mkconfig in private namespaces, grub-editenv for grubenv). scripts/env.sh installs them
+# too; `nettune setup` does not put a boot loader's tools on a user's machine. Fedora names the
+# boot loader's grub2-*: there the tests that need them skip, saying why.
 TEST_TOOLS = {
     "grub-mkconfig": ("grub2-common", "grub2-tools"),
     "grub-editenv": ("grub-common", "grub2-tools-minimal"),
+}
+# PostgreSQL's server programs, for the store tests' throwaway cluster (tests/pg_cluster.py).
+# scripts/test.sh installs them in the shard that runs those tests beside the rest of the suite
+# (so the rest does not wait for the install); a PostgreSQL store's server is the user's own,
+# anywhere, so `nettune setup` installs none.
+PG_TEST_TOOLS = {
+    "initdb": ("postgresql", "postgresql-server"),
+    "pg_ctl": ("postgresql", "postgresql-server"),
 }
 
 
@@ -67,16 +75,25 @@ def setup(echo=print) -> list[str]:
         raise NettuneError(f"missing {', '.join(missing)} and neither apt-get nor dnf is available; install them with your package manager")
     if os.geteuid() != 0:
         raise NettuneError(f"missing {', '.join(missing)}; installing needs root: sudo nettune setup")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")  # iperf3's debconf must not ask about a daemon
     echo("installing: " + " ".join(cmd[3:]))
-    if subprocess.run(cmd, env=env).returncode != 0 and cmd[0] == "apt-get":
-        subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
-        if subprocess.run(cmd, env=env).returncode != 0:
-            raise NettuneError(f"`{' '.join(cmd)}` failed; see the output above")
+    _install(cmd)
     still = missing_tools()
     if still:
         raise NettuneError(f"still missing after install: {', '.join(still)}")
     return missing
+
+
+def _install(cmd: list[str]) -> None:
+    """Run an install command; apt-get's package lists may be stale (a fresh machine has
+    none): update them once and try again."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")  # iperf3's debconf must not ask about a daemon
+    if subprocess.run(cmd, env=env).returncode == 0:
+        return
+    if cmd[0] == "apt-get":
+        subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
+        if subprocess.run(cmd, env=env).returncode == 0:
+            return
+    raise NettuneError(f"`{' '.join(cmd)}` failed; see the output above")
 
 
 # `nettune setup --vms`: what the VM lab ([target] kind = "vmlab") runs on this machine, with
@@ -142,13 +159,8 @@ def setup_vms(echo=print) -> list[str]:
         if not shutil.which("apt-get"):
             raise NettuneError(f"the VM lab uses Debian's packages (and Debian's kernel for its guests); install {', '.join(missing)} "
                                "with apt-get on a Debian machine")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
         echo("installing: " + " ".join(missing))
-        if subprocess.run(cmd, env=env).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
-            if subprocess.run(cmd, env=env).returncode != 0:
-                raise NettuneError(f"`{' '.join(cmd)}` failed; see the output above")
+        _install(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing])
         still = missing_vm_packages()
         if still:
             raise NettuneError(f"still missing after install: {', '.join(still)}")

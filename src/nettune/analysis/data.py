@@ -18,9 +18,8 @@ from typing import Any, Callable
 from ..errors import NettuneError
 from ..record.fields import FIELDS, METRIC_FIELDS, Field
 from ..store.records import RunRecord
+from ..store.base import ResultStore
 from ..store.cpu_units import machine_cores
-from ..store.instrument_tables import cross_checks
-from ..store.sqlite import Store
 from .stats import Summary, summarize
 
 
@@ -241,9 +240,9 @@ def parse_filter(text: str | None, opt: str) -> dict[str, str]:
     return out
 
 
-def load(store: Store, ref: str | int | None) -> StudyData:
+def load(store: ResultStore, ref: str | int | None) -> StudyData:
     study = store.find_study(ref)
-    study["cross_checks"] = cross_checks(store.db, study["id"])  # nettune run --cross-check (analysis/instrument.py)
+    study["cross_checks"] = store.cross_checks(study["id"])  # nettune run --cross-check (analysis/instrument.py)
     study["idle"] = store.idle(study["id"])  # [probes] idle_power (analysis/energy_verdicts.py)
     pts = {p["idx"]: PointData(p["idx"], p["point"]) for p in store.points(study["id"])}
     for r in store.runs(study["id"]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .emulation import EMULATED
 from .sweep import num, pval
 
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ class Findings(list[str]):
 
 def summary(out: Analysis) -> list[str]:
     """The five lines (fewer when a question has no answer here)."""
+    if out.headline and out.headline[0].startswith(EMULATED):
+        # verdicts withheld (emulation.py): no "mattered" or "nothing left to settle" drawn from their absence
+        return [out.headline[0], how_sure(out),
+                "next: run the same study on hosts with real CPUs (a KVM host, or real machines) for performance verdicts"]
     lines = [out.headline[0] if out.headline else f"best: {num(out.best.mean)} {out.unit}"]
     lines += [mattered(out), recommended(out), how_sure(out), next_step(out)]
     return [ln for ln in lines if ln]

@@ -214,4 +214,6 @@ class Analysis(JsonRecord):
     def __repr__(self) -> str:
         best = f"{self.best.mean:.4g} {self.unit}" if self.best.mean is not None else "none"
         lines = [f"Analysis({self.study!r} #{self.study_id}: {self.metric} in {self.unit}, {len(self.points)} points, best {best})"]
-        return "\n".join(lines + [f"  {h}" for h in self.headline])
+        # the five-line summary a notebook shows (best, mattered, recommended, how sure, next);
+        # every finding is in .headline and .findings
+        return "\n".join(lines + [f"  {h}" for h in self.summary or self.headline])

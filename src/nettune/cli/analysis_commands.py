@@ -44,7 +44,7 @@ def compare(
     direction: str = typer.Option("auto", "--direction", help="auto (from the metric), higher or lower (which is better)."),
     margin: Optional[str] = typer.Option(None, "--margin", help="Equivalence margin, e.g. 2%: say 'equivalent' when the change's 90% interval (two one-sided tests) lies inside +-margin."),
     format: str = FORMAT_OPT,
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
 ) -> None:
     """Is b faster than a? Relative difference with its 95% interval and Welch's p-value; like with like over the other parameters."""
     from ..analysis import compare as cmp
@@ -142,7 +142,7 @@ def analyze(
     by: Optional[str] = typer.Option(None, "--by", help="Verdicts per group of this swept parameter (e.g. os): each group's knob effects with CIs, the interaction in one sentence, efficiency per group."),
     share: float = SHARE_OPT,
     format: str = FORMAT_OPT,
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
 ) -> None:
     """Verdicts on a sweep: saturation, peak, knee, efficiency frontier, fairness, which knobs mattered.
 
@@ -197,7 +197,7 @@ def report(
     point: Optional[str] = typer.Option(None, "--point", help="Point for the per-interval chart, KEY=VAL[,...] (default: the best)."),
     metric: str = METRIC_OPT,
     share: float = SHARE_OPT,
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
 ) -> None:
     """Write report.md, PNG and SVG charts, and one self-contained report.html."""
     from ..analysis.data import load, parse_filter
@@ -216,7 +216,7 @@ def export(
     format: str = typer.Option("csv", "--format", "-f", help=f"{one_of(MEMBERS)}."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: standard output; a binary format, e.g. parquet, needs a file)."),
     series: bool = typer.Option(False, "--series", help="Also the per-interval and per-stream series, idle power and the study's definition, as files next to --out (JSON: the series inside each run); Parquet always writes them."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
 ) -> None:
     """Every run of a study, one row each, the swept parameters as columns."""
     from ..exporters.runs import export as do_export, export_series
@@ -249,7 +249,7 @@ def import_(
     columns: Optional[str] = typer.Option(None, "--columns", help="The files are tables (CSV, one row per run): their columns in order, NAME (a parameter) or NAME=METRIC (e.g. queues,streams,gbps=receiver_gbps,-); see docs/importing.md."),
     cpu_unit: Optional[str] = typer.Option(None, "--cpu-unit", help="With --columns: the unit of the table's CPU columns, UNIT or METRIC=UNIT[,...]: pct_core (% of one core), pct_machine, pct_of_N (% of N cores, e.g. pct_of_16), cores."),
     description: str = typer.Option("", "--description", help="Description of a new imported study."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
 ) -> None:
     """Import existing iperf3/iperf2 results so they get the same statistics and charts.
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import NettuneError
-from ..store import Store
-from ..store.writer import StoreWriter
+from ..store.base import ResultStore, StoreReader
+from ..store.sqlite import Store
 
 app = typer.Typer(
     name="nettune",
@@ -80,21 +80,28 @@ def print_given_up(lines: list[tuple[str, str]], what: str) -> None:
     console.print(f"[yellow]{what}[/]: the commands above put the originals back by hand (run them in that order)")
 
 
-DB_OPT = typer.Option(Path("nettune.db"), "--db", help="Results database (SQLite).")
+DB_OPT = typer.Option("nettune.db", "--db", envvar="NETTUNE_DB", show_envvar=True,
+                      help="Results database: a SQLite file, or postgresql://user@host/dbname (docs/results.md).")
 
 
-def open_store(db: Path) -> Store:
-    """The results database, read-only (commands that only read)."""
-    if not db.is_file():
+def open_store(db: str | Path, must_exist: bool = True) -> StoreReader:
+    """The store --db names, for commands that only read: a SQLite file read-only (`Store`:
+    an older one is upgraded in memory, never in place), a postgresql:// URL (store/locate.py)."""
+    from ..store.locate import is_url, store_at
+
+    if is_url(db):
+        return store_at(db, must_exist)
+    if not Path(db).is_file():
         raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
     return Store(db)
 
 
-def open_writer(db: Path, must_exist: bool = False) -> StoreWriter:
-    """The results database for a run or a measurement (created unless `must_exist`)."""
-    if must_exist and not db.is_file():
-        raise NettuneError(f"{db}: no results database here; run a study first (`nettune run FILE`) or pass --db PATH")
-    return StoreWriter(db)
+def open_writer(db: str | Path, must_exist: bool = False) -> ResultStore:
+    """The store --db names, for a run, an import or a measurement (a SQLite file is created
+    unless `must_exist`)."""
+    from ..store.locate import store_at
+
+    return store_at(db, must_exist)
 
 
 def print_export(text: str | None, out: Path | None, runs: int) -> None:

@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import NettuneError
+from ..store.locate import describe
 from .app import DB_OPT, app, console, open_writer, user_errors
 
 @app.command()
@@ -15,7 +16,7 @@ from .app import DB_OPT, app, console, open_writer, user_errors
 def ceiling(
     what: list[str] = typer.Argument(None, help="localhost (the default: this machine), host names (from --inventory, else ssh_config), or a study file (a lab study: its lab path; local: this machine; ssh: its test hosts)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory (TOML or Ansible) the named hosts come from."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
     duration: int = typer.Option(2, "--duration", min=1, max=60, help="Seconds per test."),
     max_streams: int = typer.Option(0, "--max-streams", min=0, max=128, help="Highest -P (default: 16, or the largest -P of the study files given)."),
     runs: int = typer.Option(3, "--runs", min=1, max=20, help="Runs of each test, round by round (their mean and 95% interval are the ceiling; 2 or more give an interval)."),
@@ -24,7 +25,6 @@ def ceiling(
 
     The path is the host's loopback, or a lab study's lab path. Every run is stored: analyze then says when a point is within noise of the ceiling of its own path class (docs/engines.md), and engine = "auto" picks by the loopback ceiling on loopback studies."""
     from ..commands.ceiling import best, hosts_to_measure, measure, plan
-    from ..store.instrument_tables import add_ceilings
 
     top = max_streams or _largest_p(list(what or [])) or None
     with hosts_to_measure(list(what or []), str(inventory) if inventory else None) as where:
@@ -40,10 +40,10 @@ def ceiling(
                 kind = "loopback" if p.path == "loopback" else "lab"
                 console.print(f"[bold]{escape(name)}[/]: {len(p.tests)} {kind} tests of {duration}s, {runs} run(s) each ({escape(tools)}; {p.cores} core(s))")
                 rows = measure(w.server, w.client, p, duration, runs, _show)
-                add_ceilings(store.db, p.machine, rows, p.path)
+                store.add_ceilings(p.machine, rows, p.path)
                 for fam, (bps, at) in best(rows).items():
                     console.print(escape(f"ceiling {fam}: {bps / 1e9:.2f} Gbit/s at -P {at} (machine {p.machine}, {p.path})"), highlight=False)
-    console.print(escape(f"stored in {db.resolve()}"))
+    console.print(escape(f"stored in {describe(db)}"))
 
 
 def _largest_p(what: list[str]) -> int:

@@ -17,34 +17,12 @@ from rich.markup import escape
 
 from ..errors import NettuneError
 from ..record.fields import metric_help
+from .check_progress import Lines
 from .app import DB_OPT, app, console, err_console, open_store, open_writer, print_fitted, user_errors
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FORMATS = ("text", "json", "csv", "markdown")
 STYLE = {"regressed": "red", "failed": "red", "improved": "green", "inconclusive": "yellow", "untested": "yellow"}
-
-
-class _Lines:
-    """A rerun's progress as one line per finished test (no bar: check runs in CI logs);
-    on stderr when stdout carries a machine format."""
-
-    def __init__(self, out: Console) -> None:
-        self.out = out
-
-    def start(self, study: Any, total_tests: int, expected_seconds: float) -> None:
-        self.out.print(f"rerunning {study.name}: {total_tests} tests", highlight=False)
-
-    def test_start(self, slot: Any, index: int) -> None: ...
-
-    def test_end(self, slot: Any, result: Any, seconds: float) -> None:
-        what = f"{result.total_bps / 1e9:.3f} Gbit/s" if result.ok and result.total_bps is not None else f"failed: {result.error}"
-        pair = f" {result.pair.pair}" if result.pair is not None and result.pair.pair else ""
-        self.out.print(escape(f"  {slot.point.label()} run {slot.run}{pair}: {what}"), highlight=False)
-
-    def message(self, text: str) -> None:
-        self.out.print(escape(text), highlight=False)
-
-    def eta(self, tests_left: int, seconds_left: float) -> None: ...
 
 
 def _is_db(path: Path) -> bool:
@@ -55,14 +33,19 @@ def _is_db(path: Path) -> bool:
         raise NettuneError(f"--baseline {path}: cannot read ({e.strerror})") from None
 
 
-def _baseline(path: Path, name: str, ref: str | None, tmp: Path) -> Any:
-    """The baseline study: from a results database (study `ref`, else the latest named
-    `name`), or from a `nettune export` file (read into a scratch database)."""
+def _baseline(where: str, name: str, ref: str | None, tmp: Path) -> Any:
+    """The baseline study: from a results database (a SQLite file or a postgresql:// URL;
+    study `ref`, else the latest named `name`), or from a `nettune export` file (read into
+    a scratch database)."""
     from ..analysis.data import load
     from ..importers.nettune_export import import_exports, is_export, read_exports
-    from ..store import Store
+    from ..store import Store, is_url, store_at
     from ..store.writer import StoreWriter
 
+    if is_url(where):
+        with store_at(where) as store:
+            return load(store, ref if ref is not None else name)
+    path = Path(where)
     if not path.exists():
         raise NettuneError(f"--baseline {path}: no such file; give a results database or a `nettune export` file")
     if _is_db(path):
@@ -75,7 +58,7 @@ def _baseline(path: Path, name: str, ref: str | None, tmp: Path) -> Any:
         return load(store, "baseline")
 
 
-def _testable_baseline(base: Any, metric: str, where: Path) -> None:
+def _testable_baseline(base: Any, metric: str, where: str) -> None:
     """Refuse, before anything is rerun, a baseline in which no point can be tested."""
     from ..analysis.regression import testable
 
@@ -101,20 +84,38 @@ def _write(out: Path, obj: dict[str, Any]) -> None:
 @user_errors
 def check(
     study: str = typer.Argument(..., help="A study file (TOML) to rerun now, or a study already in --db (name or id) to check."),
-    baseline: Path = typer.Option(..., "--baseline", "-b", help="Results database holding the baseline run, or a `nettune export` file (CSV, JSON, Parquet)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Results database holding the baseline run (a SQLite file or postgresql://...), or a `nettune export` file (CSV, JSON, Parquet)."),
+    history: bool = typer.Option(False, "--history", help="Instead of one baseline, gate on a change point among the latest reruns of the study stored in --db (`nettune history`)."),
+    window: int = typer.Option(3, "--window", help="With --history: a change point among this many latest reruns gates."),
     tolerance: str = typer.Option("5%", "--tolerance", "-t", help="Changes within this are never a regression, e.g. 5%."),
     baseline_study: Optional[str] = typer.Option(None, "--baseline-study", help="Study in the baseline database (name or id); default: the latest of the same name."),
     metric: str = typer.Option("auto", "--metric", "-m", help=f"What to compare: auto (total Gbit/s, or a command workload's wall seconds), or one of: {metric_help()}."),
     strict: bool = typer.Option(False, "--strict", help="Fail (exit 3) when a point is inconclusive or untested: the runs could not tell whether it regressed."),
     format: str = typer.Option("text", "--format", "-f", help="What goes to standard output: text, json, csv or markdown (the JSON is also written to --out)."),
     out: Path = typer.Option(Path("nettune-check.json"), "--out", "-o", help="Where to write the result as JSON (on every exit, an error included)."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
 ) -> None:
     """Is a rerun worse than its baseline? Per point (per pair) the change's interval against --tolerance, 5% false alarms over the whole study.
 
     Exit 0: nothing got worse beyond --tolerance; 1: a point regressed; 2: an error; 3: with --strict, a point is inconclusive."""
     if format not in FORMATS:
         _write_error(out, f"--format {format!r}: use text, json, csv or markdown")
+    if history:
+        from .history_check import check_history
+
+        if baseline is not None or baseline_study is not None:
+            _write_error(out, "--history gates on the study's own reruns in --db: give it without --baseline/--baseline-study")
+        try:
+            gate = check_history(study, tolerance, window, metric, strict, db, console if format == "text" else err_console)
+        except NettuneError as e:
+            _write_error(out, str(e))
+        doc = gate.to_dict()
+        _write(out, doc)
+        _emit_gate(gate, doc, format)
+        (console if format == "text" else err_console).print(f"wrote {out}", highlight=False)
+        raise typer.Exit(gate.exit_code)
+    if baseline is None:
+        _write_error(out, "give --baseline (a results database or an export holding the baseline run), or --history")
     try:
         result = _check(study, baseline, tolerance, baseline_study, metric, strict, db, console if format == "text" else err_console)
     except NettuneError as e:
@@ -139,12 +140,13 @@ def _write_error(out: Path, message: str, code: int = 2, raise_: bool = True) ->
         raise NettuneError(message)
 
 
-def _check(study: str, baseline: Path, tolerance: str, baseline_study: str | None, metric: str, strict: bool, db: Path,
+def _check(study: str, baseline: str, tolerance: str, baseline_study: str | None, metric: str, strict: bool, db: str,
            progress: Console) -> Any:
     from ..analysis.data import get_metric, load
     from ..analysis.regression import check as run_check, parse_tolerance
     from ..plan.study_file import parse_study
     from ..studyfile.load import read_study_text
+    from ..store.locate import same_place
 
     tol = parse_tolerance(tolerance)
     if metric != "auto":
@@ -165,16 +167,35 @@ def _check(study: str, baseline: Path, tolerance: str, baseline_study: str | Non
 
             check_length(spec, expand_and_check(spec, text, str(file)), str(file), MAX_HOURS)
             with open_writer(db) as store:
-                outcome = run_study(spec, store, text, str(file), progress=_Lines(progress))
+                outcome = run_study(spec, store, text, str(file), progress=Lines(progress))
                 after = load(store, outcome.study_id)
         else:
             with open_store(db) as store:
                 after = load(store, study)
             base = _baseline(baseline, after.name, baseline_study, Path(tmp))
-            if baseline.resolve() == db.resolve() and base.study["id"] == after.study["id"]:
+            if same_place(baseline, db) and base.study["id"] == after.study["id"]:
                 raise NettuneError(f"the baseline is study #{after.study['id']} itself; give --baseline-study (the earlier run)")
             _testable_baseline(base, metric, baseline)
     return run_check(base, after, metric, tol, strict)
+
+
+def _emit_gate(gate: Any, doc: dict[str, Any], format: str) -> None:
+    """`check --history`'s verdicts: text (the table), json, csv/markdown (one row per series)."""
+    from .history_check import print_gate
+
+    if format == "text":
+        print_gate(gate)
+    elif format == "json":
+        from ..analysis.data import jsonable
+
+        print(json.dumps(jsonable(doc), indent=2, allow_nan=False))
+    else:
+        from ..exporters.base import Table, export_table
+
+        cols = ["series", "verdict", "latest", "step_pct", "study_before", "study_after"]
+        rows = [{"series": s.label, "verdict": s.verdict, "latest": s.latest} | {k: (s.change or {}).get(k) for k in cols[3:]}
+                for s in gate.series]
+        print(export_table(Table(cols, rows, left=frozenset({"series", "verdict"})), format, None) or "", end="")
 
 
 def _emit(result: Any, doc: dict[str, Any], format: str) -> None:

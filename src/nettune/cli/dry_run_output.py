@@ -35,7 +35,7 @@ SEQUENCE_SHOWN = 120  # the run order's first entries (#point, xN tests in a row
 # cluster study's kubectl lines and the objects it creates.
 KIND_PLANS: dict[str, Callable[[Study, str, str, DryRun], None]] = {"kubernetes": print_k8s_plan}
 
-def print_plan(study: Study, text: str, file: str, db: Path | None = None) -> None:
+def print_plan(study: Study, text: str, file: str, db: str | Path | None = None) -> None:
     plan = dry_run(study, text, file, db)
     print_dry_run(plan)
     if study.search is not None:

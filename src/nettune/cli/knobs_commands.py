@@ -114,7 +114,7 @@ def persist(
     study: str = typer.Argument(..., help="Study name (its latest run) or id in the results database."),
     point: Optional[str] = typer.Option(None, "--point", help="The point to persist: KEY=VAL,KEY=VAL (its sweep parameters)."),
     out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
     interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Write this interface instead of the one the study used."),
     best: bool = typer.Option(False, "--best", help="Persist the winner of the study's [search] (its answer's verdict is against the defaults)."),
 ) -> None:

@@ -12,6 +12,7 @@ def _register() -> None:
     from . import analysis_commands, check_commands, doctor_commands, hosts_commands, knobs_commands, lab_commands, results_commands, run_commands  # noqa: F401
     from . import ceiling_commands  # noqa: F401
     from . import k8s_commands  # noqa: F401
+    from . import history_commands  # noqa: F401
 
 
 _register()

@@ -34,7 +34,7 @@ def results(
     study: Optional[str] = typer.Argument(None, help="Study name (latest run of it) or id; default: the latest study."),
     format: str = typer.Option("table", "--format", "-f", help=f"{one_of(RESULTS_FORMATS)}."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file for a --format other than table (default: standard output; a binary format needs a file)."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
     warmup: bool = typer.Option(True, "--warmup/--no-warmup", help="Include warm-up runs."),
 ) -> None:
     """Show every test of a study: parameters, throughput, CPU per side, status."""
@@ -56,7 +56,7 @@ def results(
 
 @app.command()
 @user_errors
-def studies(db: Path = DB_OPT) -> None:
+def studies(db: str = DB_OPT) -> None:
     """List the studies in the results database."""
     with open_store(db) as store:
         rows = store.studies()
@@ -66,4 +66,4 @@ def studies(db: Path = DB_OPT) -> None:
     table = [[str(r["id"]), r["name"], r["target_kind"] or "", dt.datetime.fromtimestamp(r["started"]).strftime("%Y-%m-%d %H:%M"),
               r["status"], str(r["points"]), str(r["runs"]), str(r["failed"])] for r in rows]
     print_fitted(fit_table(cols, table, console.width, drop_order=["target", "points", "failed"], right=["id", "points", "runs", "failed"],
-                           title=str(db), title_justify="left"))
+                           title=store.where, title_justify="left"))

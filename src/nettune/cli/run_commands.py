@@ -65,7 +65,7 @@ class RichProgress:
         self.bar.stop()
 
 
-def execute(study: Study, text: str, file: str, db: Path, restore_first: bool = False, resume: bool = False,
+def execute(study: Study, text: str, file: str, db: str, restore_first: bool = False, resume: bool = False,
             cross_check: bool = False, doctor: bool = True) -> None:
     from ..run.study import run_study
     from ..commands.summary import summarize
@@ -91,7 +91,7 @@ def print_summary(done: RunSummary) -> None:
         print_items([w], bullet="warning: ", style="yellow")
     failed = f", [red]{done.failed} failed[/]" if done.failed else ""
     whole = f" ({len(done.runs)} in study #{done.study_id})" if done.resumed else ""
-    console.print(f"{done.tests} tests{failed}{whole}; results in [bold]{escape(str(done.db.resolve()))}[/]")
+    console.print(f"{done.tests} tests{failed}{whole}; results in [bold]{escape(done.db)}[/]")
     print_items(done.headline, bullet="")
     said = " ".join(done.headline)
     for c in done.cross_checks:  # the tool-bound points measured again, side by side (once: not again after the headline)
@@ -104,7 +104,7 @@ def print_summary(done: RunSummary) -> None:
 @user_errors
 def run(
     file: Path = typer.Argument(..., help="Study file (TOML)."),
-    db: Path = DB_OPT,
+    db: str = DB_OPT,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (points and commands); change nothing."),
     preflight: bool = typer.Option(False, "--preflight", help="Connect and read what the run checks first (tool versions, every knob against its host: qm config, vCPUs, tuned profiles, /proc/cmdline...), then say what the run would refuse, change, restart or reboot; change nothing."),
     restore_first: bool = typer.Option(False, "--restore-first", help="First put back settings an interrupted run left changed on the hosts this study uses (as `nettune restore`)."),
@@ -151,7 +151,7 @@ def run(
 
 @app.command()
 @user_errors
-def demo(db: Path = DB_OPT) -> None:
+def demo(db: str = DB_OPT) -> None:
     """Run the built-in demo (examples/quick.toml) on the lab: installs missing tools first."""
     from ..setup_tools import setup
 

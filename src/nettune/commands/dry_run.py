@@ -51,18 +51,18 @@ class DryRun:
     sequence: list[tuple[int, int]] = field(default_factory=list)  # the run's order: (point index, tests in a row)
 
 
-def dry_run(study: Study, text: str, file: str, db: Path | None = None) -> DryRun:
+def dry_run(study: Study, text: str, file: str, db: str | Path | None = None) -> DryRun:
     """The whole plan of `study` (the file's text and name for error messages); `db`: the
     results database the run would use (read, never created: its loopback ceilings
     decide engine = "auto" as in the run)."""
-    from ..store.instrument_tables import open_read_only  # noqa: PLC0415
+    from ..store.locate import open_read_only  # noqa: PLC0415
 
-    conn = open_read_only(db)
+    store = open_read_only(db)
     try:
-        resolved, choice_notes = planned_choices(study, expand_and_check(study, text, file), conn)  # engine = "auto" made concrete
+        resolved, choice_notes = planned_choices(study, expand_and_check(study, text, file), store)  # engine = "auto" made concrete
     finally:
-        if conn is not None:
-            conn.close()
+        if store is not None:
+            store.close()
     check_offline(study, resolved, text, file)  # what loading the file refuses (a Study made without loading one)
     per_point = study.repeat.warmup + study.repeat.min_counted
     per_run = [workload_run(rp.workload).tests_per_slot(rp.workload, list(rp.target.test_hosts)) for rp in resolved]  # every host pair is a test of its own

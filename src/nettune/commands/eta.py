@@ -47,10 +47,10 @@ def parts(eta: PlanTime) -> list[str]:
     out = []
     n = len(eta.reboots)
     if n:
-        out.append(f"{n} reboot{'s' if n > 1 else ''} at their reboot_timeout: {human_seconds(sum(eta.reboots))}")
+        out.append(f"{n} reboot{'s' if n > 1 else ''} at their reboot_timeout (the most the run waits): {human_seconds(sum(eta.reboots))}")
     n = len(eta.restarts)
     if n:
-        out.append(f"{n} VM restart{'s' if n > 1 else ''} at reconnect_timeout: {human_seconds(sum(eta.restarts))}")
+        out.append(f"{n} VM restart{'s' if n > 1 else ''} at reconnect_timeout (the most the run waits): {human_seconds(sum(eta.restarts))}")
     n = len(eta.idle)
     if n:
         out.append(f"{n} idle-power window{'s' if n > 1 else ''} of {eta.idle[0]:g} s: {human_seconds(sum(eta.idle))}")
@@ -62,7 +62,9 @@ def describe(study: Study, resolved: list[ResolvedPoint], eta: PlanTime | None =
     adaptive upper bound and what is not counted."""
     eta = eta if eta is not None else plan_eta(study, resolved)
     more = parts(eta)
-    text = f"about {human_seconds(eta.expected)}"
+    # a reboot or VM restart is counted at the most the run waits for it: the sum is a bound
+    bounded = bool(eta.reboots or eta.restarts)
+    text = f"{'at most' if bounded else 'about'} {human_seconds(eta.expected)}"
     if more:
         text += f" (tests {human_seconds(eta.tests)}, " + ", ".join(more) + ")"
     if eta.longest > eta.expected:

@@ -32,7 +32,8 @@ from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..studyfile.load import read_bytes
 from ..studyfile.models import Workload
-from ..store.writer import StoreWriter
+from ..store.base import ResultStore
+from ..store.locate import is_url, store_at
 from .base import WORKLOAD_HINTS, Importer, importers
 from ..record.fields import FIELDS
 from .decode import text_of, unpack
@@ -255,7 +256,7 @@ def _numbers(ns: list[int]) -> str:
     return ", ".join(map(str, ns)) if len(ns) <= 4 else f"{ns[0]}, {ns[1]}, ... {ns[-1]} ({len(ns)} tests)"
 
 
-def import_files(store: StoreWriter, files: list[Path], study: str, params: dict[str, Any], description: str = "",
+def import_files(store: ResultStore, files: list[Path], study: str, params: dict[str, Any], description: str = "",
                  name_rules: list[re.Pattern[str]] | None = None, header_rules: list[re.Pattern[str]] | None = None,
                  member: Importer | None = None) -> ImportOutcome:
     """Read every file, then store the usable tests (NettuneError when there is none)."""
@@ -269,22 +270,24 @@ def import_files(store: StoreWriter, files: list[Path], study: str, params: dict
 
 
 @contextmanager
-def import_store(db: Path) -> Iterator[StoreWriter]:
-    """The database to import into, created if needed. When the import fails and this
-    created the database, the file goes again with SQLite's -wal/-shm/-journal files
-    beside it: a failed import leaves no database behind (an existing one is kept)."""
-    existed = db.exists()
+def import_store(db: str | Path) -> Iterator[ResultStore]:
+    """The database to import into, created if needed, the whole import in one transaction:
+    a failed import adds nothing to it (on PostgreSQL and SQLite alike), and when it created
+    a SQLite file, the file goes again with its -wal/-shm/-journal files beside it: a failed
+    import leaves no database behind (an existing one is kept)."""
+    path = Path(str(db))
+    existed = is_url(db) or path.exists()
     try:
-        with StoreWriter(db) as store:
+        with store_at(db) as store, store.transaction():
             yield store
     except BaseException:
         if not existed:
-            for f in (db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):
+            for f in (path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):
                 f.unlink(missing_ok=True)
         raise
 
 
-def store_files(store: StoreWriter, results: list[Read], study: str, description: str = "") -> ImportOutcome:
+def store_files(store: ResultStore, results: list[Read], study: str, description: str = "") -> ImportOutcome:
     """Add the read tests as runs of the imported study `study` (created if needed), each
     at the point of its parameters."""
     out: ImportOutcome | None = None
@@ -315,9 +318,9 @@ def measured(res: TestResult) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in held.items()) or "no throughput"
 
 
-def _study_and_point(store: StoreWriter, name: str, params: dict[str, Any], description: str) -> tuple[int, int, int]:
+def _study_and_point(store: ResultStore, name: str, params: dict[str, Any], description: str) -> tuple[int, int, int]:
     """The imported study to add to (created if needed), the point for `params`, the next run number."""
-    row = store.db.execute("SELECT id, status FROM studies WHERE name=? ORDER BY id DESC LIMIT 1", (name,)).fetchone()
+    row = next(iter(store.named(name)), None)
     if row is not None and row["status"] != "imported":
         raise NettuneError(f"study {name!r} was run by nettune (status {row['status']}); import under another --study name")
     if row is None:
@@ -332,34 +335,31 @@ def _study_and_point(store: StoreWriter, name: str, params: dict[str, Any], desc
         next_run = 0
     else:
         pid = match["id"]
-        r = store.db.execute("SELECT MAX(run) FROM runs WHERE point_id=?", (pid,)).fetchone()
-        next_run = 0 if r[0] is None else int(r[0]) + 1
+        last = store.last_run(pid)
+        next_run = 0 if last is None else last + 1
     _update_sweep(store, sid)
     return sid, pid, next_run
 
 
-def _update_sweep(store: StoreWriter, sid: int) -> None:
+def _update_sweep(store: ResultStore, sid: int) -> None:
     """Keep spec_json's [sweep] listing every value imported, so the analysis sees the axes."""
-    row = store.db.execute("SELECT spec_json FROM studies WHERE id=?", (sid,)).fetchone()
-    spec = json.loads(row[0])
+    spec = json.loads(store.find_study(sid)["spec_json"])
     sweep: dict[str, list[Any]] = {}
     for p in store.points(sid):
         for k, v in p["point"].items():
             if v not in sweep.setdefault(k, []):
                 sweep[k].append(v)
     spec["sweep"] = sweep
-    store.db.execute("UPDATE studies SET spec_json=? WHERE id=?", (json.dumps(spec), sid))
-    store.db.commit()
+    store.update_study(sid, spec_json=json.dumps(spec))
 
 
 def _header() -> str:
     return "# Imported with `nettune import`: no study file; each run came from one log file.\n"
 
 
-def _log_files(store: StoreWriter, sid: int, files: list[FileOutcome]) -> None:
+def _log_files(store: ResultStore, sid: int, files: list[FileOutcome]) -> None:
     """Append the imported files to spec_text, the record of where the runs came from."""
-    row = store.db.execute("SELECT spec_text FROM studies WHERE id=?", (sid,)).fetchone()
+    text = store.find_study(sid)["spec_text"]
     stamp = time.strftime("%Y-%m-%d %H:%M")
     lines = [f"# {stamp}: {f.path} -> {f.message}" for f in files]
-    store.db.execute("UPDATE studies SET spec_text=? WHERE id=?", ((row[0] or _header()) + "\n".join(lines) + "\n", sid))
-    store.db.commit()
+    store.update_study(sid, spec_text=(text or _header()) + "\n".join(lines) + "\n")

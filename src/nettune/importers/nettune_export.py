@@ -31,8 +31,7 @@ from ..exporters.runs import EXPORT_AFTER, EXPORT_BASE, EXPORT_RUN, SERIES_KEY
 from ..record.fields import EXPORTED, FIELDS
 from ..record.parts import CommandRun, EngineChoice, EnergyRun, FanOut, PairPlace, ToolDetails
 from ..store.cpu_units import parse_units_text
-from ..store.idle_table import add_idle_row
-from ..store.writer import StoreWriter
+from ..store.base import ResultStore
 from .export_bundle import Bundle, nested_series, numbers, owns, part_of, read_bundle, table_of
 from .intake import NAME, ImportTarget
 
@@ -237,12 +236,12 @@ def _spec(exports: list[ExportRows], points: dict[str, dict[str, Any]], name: st
     return ExportedStudy.model_validate(base | {"name": name, "description": description or "imported from nettune exports", "sweep": sweep})
 
 
-def import_exports(store: StoreWriter, exports: list[ExportRows], name: str, description: str = "") -> tuple[int, int]:
+def import_exports(store: ResultStore, exports: list[ExportRows], name: str, description: str = "") -> tuple[int, int]:
     """A new imported study `name` holding every row of `exports`: (study id, runs)."""
     if not NAME.match(name):
         raise NettuneError(f"--study {name!r}: use letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)")
-    if store.db.execute("SELECT 1 FROM studies WHERE name=?", (name,)).fetchone():
-        raise NettuneError(f"study {name!r} is already in {store.path}; import the export under another --study name")
+    if store.named(name):
+        raise NettuneError(f"study {name!r} is already in {store.where}; import the export under another --study name")
     points: dict[str, dict[str, Any]] = {}  # the point's parameters, keyed by (source study, point)
     for ex in exports:
         for row in ex.rows:
@@ -263,10 +262,9 @@ def import_exports(store: StoreWriter, exports: list[ExportRows], name: str, des
             if key not in ids:
                 ids[key] = store.add_point(sid, len(ids), points[key])
                 for idle in ex.bundle.idle.get(int(row["point_idx"]), []):
-                    add_idle_row(store.db, sid, ids[key], idle)
+                    store.add_idle_row(sid, ids[key], idle)
             store.add_run(sid, ids[key], int(row["run"]), bool(row["warmup"]), _result(row, ex.path, ex.bundle),
-                          {"imported_from": str(ex.path)}, commit=False)
+                          {"imported_from": str(ex.path)})
             n += 1
-    store.db.commit()
     store.finish_study(sid, "imported")
     return sid, n

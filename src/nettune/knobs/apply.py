@@ -25,7 +25,7 @@ from .journal import Journal
 from .journal_records import JournalChange
 from .places import CpuCounts, Place, ident_changed, identity
 from .registry import KINDS
-from .restore import critical, restore_changes
+from .restore import critical, restore_changes, slot_of
 
 
 @dataclass
@@ -259,10 +259,17 @@ class KnobSession:
             return []
         self._closed = True
         with critical():
-            for a in self.active:  # what putting back will disrupt, said before it starts
+            # what putting back will disrupt, said before it starts, in the order it will: once per
+            # setting, back to its first original (restore.py puts a chain of changes back at once)
+            first = {}
+            for a in self.active:
+                first.setdefault(slot_of(a.change), a.change.original)
+            said = set()
+            for a in reversed(self.active):
                 d = KINDS[a.change.loc.kind].disruption(a.change.loc)
-                if d is not None:
-                    self.announce(f"{d.what.upper()} to restore: {a.change.loc.key} back to {KINDS[a.change.loc.kind].show(a.change.original)} "
+                if d is not None and slot_of(a.change) not in said:
+                    said.add(slot_of(a.change))
+                    self.announce(f"{d.what.upper()} to restore: {a.change.loc.key} back to {KINDS[a.change.loc.kind].show(first[slot_of(a.change)])} "
                                   f"on {a.place.label}" + (f" {d.when}" if d.when else ""))
             if self.active:
                 self._restore(list(self.active))

@@ -7,7 +7,9 @@ For every pending change (in reverse order):
   - anything else: someone else changed it since; leave it and warn (and leave the
     older changes of the same setting alone too).
 Every outcome is journaled, so a restore interrupted half way is simply run again.
-Boot-time changes (Kind.at_boot) are put back in the configuration in that same order,
+A setting changed several times whose change disrupts (a VM restart, a link reset) goes
+straight from the newest value back to the first original, once; its older changes share
+that outcome (restored, or pending with it). Boot-time changes (Kind.at_boot) are put back in the configuration in that same order,
 then each host is rebooted once for all of them (boot_batch.py) and each is journaled
 only once the reboot showed its original in force.
 
@@ -75,13 +77,28 @@ def restore_changes(
     boots = BootBatch()  # boot-time changes configured back, waiting for their host's one reboot
     left: set[tuple[str, str]] = set()
     first: dict[tuple[str, str], Any] = {}  # the value before nettune's first change of a setting
+    newest: dict[tuple[str, str], int] = {}
+    count: dict[tuple[str, str], int] = {}
     for rec in changes:
-        first.setdefault(_slot(rec), rec.original)
+        first.setdefault(slot_of(rec), rec.original)
+        newest[slot_of(rec)] = rec.seq
+        count[slot_of(rec)] = count.get(slot_of(rec), 0) + 1
+    # a setting that disrupts (a VM restart, a link reset) and was changed several times goes
+    # straight back to its first original: one restart, not one per change; its older changes
+    # follow the newest's outcome
+    collapsed: dict[tuple[str, str], str] = {}  # slot -> "restored" | "failed"
     for rec in reversed(changes):
         loc = rec.loc
         kind = KINDS[loc.kind]
         who = _who(rec)
-        slot = _slot(rec)
+        slot = slot_of(rec)
+        if slot in collapsed:
+            if collapsed[slot] == "restored":
+                journal.done(session, rec.seq, "restored")
+            else:
+                out.failed += 1
+                out.failed_seqs.append(rec.seq)
+            continue
         try:
             place, why = place_of(rec)
         except KnobError as e:
@@ -105,7 +122,8 @@ def restore_changes(
         if slot in left:
             journal.done(session, rec.seq, "left", "a later value was changed by someone else")
             continue
-        original = rec.original
+        chain = count[slot] > 1 and newest[slot] == rec.seq and not kind.at_boot and kind.disruption(loc) is not None
+        original = first[slot] if chain else rec.original
         made = rec.made
         try:
             cur = kind.read(place.ex, loc)
@@ -116,9 +134,12 @@ def restore_changes(
             if kind.same(cur, original):
                 journal.done(session, rec.seq, "unchanged", "already the original value")
                 out.lines.append(("unchanged", f"{who}: already {kind.show(original)}"))
+                if chain:
+                    collapsed[slot] = "restored"
                 continue
             ours = kind.same(cur, rec.actual) if rec.read_back else kind.looks_like(cur, rec.new)
             ours = ours or kind.between(cur, original, made)  # a kill mid-write
+            ours = ours or (chain and kind.between(cur, rec.original, made))  # mid-write of this change itself
             if kind.at_boot:
                 # the host's reboot is still to come in this restore: what runs is stale, the configuration tells
                 ours = ours or (boots.host_waits(place) and kind.looks_like(cur, made))
@@ -140,8 +161,12 @@ def restore_changes(
             after = kind.read(place.ex, loc)
         except Exception as e:  # noqa: BLE001 - one knob must not stop the others' restore
             _not_restored(journal, session, out, place, loc, rec, who, kind.show(original), e)
+            if chain:
+                collapsed[slot] = "failed"  # the older changes stay pending with it
             continue
-        _restored(journal, session, out, kind, rec, who, cur, after)
+        _restored(journal, session, out, kind, rec, who, cur, after, original)
+        if chain:
+            collapsed[slot] = "restored"
     for w, err in boots.settle():  # each host rebooted once for all its boot-time changes, then checked
         after = None
         if err is None:
@@ -162,9 +187,11 @@ def _who(rec: JournalChange) -> str:
     return f"{rec.host or '?'}: {loc.key}" + (f" ({loc.device})" if loc.device and "@" not in loc.key else "")
 
 
-def _restored(journal: Journal, session: str, out: RestoreOutcome, kind: Kind, rec: JournalChange, who: str, cur: Any, after: Any) -> None:
+def _restored(journal: Journal, session: str, out: RestoreOutcome, kind: Kind, rec: JournalChange, who: str, cur: Any, after: Any,
+              original: Any = None) -> None:
+    """`original`: the value put back when not the change's own (a chain's first original)."""
     journal.done(session, rec.seq, "restored")
-    original = rec.original
+    original = rec.original if original is None else original
     if kind.same(after, original):
         out.lines.append(("restored", f"{who}: {kind.show(cur)} -> {kind.show(original)}"))
     else:
@@ -188,7 +215,8 @@ def _not_restored(journal: Journal, session: str, out: RestoreOutcome, place: Pl
     out.warnings.append(msg)
 
 
-def _slot(rec: JournalChange) -> tuple[str, str]:
+def slot_of(rec: JournalChange) -> tuple[str, str]:
+    """One setting of one place: the changes of it form a chain, newest put back first."""
     loc = rec.loc
     return (str(rec.place.get("key", "")), f"{loc.kind}|{loc.arg}|{loc.device}|{KINDS[loc.kind].slot_key(loc)}")
 

@@ -28,6 +28,7 @@ from .charts import Chart, all_charts
 from .audit_section import audit_rows
 from .cross_check_section import cross_check_md
 from .html import render_html
+from .interactive import interactive_plots
 from .pair_matrix import pair_chart, pair_table, round_table
 from .stability_chart import stability_chart
 from .search_trace import SearchPart, search_md, search_part
@@ -228,5 +229,5 @@ def build_report(data: StudyData, out: Path, point: dict[str, str] | None = None
     head, rows = summary_table(analysis, data.params)
     html = out / "report.html"
     write_private(html, render_html(data, analysis, head, rows, charts, chosen.label(data.params) if chosen else None, pair_table(analysis),
-                                    search.lines if search is not None else []))
+                                    search.lines if search is not None else [], interactive_plots(data, m, chosen)))
     return Report(out, md, html, charts, analysis)

@@ -12,7 +12,7 @@ from ..engines.choice import Choice
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint, Slot
 from ..search.answer import Answer
-from ..store.writer import StoreWriter
+from ..store.base import ResultStore
 from ..studyfile.models import Study
 from ..targets.base import Target
 from .credentials import StudyAccess
@@ -146,7 +146,7 @@ class RunContext:
     """What every slot of one study shares."""
 
     study: Study
-    store: StoreWriter
+    store: ResultStore
     target: Target
     knobs: KnobLayer | None
     versions: dict[str, str]  # engine -> the tool version its preflight read

@@ -21,9 +21,8 @@ from ..engines import network_engine
 from ..engines.choice import auto_processes, config_label
 from ..engines.result import TestResult
 from ..plan.points import ResolvedPoint
-from ..store import instrument_tables as tables
-from ..store.writer import StoreWriter
-from ..targets.procs import owner_token
+from ..store.base import ResultStore
+from ..targets.procs import study_owner
 from .context import RunContext
 from .engine_choice import HostAnswers
 from .point_runner import PointRunner
@@ -31,7 +30,7 @@ from .slots import run_slot
 from .workloads import workload_hosts, workload_run
 
 
-def tool_bound_indices(store: StoreWriter, study_id: int) -> list[int]:
+def tool_bound_indices(store: ResultStore, study_id: int) -> list[int]:
     data = load(store, str(study_id))
     return tool_bound_points(data, data.params)[2]
 
@@ -52,7 +51,7 @@ def cross_check(runner: PointRunner, study_id: int, points: list[int] | None = N
         return []
     check = study.model_copy(update={"name": f"{study.name}.cross-check"[:80],
                                      "description": f"cross-check of study #{study_id} ({study.name})"})
-    check_id = store.begin_study(check, None, None, owner=owner_token())
+    check_id = store.begin_study(check, None, None, owner=study_owner())
     out, status = [], "failed"
     try:
         n = 0
@@ -64,7 +63,7 @@ def cross_check(runner: PointRunner, study_id: int, points: list[int] | None = N
                 measured.append(_run_config(runner, rp, engine, procs, check_id, n))
             rows = [r for r in measured if r is not None]
             text = verdict(rows)
-            tables.add_cross_check(store.db, study_id, i, rp.point.label(), rows, text, check_id)
+            store.add_cross_check(study_id, i, rp.point.label(), rows, text, check_id)
             ctx.progress.message(f"cross-check {rp.point.label()}: {len(rows)} configurations measured")  # the verdict: in the summary
             out.append({"point_idx": i, "label": rp.point.label(), "rows": rows, "verdict": text})
         status = "done"
@@ -104,7 +103,7 @@ def _row(engine: str, procs: int, version: str, values: list[float], failed: int
             "values": [v / 1e9 for v in values]}  # every run: the verdict's interval (analysis/cross_checks.py)
 
 
-def _stored_row(store: StoreWriter, study_id: int, rp: ResolvedPoint) -> dict[str, Any]:
+def _stored_row(store: ResultStore, study_id: int, rp: ResolvedPoint) -> dict[str, Any]:
     """What the study itself measured at this point (its counted runs)."""
     runs = [r for r in store.runs(study_id, include_warmup=False) if r.point_idx == rp.point.index]
     ok = [r for r in runs if r.ok and r.total_bps is not None]

@@ -12,14 +12,12 @@ ceilings. Each point's choice is printed once and stored with every test of the 
 """
 from __future__ import annotations
 
-import sqlite3
-
 from ..engines import ENGINES, NETWORK_ENGINES
 from ..engines.choice import Choice, auto_processes, choose, threaded
 from ..engines.fanout import split_streams
 from ..errors import ToolMissing
 from ..plan.points import ResolvedPoint
-from ..store import instrument_tables as instrument
+from ..store.base import ResultStore, StoreReader
 from ..studyfile.models import Study
 from ..targets.base import HostSet
 from ..targets.local import LocalHost
@@ -78,11 +76,11 @@ class HostAnswers:
         return self._machine[host]
 
 
-def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: sqlite3.Connection | None = None, answers: HostAnswers | None = None
+def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: ResultStore | StoreReader | None = None, answers: HostAnswers | None = None
                    ) -> tuple[list[ResolvedPoint], dict[int, Choice], list[str]]:
     """(the points with a concrete engine and process count, each auto point's choice,
-    one note per distinct choice naming its points). db: the results database's
-    connection, for the ceilings (None: rules without ceilings)."""
+    one note per distinct choice naming its points). db: the results store, for
+    the ceilings `nettune ceiling` measured (None: rules without ceilings)."""
     answers = answers or HostAnswers(target)
     out: list[ResolvedPoint] = []
     choices: dict[int, Choice] = {}
@@ -104,7 +102,7 @@ def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: sqlite3.C
             # a loopback ceiling predicts a loopback path only: not a lab's veths on the
             # same cores (measured: iperf2 won on loopback, one iperf3 process on the lab),
             # nor a path between machines (their NICs, not the loopback, carry it)
-            ceil = instrument.ceilings(db, answers.machine(client)) if db is not None and rp.target.over_loopback else {}
+            ceil = db.ceilings(answers.machine(client)) if db is not None and rp.target.over_loopback else {}
             c = choose(streams, versions, cores, ceil, wl.processes if isinstance(wl.processes, int) else None, machine_cores)
         else:
             v = answers.version(str(wl.engine), client)
@@ -145,7 +143,7 @@ class _ThisMachine:
         self.test_hosts = list(names)
 
 
-def planned_choices(study: Study, resolved: list[ResolvedPoint], db: sqlite3.Connection | None = None) -> tuple[list[ResolvedPoint], list[str]]:
+def planned_choices(study: Study, resolved: list[ResolvedPoint], db: ResultStore | StoreReader | None = None) -> tuple[list[ResolvedPoint], list[str]]:
     """For `nettune run --dry-run`: the choice a run would make where it can be known
     without connecting (hosts on this machine), from the same inputs as the run
     (choose_engines, with the ceilings of `db`, the results database opened read-only,
@@ -161,7 +159,7 @@ def planned_choices(study: Study, resolved: list[ResolvedPoint], db: sqlite3.Con
     return out, said
 
 
-def _planned_choices(study: Study, resolved: list[ResolvedPoint], db: sqlite3.Connection | None = None) -> tuple[list[ResolvedPoint], list[str]]:
+def _planned_choices(study: Study, resolved: list[ResolvedPoint], db: ResultStore | StoreReader | None = None) -> tuple[list[ResolvedPoint], list[str]]:
     if not any(rp.workload.engine == "auto" or rp.workload.processes == "auto" for rp in resolved):
         return [_with(rp, str(rp.workload.engine), int(rp.workload.processes or 1)) for rp in resolved], []
     if study.target.on_this_machine:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..probes.base import Probe
 from ..probes.powercap import idle_power
 from ..probes.registry import meter_probes
-from ..store.writer import StoreWriter
+from ..store.base import ResultStore
 from ..studyfile.models import Study
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Target
@@ -27,7 +27,7 @@ def idle_hosts(wl: Workload, target: Target) -> dict[str, Host]:
     return {h.name: h for h in hosts}
 
 
-def sample_idle(study: Study, store: StoreWriter, target: Target, wl: Workload, study_id: int, point_id: int) -> None:
+def sample_idle(study: Study, store: ResultStore, target: Target, wl: Workload, study_id: int, point_id: int) -> None:
     """Sample every machine of the point idle for [probes] idle_power seconds and store it.
     The meter measures the whole plug, so it is read once (with the first machine)."""
     probes = study.probes

@@ -23,11 +23,11 @@ from typing import Any
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..plan.points import Slot
+from ..store.base import ResultStore
 from ..store.schema import spec_hash
-from ..store.sqlite import Store
 from ..studyfile.models import Study
 from ..targets import target_kind
-from ..targets.procs import owner_alive, stop_dead_runs
+from ..targets.procs import local_token, owner_machine, owner_state, stop_dead_runs
 
 UNFINISHED = ("running", "interrupted", "failed")
 SINGLE = ""  # the pair label of a slot that is one test, not a set of host pairs
@@ -38,16 +38,22 @@ def _pid(owner: str | None) -> str:
 
 
 def runner_alive(row: dict[str, Any]) -> bool:
-    """Is the process that ran this study still running it?"""
-    return row["status"] == "running" and bool(row.get("owner")) and owner_alive(row["owner"])
+    """Is the process that ran this study still running it? (Run on another machine: it
+    may be, and only that machine can tell.)"""
+    return row["status"] == "running" and bool(row.get("owner")) and owner_state(row["owner"]) != "dead"
 
 
-def find_interrupted(store: Store, study: Study, spec_text: str | None, file: str) -> dict[str, Any]:
+def find_interrupted(store: ResultStore, study: Study, spec_text: str | None, file: str) -> dict[str, Any]:
     """The study `--resume` continues; a NettuneError saying why when there is none."""
     rows = store.named(study.name)
     if not rows:
-        raise NettuneError(f"{store.path}: no study named {study.name!r} to resume; run without --resume to start it")
+        raise NettuneError(f"{store.where}: no study named {study.name!r} to resume; run without --resume to start it")
     live = next((r for r in rows if runner_alive(r)), None)
+    if live is not None and owner_state(live["owner"]) == "elsewhere":
+        raise NettuneError(
+            f"study {study.name!r} (#{live['id']}) is running on {owner_machine(live['owner'])} (pid {_pid(live['owner'])}), or was "
+            f"killed there: only that machine can tell; --resume it there"
+        )
     if live is not None:
         raise NettuneError(
             f"study {study.name!r} (#{live['id']}) is still running (pid {_pid(live['owner'])}); --resume only continues a run "
@@ -56,7 +62,7 @@ def find_interrupted(store: Store, study: Study, spec_text: str | None, file: st
     row = next((r for r in rows if r["status"] in UNFINISHED), None)
     if row is None:
         raise NettuneError(
-            f"{store.path}: no interrupted study named {study.name!r} (the latest, #{rows[0]['id']}, is {rows[0]['status']}); "
+            f"{store.where}: no interrupted study named {study.name!r} (the latest, #{rows[0]['id']}, is {rows[0]['status']}); "
             "run without --resume to start a new study"
         )
     if row["spec_hash"] != spec_hash(spec_text, study.model_dump_json()):
@@ -100,7 +106,7 @@ class Stored:
     by_slot: dict[tuple[int, int, bool], dict[str, TestResult]] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, store: Store, study_id: int) -> "Stored":
+    def load(cls, store: ResultStore, study_id: int) -> "Stored":
         out = cls()
         for row in store.stored_slots(study_id):
             key = (row["point_idx"], row["run"], row["warmup"])
@@ -116,9 +122,10 @@ class Stored:
         return sum(len(v) for v in self.by_slot.values())
 
 
-def dead_owners(store: Store, name: str) -> set[str]:
+def dead_owners(store: ResultStore, name: str) -> set[str]:
     """Owner tokens of this name's studies whose runner was killed (still `running`, owner gone)."""
-    return {r["owner"] for r in store.named(name) if r["status"] == "running" and r.get("owner") and not owner_alive(r["owner"])}
+    return {local_token(r["owner"]) for r in store.named(name)
+            if r["status"] == "running" and r.get("owner") and owner_state(r["owner"]) == "dead"}
 
 
 def clear_dead_run(study: Study, owners: set[str]) -> list[str]:

@@ -45,7 +45,7 @@ class RunMeasurer:
         if idx in ctx.point_ids and idx in ctx.by_index and ctx.by_index[idx].point.params == self.plan.space.stored_params(cfg):
             return ctx.by_index[idx]
         rp = self.plan.space.resolved(cfg, idx)
-        (rp,), choices, notes = choose_engines([rp], ctx.target, ctx.store.db, ctx.answers)
+        (rp,), choices, notes = choose_engines([rp], ctx.target, ctx.store, ctx.answers)
         for note in notes:
             if note not in self.said:
                 self.said.add(note)

@@ -19,7 +19,7 @@ from ..analysis.stats import adaptive_rounds
 from ..plan.points import ResolvedPoint, Slot, expand_and_check
 from ..plan.run_order import run_groups
 from ..targets.base import Target
-from ..targets.procs import kill_pid, owner_token, started_by
+from ..targets.procs import kill_pid, owner_token, started_by, study_owner
 from .context import KnobLayer, NoProgress as NoProgress, Outcome as Outcome, Progress as Progress, Recording, RunContext
 from .credentials import StudyAccess
 from .point_runner import PointRunner
@@ -30,7 +30,7 @@ from .workloads import workload_run
 from .plan_time import RunClock, plan_time
 from .workloads.base import OVERHEAD_GUESS as OVERHEAD_GUESS
 from ..studyfile.models import Study
-from ..store.writer import StoreWriter
+from ..store.base import ResultStore
 from ..targets import make_target
 
 
@@ -87,7 +87,7 @@ def expected_seconds(study: Study, resolved: list[ResolvedPoint], target: Target
 
 def run_study(
     study: Study,
-    store: StoreWriter,
+    store: ResultStore,
     spec_text: str | None = None,
     spec_file: str | None = None,
     progress: Progress | None = None,
@@ -129,12 +129,12 @@ def run_study(
     claimed = False
     try:
         if prior is not None:
-            if not store.claim_study(prior["id"], owner_token(), prior):
+            if not store.claim_study(prior["id"], study_owner(), prior):
                 raise NettuneError(f"study {study.name!r} (#{prior['id']}) was just taken over by another nettune run; see `nettune studies`")
             claimed = True
         # engine / processes = "auto" made concrete per point on these hosts (run/engine_choice.py)
         answers = HostAnswers(target)
-        resolved, choices, choice_notes = choose_engines(resolved, target, store.db, answers)
+        resolved, choices, choice_notes = choose_engines(resolved, target, store, answers)
         by_index = {r.point.index: r for r in resolved}
         for note in choice_notes:
             progress.message(note)
@@ -153,7 +153,7 @@ def run_study(
         raise
 
     if prior is None:
-        study_id, stored = store.begin_study(study, spec_text, spec_file, owner=owner_token()), Stored()
+        study_id, stored = store.begin_study(study, spec_text, spec_file, owner=study_owner()), Stored()
     else:
         study_id, stored = prior["id"], Stored.load(store, prior["id"])
     # a search adds the points it measures as it measures them (run/search_trials.py)

@@ -3,7 +3,7 @@ table, added to an older database when it is opened (additive: `ALTER TABLE ADD 
 filled on the way from what older versions kept in each run's `extra_json`, and the
 values a result gives them.
 
-Versioned twice: `schema_version` (sqlite.py) numbers the layout of the tables, and
+Versioned twice: `schema_version` (schema.py) numbers the layout of the tables, and
 `fields_version` the field table's columns. A database opened by a nettune whose table has
 more rows gets them; one whose `fields_version` is newer than this nettune's is read (the
 columns it does not know are left out of `RunRecord`) and written (they stay NULL).
@@ -11,11 +11,11 @@ columns it does not know are left out of `RunRecord`) and written (they stay NUL
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from ..record.fields import STORED, Field
 from ..record.legacy import split
+from .sql import Sql
 
 # 1: the columns of schema 4 (network, CPU, pair, command, energy); 2: max_snd_wnd; 3: cpu_server_host(_softirq); 4: offered_bps; 5: peak_rss_method, energy_note
 FIELDS_VERSION = 5
@@ -35,16 +35,16 @@ def values(result: Any) -> list[Any]:
     return [f.of_result(result) for f in STORED]
 
 
-def ensure(db: sqlite3.Connection) -> list[Field]:
+def ensure(sql: Sql) -> list[Field]:
     """Add the table's columns an older database lacks; returns them (to be filled)."""
-    have = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
+    have = sql.columns("runs")
     added = [f for f in STORED if f.name not in have]
     for f in added:
-        db.execute(f"ALTER TABLE runs ADD COLUMN {f.name} {f.sql}")
+        sql.script(sql.ddl(f"ALTER TABLE runs ADD COLUMN {f.name} {f.sql}"))
     return added
 
 
-def fill(db: sqlite3.Connection, added: list[Field]) -> None:
+def fill(sql: Sql, added: list[Field]) -> None:
     """The added columns of stored runs, from the parts their `extra_json` holds (pair and
     round since schema 3, command and energy since schema 4); values no part holds (a
     newly parsed metric) stay NULL for runs stored before it."""
@@ -52,15 +52,16 @@ def fill(db: sqlite3.Connection, added: list[Field]) -> None:
     if not from_parts:
         return
     todo = []
-    for rid, extra in db.execute("SELECT id, extra_json FROM runs").fetchall():
+    for r in sql.rows("SELECT id, extra_json FROM runs"):
+        rid = r["id"]
         try:
-            parts = split(json.loads(extra or "{}"))
+            parts = split(json.loads(r["extra_json"] or "{}"))
         except ValueError:
             continue  # unreadable JSON: the run keeps NULLs
         row = [_part_value(parts, f) for f in from_parts]
         if any(v is not None for v in row):
             todo.append((*row, rid))
-    db.executemany(f"UPDATE runs SET {', '.join(f'{f.name}=?' for f in from_parts)} WHERE id=?", todo)
+    sql.many(f"UPDATE runs SET {', '.join(f'{f.name}=?' for f in from_parts)} WHERE id=?", todo)
 
 
 def _part_value(parts: dict[str, Any], f: Field) -> Any:
@@ -68,8 +69,9 @@ def _part_value(parts: dict[str, Any], f: Field) -> Any:
     return None if part is None else part.__dict__.get(f.name)
 
 
-def record_version(db: sqlite3.Connection) -> None:
+def record_version(sql: Sql) -> None:
     """Note the field table's version (kept if a newer nettune wrote a higher one)."""
-    row = db.execute("SELECT value FROM meta WHERE key='fields_version'").fetchone()
-    if row is None or int(row[0]) < FIELDS_VERSION:
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('fields_version', ?)", (str(FIELDS_VERSION),))
+    found = sql.value("SELECT value FROM meta WHERE key='fields_version'")
+    if found is None or int(found) < FIELDS_VERSION:
+        sql.run("INSERT INTO meta (key, value) VALUES ('fields_version', ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                (str(FIELDS_VERSION),))

@@ -1,10 +1,12 @@
 """The `idle_power` table (schema 4): the idle power of each point ([probes] idle_power),
 a row per machine and source, with the columns the field table's `IdleColumns` describes.
-Self-contained: sqlite.py calls `create_idle`, `add_idle` and `idle_rows`."""
+Self-contained: schema.py creates it, the store (base.py) calls `add_idle`, `add_idle_row`
+and `idle_rows`."""
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
+
+from .sql import Sql
 
 IDLE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS idle_power (
@@ -20,28 +22,23 @@ CREATE TABLE IF NOT EXISTS idle_power (
 """
 
 
-def create_idle(db: sqlite3.Connection) -> None:
-    db.executescript(IDLE_SCHEMA)
+def add_idle(sql: Sql, study_id: int, point_id: int, host: str, sample: dict[str, Any]) -> None:
+    """One idle window (probes.idle_power's dict): a row per source, in one transaction."""
+    with sql.transaction():
+        for source in ("powercap", "meter"):
+            s = sample.get(source)
+            if s is not None:
+                add_idle_row(sql, study_id, point_id, {"host": host, "seconds": sample["seconds"], "source": source} | s)
 
 
-def add_idle(db: sqlite3.Connection, study_id: int, point_id: int, host: str, sample: dict[str, Any]) -> None:
-    """One idle window (probes.idle_power's dict): a row per source."""
-    for source in ("powercap", "meter"):
-        s = sample.get(source)
-        if s is not None:
-            add_idle_row(db, study_id, point_id, {"host": host, "seconds": sample["seconds"], "source": source} | s)
-    db.commit()
-
-
-def add_idle_row(db: sqlite3.Connection, study_id: int, point_id: int, row: dict[str, Any]) -> None:
+def add_idle_row(sql: Sql, study_id: int, point_id: int, row: dict[str, Any]) -> None:
     """One row as `idle_rows` gives it back (an imported export's too)."""
-    db.execute("INSERT INTO idle_power (study_id, point_id, host, seconds, source, min_w, median_w, samples, why)"
+    sql.run("INSERT INTO idle_power (study_id, point_id, host, seconds, source, min_w, median_w, samples, why)"
                " VALUES (?,?,?,?,?,?,?,?,?)", (study_id, point_id, row["host"], row["seconds"], row["source"], row.get("min_w"),
                                               row.get("median_w"), row.get("samples"), row.get("why")))
 
 
-def idle_rows(db: sqlite3.Connection, study_id: int) -> list[dict[str, Any]]:
-    """Every idle window of a study, with its point's index (the Store's rows are sqlite3.Row)."""
-    rows = db.execute("SELECT i.*, p.idx AS point_idx FROM idle_power i JOIN points p ON p.id=i.point_id"
-                      " WHERE i.study_id=? ORDER BY i.id", (study_id,)).fetchall()
-    return [dict(r) for r in rows]
+def idle_rows(sql: Sql, study_id: int) -> list[dict[str, Any]]:
+    """Every idle window of a study, with its point's index."""
+    return sql.rows("SELECT i.*, p.idx AS point_idx FROM idle_power i JOIN points p ON p.id=i.point_id"
+                    " WHERE i.study_id=? ORDER BY i.id", (study_id,))

@@ -1,6 +1,7 @@
 """What the database knows about the instrument itself, beside the studies' runs.
 
-Two tables, in the results database's own connection (store.sqlite creates them):
+Two tables, in the results database itself (store/schema.py creates them; the store's
+methods of the same names call these):
 
 - `ceilings`: what each tool configuration (engine, processes) reached at each stream
   count on a path of a host machine, as `nettune ceiling` measured it: every run's bits/s
@@ -16,9 +17,10 @@ Two tables, in the results database's own connection (store.sqlite creates them)
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
+
+from .sql import Sql
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ceilings (
@@ -51,37 +53,27 @@ CREATE TABLE IF NOT EXISTS cross_checks (
 );
 """
 
-
-# columns added to `ceilings` after its first version (older databases get them on open)
-_ADDED = {"path": "TEXT NOT NULL DEFAULT 'loopback'", "runs": "INTEGER", "ci_low": "REAL", "ci_high": "REAL", "values_json": "TEXT"}
-
-
-def create(db: sqlite3.Connection) -> None:
-    db.executescript(SCHEMA)
-    have = {r[1] for r in db.execute("PRAGMA table_info(ceilings)")}
-    for col, decl in _ADDED.items():
-        if col not in have:
-            db.execute(f"ALTER TABLE ceilings ADD COLUMN {col} {decl}")
-    db.commit()
+# the columns schema 6 added to `ceilings` (store/schema.py adds them to an older database)
+ADDED_IN_6 = {"path": "TEXT NOT NULL DEFAULT 'loopback'", "runs": "INTEGER", "ci_low": "REAL", "ci_high": "REAL", "values_json": "TEXT"}
 
 
-def add_ceilings(db: sqlite3.Connection, machine: str, rows: list[dict[str, Any]], path: str = "loopback") -> None:
+def add_ceilings(sql: Sql, machine: str, rows: list[dict[str, Any]], path: str = "loopback") -> None:
     """One `nettune ceiling` run on one machine and path: it replaces that machine's
     earlier rows of the same path and configurations (a ceiling is what the machine does
     now). A row: config, engine, processes, streams, and `values` (bits/s of each run;
     failed runs left out) or a single `bps`."""
     now = time.time()
-    with db:
+    with sql.transaction():
         for config in {r["config"] for r in rows}:
-            db.execute("DELETE FROM ceilings WHERE machine=? AND path=? AND config=?", (machine, path, config))
-        out = []
+            sql.run("DELETE FROM ceilings WHERE machine=? AND path=? AND config=?", (machine, path, config))
+        out: list[tuple[Any, ...]] = []
         for r in rows:
             given: list[Any] = list(r["values"]) if r.get("values") is not None else [r.get("bps")]
             vals = [float(v) for v in given if v is not None]
             mean, lo, hi = _interval(vals)
             out.append((machine, path, r["config"], r["engine"], r["processes"], r["streams"], r.get("tool_version"), mean,
                         r.get("duration"), r.get("cores"), now, len(vals), lo, hi, json.dumps(vals)))
-        db.executemany(
+        sql.many(
             "INSERT INTO ceilings (machine, path, config, engine, processes, streams, tool_version, bps, duration, cores, measured,"
             " runs, ci_low, ci_high, values_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", out)
 
@@ -100,36 +92,22 @@ def _interval(vals: list[float]) -> tuple[float | None, float | None, float | No
     return mean, mean - half, mean + half
 
 
-def open_read_only(path: Any) -> sqlite3.Connection | None:
-    """A results database opened read-only (the dry run changes nothing); None when there
-    is no file there."""
-    from pathlib import Path  # noqa: PLC0415
-
-    if path is None or not Path(path).is_file():
-        return None
-    return sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
-
-
-def ceilings(db: sqlite3.Connection, machine: str, path: str = "loopback") -> dict[str, dict[int, float]]:
+def ceilings(sql: Sql, machine: str, path: str = "loopback") -> dict[str, dict[int, float]]:
     """config -> {streams: mean bits/s} measured on `machine`'s `path` (failed tests left out)."""
     out: dict[str, dict[int, float]] = {}
-    try:
-        rows = db.execute("SELECT config, streams, bps FROM ceilings WHERE machine=? AND path=? AND bps IS NOT NULL ORDER BY id",
-                          (machine, path)).fetchall()
-    except sqlite3.OperationalError:
-        return out  # a database opened read-only (the dry run) from before ceilings had paths, or without the table
-    for r in rows:
-        out.setdefault(r[0], {})[int(r[1])] = float(r[2])
+    for r in sql.rows("SELECT config, streams, bps FROM ceilings WHERE machine=? AND path=? AND bps IS NOT NULL ORDER BY id",
+                      (machine, path)):
+        out.setdefault(str(r["config"]), {})[int(r["streams"])] = float(r["bps"])
     return out
 
 
-def ceiling_runs(db: sqlite3.Connection, machine: str) -> dict[str, dict[str, dict[str, list[float]]]]:
+def ceiling_runs(sql: Sql, machine: str) -> dict[str, dict[str, dict[str, list[float]]]]:
     """path -> config -> {streams (text): every run's bits/s} measured on `machine`."""
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for path, config, streams, bps, values in db.execute(
-            "SELECT path, config, streams, bps, values_json FROM ceilings WHERE machine=? AND bps IS NOT NULL ORDER BY id", (machine,)):
-        vals = _floats(values) or [float(bps)]
-        out.setdefault(str(path), {}).setdefault(str(config), {})[str(int(streams))] = vals
+    for r in sql.rows("SELECT path, config, streams, bps, values_json FROM ceilings WHERE machine=? AND bps IS NOT NULL ORDER BY id",
+                      (machine,)):
+        vals = _floats(r["values_json"]) or [float(r["bps"])]
+        out.setdefault(str(r["path"]), {}).setdefault(str(r["config"]), {})[str(int(r["streams"]))] = vals
     return out
 
 
@@ -142,25 +120,23 @@ def _floats(text: Any) -> list[float]:
     return [float(v) for v in got if isinstance(v, (int, float)) and not isinstance(v, bool)] if isinstance(got, list) else []
 
 
-def ceiling_rows(db: sqlite3.Connection, machine: str | None = None) -> list[dict[str, Any]]:
+def ceiling_rows(sql: Sql, machine: str | None = None) -> list[dict[str, Any]]:
     q = ("SELECT machine, path, config, engine, processes, streams, tool_version, bps, runs, ci_low, ci_high, duration, cores, measured"
          " FROM ceilings")
     args: tuple[Any, ...] = ()
     if machine is not None:
         q, args = q + " WHERE machine=?", (machine,)
-    cur = db.execute(q + " ORDER BY machine, path, config, streams", args)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
+    return sql.rows(q + " ORDER BY machine, path, config, streams", args)
 
 
-def with_ceilings(db: sqlite3.Connection, facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def with_ceilings(sql: Sql, facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Host facts with each host's machine ceilings added when its facts name its machine
     and `nettune ceiling` measured it: `ceilings` (path -> config -> {streams: every run's
     bits/s}) and, for the report, `loopback_ceiling` (config -> {streams: mean bits/s})."""
     out = {}
     for host, f in facts.items():
         machine = f.get("machine") if isinstance(f, dict) else None
-        runs = ceiling_runs(db, str(machine)) if machine else {}
+        runs = ceiling_runs(sql, str(machine)) if machine else {}
         if not runs:
             out[host] = f
             continue
@@ -169,14 +145,14 @@ def with_ceilings(db: sqlite3.Connection, facts: dict[str, dict[str, Any]]) -> d
     return out
 
 
-def add_cross_check(db: sqlite3.Connection, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]],
+def add_cross_check(sql: Sql, study_id: int, point_idx: int, label: str, rows: list[dict[str, Any]],
                     verdict: str, check_study_id: int | None) -> None:
-    with db:
-        db.execute("INSERT INTO cross_checks (study_id, point_idx, label, rows_json, verdict, check_study_id) VALUES (?,?,?,?,?,?)",
+    sql.run("INSERT INTO cross_checks (study_id, point_idx, label, rows_json, verdict, check_study_id) VALUES (?,?,?,?,?,?)",
                    (study_id, point_idx, label, json.dumps(rows), verdict, check_study_id))
 
 
-def cross_checks(db: sqlite3.Connection, study_id: int) -> list[dict[str, Any]]:
-    rows = db.execute("SELECT point_idx, label, rows_json, verdict, check_study_id FROM cross_checks WHERE study_id=? ORDER BY id",
-                      (study_id,)).fetchall()
-    return [{"point_idx": r[0], "label": r[1], "rows": json.loads(r[2]), "verdict": r[3], "check_study_id": r[4]} for r in rows]
+def cross_checks(sql: Sql, study_id: int) -> list[dict[str, Any]]:
+    rows = sql.rows("SELECT point_idx, label, rows_json, verdict, check_study_id FROM cross_checks WHERE study_id=? ORDER BY id",
+                    (study_id,))
+    return [{"point_idx": r["point_idx"], "label": r["label"], "rows": json.loads(r["rows_json"]), "verdict": r["verdict"],
+             "check_study_id": r["check_study_id"]} for r in rows]

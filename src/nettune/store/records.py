@@ -9,9 +9,8 @@ reverse, tool, fanout, engine choice) are read back from the stored `extra` JSON
 from __future__ import annotations
 
 import json
-import sqlite3
 from functools import cached_property
-from typing import Any
+from typing import Any, Mapping
 
 from pydantic import Field
 
@@ -56,7 +55,7 @@ class RunRecord(Measures, CommandColumns, EnergyColumns, PairColumns):
     study: str = ""  # the study's name
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> "RunRecord":
+    def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
         """A row of `SELECT r.*, p.idx AS point_idx, p.params_json, s.name AS study`.
         Columns this nettune does not know (a newer one added them) are left out."""
         d = dict(row)

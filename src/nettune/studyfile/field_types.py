@@ -6,6 +6,7 @@ models.py, which imports them all."""
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
@@ -51,6 +52,20 @@ Rate = Annotated[int, BeforeValidator(_rate), WithJsonSchema({"anyOf": [
     {"type": "integer", "minimum": 0}, {"type": "string", "pattern": RATE_PATTERN}]})]
 MAX_LAB_HOSTS = 245  # host i is at .(10+i) of a /24
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")  # the lab's addresses are only ever in here
+
+
+def bench_subnet(v: str | None, *, exactly_24: bool = False) -> str | None:
+    """A lab's `subnet`: IPv4 inside the benchmarking range, a /24 or (where the lab allows
+    it, not the VM lab: its guests' network config is a /24) a larger block of it."""
+    if v is None:
+        return v
+    try:
+        net = ipaddress.ip_network(v)
+    except ValueError as e:
+        raise ValueError(f"{v!r}: {e}; write a network such as '198.18.40.0/24'") from None
+    if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(BENCH_NET) or net.prefixlen > 24 or (exactly_24 and net.prefixlen != 24):
+        raise ValueError(f"{v!r}: use a /24 inside 198.18.0.0/15 (the benchmarking range), e.g. '198.18.40.0/24'")
+    return v
 
 
 class Strict(BaseModel):
@@ -110,3 +125,54 @@ class ThisMachine:
         are this machine are never rebooted."""
         return (f"needs a reboot, and a {self.kind} target's hosts are this machine, the one nettune runs on, which is never rebooted; "
                 "use an ssh target host with allow_reboot = true")
+
+
+class OtherMachines:
+    """What the target specs whose hosts are other kernels (ssh hosts, the VM lab's guests,
+    a cluster's pods) have in common: their binaries and files are known only once
+    connected, the target sets no queue count for every interface, and their tests never
+    cross this machine's loopback. Members override what is theirs (a cluster refuses some
+    knobs; ssh hosts and guests reboot, restart and are VMs of a hypervisor)."""
+
+    @property
+    def on_this_machine(self) -> bool:
+        return False
+
+    @property
+    def queues(self) -> int | None:
+        """Queues per host interface the target sets: none (knobs change a NIC's own, or a
+        guest's per host)."""
+        return None
+
+    @property
+    def over_loopback(self) -> bool:
+        return False
+
+    def study_problem(self, bind: bool, knobs: Any) -> str | None:
+        """What can never work in a study on this target: nothing (a host's knobs are its own)."""
+        return None
+
+    def vm_host(self, field: str, name: str) -> str | None:
+        """The study host that is VM `name` of a hypervisor: none known."""
+        return None
+
+    def disruption_seconds(self, what: str, host: str) -> float:
+        """Nothing is waited for: no reboot or restart (refused when the file is read)."""
+        return 0.0
+
+
+class RoleHosts(OtherMachines):
+    """Hosts in a table, each with a role: "test" hosts run the workload's server and client,
+    "hypervisor" hosts are only sampled (their CPU, their VMs' settings)."""
+
+    hosts: Mapping[str, Any]
+
+    @property
+    def test_hosts(self) -> list[str]:
+        """Hosts that may be a workload's server or client (not role = "hypervisor")."""
+        return [n for n, h in self.hosts.items() if h.role == "test"]
+
+    @property
+    def hypervisors(self) -> list[str]:
+        return [n for n, h in self.hosts.items() if h.role == "hypervisor"]
+

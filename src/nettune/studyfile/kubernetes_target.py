@@ -27,9 +27,10 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from .k8s_sysctl_classes import DEFAULT, IPC, NODE, WHERE_TEXT, where
+from .field_types import OtherMachines, Strict
 
 # nicolaka/netshoot carries iperf3 and iperf (2.x), sh and kill; pinned by digest so a run is
 # repeatable and a moved tag cannot change what runs (docs/kubernetes.md says where it comes from)
@@ -42,11 +43,7 @@ Template = Annotated[str, StringConstraints(pattern=r"\{[^{}]+\}")]
 NODE_PREFIX = "node:"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class NodePlacement(_Strict):
+class NodePlacement(Strict):
     """Both pods pinned to named nodes (nodeSelector kubernetes.io/hostname)."""
 
     server: str
@@ -63,7 +60,7 @@ class NodePlacement(_Strict):
 Placement = Union[Literal["same-node", "cross-node"], NodePlacement, Template]
 
 
-class Toleration(_Strict):
+class Toleration(Strict):
     """A taint the pods tolerate, as in a pod spec (kubectl describe node shows the taints)."""
 
     key: str | None = Field(default=None, description="The taint's key; empty with operator Exists: every taint.")
@@ -83,7 +80,7 @@ class Toleration(_Strict):
         return {k: v for k, v in {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect}.items() if v}
 
 
-class KubernetesTargetSpec(_Strict):
+class KubernetesTargetSpec(Strict, OtherMachines):
     """Pods of a Kubernetes cluster, reached through the API server (exec)."""
 
     kind: Literal["kubernetes"]
@@ -217,30 +214,12 @@ class KubernetesTargetSpec(_Strict):
     def test_hosts(self) -> list[str]:
         return self.pod_hosts
 
-    @property
-    def on_this_machine(self) -> bool:
-        return False
-
-    @property
-    def queues(self) -> int | None:
-        return None
-
-    @property
-    def over_loopback(self) -> bool:
-        return False
-
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         return "needs a reboot, and nettune never reboots a kubernetes target's nodes; use an ssh target host with allow_reboot = true"
 
     @property
     def hypervisors(self) -> list[str]:
         return []
-
-    def vm_host(self, field: str, name: str) -> str | None:
-        return None
-
-    def disruption_seconds(self, what: str, host: str) -> float:
-        return 0.0
 
     def disruption_refusal(self, what: str, opt_in: str, hosts: tuple[str, ...]) -> str | None:
         """A node is never rebooted; a pod's interface is its own (created for the study)."""

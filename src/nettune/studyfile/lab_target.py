@@ -7,13 +7,12 @@ bridge, and nodes are joined by a VXLAN overlay over an underlay (its own shaped
 """
 from __future__ import annotations
 
-import ipaddress
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from .lab_link import LinkSpec, UnderlaySpec
-from .field_types import BENCH_NET, MAX_LAB_HOSTS, Mtu, Queues, Strict, Template, ThisMachine
+from .field_types import MAX_LAB_HOSTS, Mtu, Queues, Strict, Template, ThisMachine, bench_subnet
 
 MAX_NODES = 8  # node j's underlay address is .(2+j) of the lab's /24, below the hosts' .10
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
@@ -39,15 +38,7 @@ class LabTargetSpec(Strict, ThisMachine):
     @field_validator("subnet")
     @classmethod
     def _subnet(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            net = ipaddress.ip_network(v)
-        except ValueError as e:
-            raise ValueError(f"{v!r}: {e}; write a network such as '198.18.40.0/24'") from None
-        if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(BENCH_NET) or net.prefixlen > 24:
-            raise ValueError(f"{v!r}: use a /24 inside 198.18.0.0/15 (the benchmarking range), e.g. '198.18.40.0/24'")
-        return v
+        return bench_subnet(v)
 
     @model_validator(mode="before")
     @classmethod

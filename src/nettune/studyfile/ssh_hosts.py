@@ -22,9 +22,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .study_text import read_study_text
+from .field_types import RoleHosts, Strict
 
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # dots: inventory and ssh_config names (pve1.example.com)
@@ -33,10 +34,6 @@ DNS_NAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-
 # what OpenSSH accepts as a remote user (its ssh_valid_ruser): user@REALM and DOMAIN\user
 # yes; a leading '-', control characters, quotes and shell punctuation no
 USER_NAME = re.compile(r"^(?!-)(?!.*\s-)(?!.*\\$)[^\x00-\x1f\x7f'`\";&<>|(){}]{1,256}$")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 def _check_address(v: str) -> str:
@@ -49,7 +46,7 @@ def _check_address(v: str) -> str:
     return v
 
 
-class SshReachSpec(_Strict):
+class SshReachSpec(Strict):
     """How a connection is made: shared by a host and each jump host on the way to it."""
 
     address: str | None = Field(default=None, description="IP address or DNS name; also what peers use to reach this host's server. Absent: looked up in ssh_config like `ssh NAME`.")
@@ -121,7 +118,7 @@ class SshHostSpec(SshReachSpec):
         return resolve_jump(v, None, use_config=False)
 
 
-class SshTargetSpec(_Strict):
+class SshTargetSpec(Strict, RoleHosts):
     """Real machines (VMs, servers, hypervisors) reached over SSH."""
 
     kind: Literal["ssh"]
@@ -199,33 +196,6 @@ class SshTargetSpec(_Strict):
         if not self.test_hosts:
             raise ValueError('every host has role = "hypervisor"; at least one must run tests')
         return self
-
-    @property
-    def test_hosts(self) -> list[str]:
-        """Hosts that may be a workload's server or client (not role = "hypervisor")."""
-        return [n for n, h in self.hosts.items() if h.role == "test"]
-
-    @property
-    def hypervisors(self) -> list[str]:
-        return [n for n, h in self.hosts.items() if h.role == "hypervisor"]
-
-    @property
-    def on_this_machine(self) -> bool:
-        """Other machines: their binaries and files are known only once connected."""
-        return False
-
-    @property
-    def queues(self) -> int | None:
-        """Queues per host interface the target sets: none (knobs change a NIC's own)."""
-        return None
-
-    @property
-    def over_loopback(self) -> bool:
-        return False
-
-    def study_problem(self, bind: bool, knobs: Any) -> str | None:
-        """What can never work in a study on this target: nothing (a host's knobs are its own)."""
-        return None
 
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         """Why a boot-time knob on these hosts (all, when empty) cannot be set: one of them

@@ -18,16 +18,15 @@ over SSH too, so libvirt knobs act through `virsh` as on a real KVM host.
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from .field_types import RoleHosts, bench_subnet
 from .lab_link import LinkSpec
 
-BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
 MAX_GUESTS = 8
 DEFAULT_HYPERVISOR = "hypervisor"
 _SIZE = re.compile(r"^\s*(\d+)\s*(M|MB|MiB|G|GB|GiB)?\s*$", re.I)
@@ -74,7 +73,7 @@ class VmHostSpec(BaseModel):
         return self
 
 
-class VmlabTargetSpec(BaseModel):
+class VmlabTargetSpec(BaseModel, RoleHosts):
     """QEMU guests booted through GRUB, domains of a private libvirtd on this machine."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -100,15 +99,7 @@ class VmlabTargetSpec(BaseModel):
     @field_validator("subnet")
     @classmethod
     def _subnet(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            net = ipaddress.ip_network(v)
-        except ValueError as e:
-            raise ValueError(f"{v!r}: {e}; write a network such as '198.18.40.0/24'") from None
-        if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(BENCH_NET) or net.prefixlen != 24:
-            raise ValueError(f"{v!r}: use a /24 inside 198.18.0.0/15 (the benchmarking range), e.g. '198.18.40.0/24'")
-        return v
+        return bench_subnet(v, exactly_24=True)
 
     @model_validator(mode="after")
     def _check(self) -> "VmlabTargetSpec":
@@ -129,30 +120,8 @@ class VmlabTargetSpec(BaseModel):
 
     @property
     def guests(self) -> list[str]:
-        return [n for n, h in self.hosts.items() if h.role == "test"]
-
-    @property
-    def test_hosts(self) -> list[str]:
-        """Hosts that may be a workload's server or client: the guests."""
-        return self.guests
-
-    @property
-    def hypervisors(self) -> list[str]:
-        return [n for n, h in self.hosts.items() if h.role == "hypervisor"]
-
-    @property
-    def on_this_machine(self) -> bool:
-        """The guests run their own kernels and files; nettune reaches them over SSH."""
-        return False
-
-    @property
-    def queues(self) -> int | None:
-        """Queues per host interface the target sets: per guest (hosts.NAME.queues), so none for all."""
-        return None
-
-    @property
-    def over_loopback(self) -> bool:
-        return False  # guests talk over the lab bridge, through their own kernels
+        """The VMs: the hosts that run tests (the hypervisor is this machine, only sampled)."""
+        return self.test_hosts
 
     def reboot_refusal(self, hosts: tuple[str, ...]) -> str | None:
         """Why a boot-time knob on these hosts (all, when empty) cannot be set: the
@@ -164,10 +133,6 @@ class VmlabTargetSpec(BaseModel):
                     return (f"needs a reboot of {name}, the VM lab's hypervisor: this machine, which nettune never reboots; "
                             "name the guests in [knobs.hosts]")
                 return f"needs a reboot of {name}, which does not allow one: add allow_reboot = true to [target.hosts.{name}]"
-        return None
-
-    def study_problem(self, bind: bool, knobs: Any) -> str | None:
-        """What can never work in a study on this target: nothing (the guests' knobs are their own)."""
         return None
 
     def disruption_refusal(self, what: str, opt_in: str, hosts: tuple[str, ...]) -> str | None:

@@ -255,6 +255,45 @@ def owner_token() -> str:
     return f"{os.getpid()} {start_time(os.getpid())}"
 
 
+def boot_id() -> str:
+    """This machine's boot (the kernel's random boot id): a pid and start time mean
+    something only on the machine and boot that gave them."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def study_owner() -> str:
+    """The owner a study row records: this process's token, its boot id and machine name.
+    A shared database (PostgreSQL) holds studies run on several machines; only the machine
+    that ran one can tell whether its runner is alive (`owner_state`)."""
+    return f"{owner_token()} {boot_id() or '-'} {os.uname().nodename}"
+
+
+def local_token(token: str) -> str:
+    """A study owner's process part ('<pid> <start time>'), as pid records and labs name it."""
+    return " ".join(token.split()[:2])
+
+
+def owner_state(token: str) -> str:
+    """'alive' or 'dead' when this machine can tell (the runner ran here: a token of old,
+    pid and start time only, counts as this machine's, SQLite files being local; a runner
+    of an earlier boot of this machine is dead), 'elsewhere' when another machine ran it:
+    only that machine can tell, so nothing here takes its study over. Machines that share
+    one database need distinct names (`uname -n`)."""
+    parts = token.split()
+    if len(parts) <= 2 or parts[2] == (boot_id() or "-"):
+        return "alive" if owner_alive(local_token(token)) else "dead"
+    return "dead" if owner_machine(token) == os.uname().nodename else "elsewhere"
+
+
+def owner_machine(token: str) -> str:
+    """The machine name a study owner token names ('' for a token of old)."""
+    parts = token.split()
+    return parts[3] if len(parts) > 3 else ""
+
+
 def owner_alive(token: str) -> bool:
     parts = token.split()
     return len(parts) == 2 and parts[0].isdigit() and start_time(int(parts[0])) == parts[1] and not zombie(int(parts[0]))

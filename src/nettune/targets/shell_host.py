@@ -1,10 +1,14 @@
 """What hosts reached through a shell on them have in common (ssh hosts, Kubernetes pods):
-tools found with `command -v`, sockets read from /proc/net, a free port picked from
+tools found in PATH as exec finds them, sockets read from /proc/net, a free port picked from
 them. Each member says how to run a command (`run`); Linux answers are read here."""
 from __future__ import annotations
 
 from .base import HostBase
 from .procs import port_listening
+
+# a name with a slash is a path; else the first regular executable file in PATH
+_WHICH = ('case "$1" in */*) [ -f "$1" ] && [ -x "$1" ] && echo "$1" && exit 0; exit 1;; esac; '
+          'set -f; IFS=:; for d in $PATH; do [ -n "$d" ] && [ -f "$d/$1" ] && [ -x "$d/$1" ] && echo "$d/$1" && exit 0; done; exit 1')
 
 
 class ShellHostBase(HostBase):
@@ -16,7 +20,10 @@ class ShellHostBase(HostBase):
         return r.stdout
 
     def which(self, tool: str) -> str | None:
-        r = self.run(["sh", "-c", 'command -v "$1"', "sh", tool], timeout=15)
+        """The executable file `tool` names, searched in PATH as exec does (the command
+        runs exec'd, not in a shell). Not `command -v`: for a shell builtin such as `true`
+        it prints the bare name, and /usr/bin/true would read as not installed."""
+        r = self.run(["sh", "-c", _WHICH, "sh", tool], timeout=15)
         out = r.stdout.strip()
         return out if r.returncode == 0 and out.startswith("/") else None
 
