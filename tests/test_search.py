@@ -85,11 +85,12 @@ def test_the_defaults_are_measured_first_and_again_at_the_end():
 
 
 def test_drift_of_the_defaults_is_said_and_widens_the_verdict():
-    # the machine slows by 30% after the first 20 tests: the defaults at the end differ from the start
+    # the machine slows by 30% after the first 8 tests (the defaults' first runs and the
+    # search's first probes): the defaults at the end differ from the start
     class Drifting(SimMeasurer):
         def measure(self, cfg, seq):
             o = super().measure(cfg, seq)
-            if seq >= 20 and o.value is not None:
+            if seq >= 8 and o.value is not None:
                 o = type(o)(o.config, o.seq, {k: (v * 0.7 if v is not None else None) for k, v in o.metrics.items()},
                             o.value * 0.7, o.cost, o.seconds, o.switches)
             return o
@@ -262,3 +263,45 @@ def test_a_leader_shown_better_wins_though_failures_left_it_unconfirmed():
     for cfg, v in [(base, 1.00e9), (base, 1.01e9), (base, 0.99e9), (best, 1.0e9), (best, 1.3e9)]:
         led2.add(Observation(cfg, led2.next_seq, {"total": v}, v, 1.0, 1.0, 0))
     assert winner_before(plan.strategy, led2, None, 3) == base  # not shown better: the confirmed one
+
+
+def two_peaks(v):
+    """A near peak at 4 and a higher, far one at 28 (a dip between them stays flat)."""
+    p = v["p"]
+    return {"total": 1e9 * (60 + 30 * math.exp(-((p - 4) / 1.5) ** 2) + 45 * math.exp(-((p - 28) / 6) ** 2))}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_peak_does_not_stop_at_a_dip_and_refines_the_far_higher_peak(seed):
+    values = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 56, 64]
+    plan, led, a, m = search({"p": values}, two_peaks, method="peak", budget=40, seed=seed, cv=0.03)
+    tried = {c.get("p") for c in led.by}
+    assert 32 in tried  # the flat dip after 4 (8, 16) did not end the coarse pass
+    assert a.winner.params["p"] == 28, a.winner  # refined around the second local maximum too
+    assert len(tried) < len(values) * 2 / 3
+
+
+def test_a_rising_curve_is_not_confirmed_at_every_step_but_its_winner_is():
+    # the noise rule waits while there is budget to explore: the probes on the way up get
+    # one run each, and only the leader and its rivals within noise get `confirm` runs
+    plan, led, a, m = search({"p": P_VALUES}, p_curve, method="peak", budget=60, seed=3)
+    assert [led.runs(plan.space.config({"p": p})) for p in (2, 4)] == [1, 1]
+    assert led.n(plan.space.config({"p": a.winner.params["p"]})) >= 3 + 3  # confirmed, then the end phase's fresh runs
+
+
+def test_halving_keeps_a_configuration_near_a_bound_and_drops_one_shown_to_break_it():
+    # the best that keeps cpu_host <= 60 is q=4, s=4 (cpu 56): one short run a little over 60
+    # must not drop it, and a configuration far over the bound goes no further than its first rung
+    def surface(v):
+        q, s = v["queues"], v["streams"]
+        return {"total": 15e9 * q ** 0.5 * math.log2(1 + s), "cpu_host": 6.0 * s + 8 * q}
+    wins = 0
+    for seed in range(4):
+        plan, led, a, m = search({"queues": [1, 2, 4, 8], "streams": [1, 2, 4, 8, 16, 32, 64]}, surface, method="halving",
+                                 budget=40, seed=seed, constraints=["cpu_host <= 60"])
+        second = [c for c in led.by if c.duration == plan.strategy.rungs()[1][0]]
+        assert second and all(m.true(c)["cpu_host"] < 90 for c in second), seed  # far over the bound: not past the first rung
+        best = {k: a.winner.params[k] for k in ("queues", "streams")}
+        assert m.true(plan.space.config(best))["cpu_host"] <= 60
+        wins += best == {"queues": 4, "streams": 4}
+    assert wins >= 3

@@ -142,6 +142,24 @@ class Ledger:
                 out = UNSURE
         return out
 
+    def breaks(self, cfg: Config) -> bool:
+        """Shown to break a constraint: the bound outside its one-sided 95% interval. A short
+        test with no test of its length repeated takes the noise of the full-length tests (a
+        floor: short tests are noisier), so one run a little over a bound is not yet shown to
+        break it (a configuration near a bound is often the best that keeps it)."""
+        for c in self.objective.constraints:
+            e = self.estimate(cfg, c.metric, level=0.90)
+            if e.mean is None:
+                continue
+            half = e.half
+            if math.isinf(half) and cfg.duration is not None:
+                cv, df = self.noise(c.metric, None)
+                if df:
+                    half = _t(df, 0.90) * abs(e.mean) * cv / math.sqrt(e.n)
+            if (e.mean - half > c.bound) if c.upper else (e.mean + half < c.bound):
+                return True
+        return False
+
     def better(self, a: Config, b: Config, before: int | None = None) -> bool:
         ea, eb = self.estimate(a, before=before), self.estimate(b, before=before)
         return ea.mean is not None and (eb.mean is None or self.objective.better(ea.mean, eb.mean))

@@ -3,10 +3,12 @@ the run layer's slots on a real target (run/search_trials.py), or a simulated su
 (search/simulate.py, for the bench and for tests without root).
 
     1. the defaults (the baseline), `confirm` values (a failed test run again, at most MAX_FAILED times);
-    2. the method's proposals, each measured; after each, the noise rule: the leader
-       needs `confirm` runs before it leads, and every configuration whose interval
-       overlaps the leader's gets `confirm` runs too, so a lucky single run never wins;
-       stops when the method is done or the budget (minus what step 3 needs) is spent;
+    2. the method's proposals, each measured, and the noise rule: the leader needs
+       `confirm` runs before it wins, and every configuration whose interval overlaps the
+       leader's gets `confirm` runs too, so a lucky single run never wins; the rule waits
+       while the budget left holds more than it would take (the method explores first),
+       and runs when it does not and when the method has nothing more to ask; stops when
+       the method is done or the budget (minus what step 3 needs) is spent;
     3. the end, in `confirm` interleaved rounds: the defaults again (the drift check), the
        winner again (fresh runs: the luck that selected it does not count in its
        verdict), and the winner with each factor put back to its default (the ablation).
@@ -132,24 +134,48 @@ class SearchLoop:
         self.end()
 
     def search(self) -> None:
+        """The method's proposals, each measured; the noise rule is deferred while the budget
+        left beyond the end phase holds more than settling would take (settle_units), and
+        runs whenever it does not and when the method has nothing more to ask: a lucky run
+        still never wins, but a rising curve's every new leader is not measured `confirm`
+        times on its way up. Each step is decided from the ledger alone (a resumed search
+        takes the same steps)."""
         while True:
             batch = self.strategy.propose(self.ledger)
-            if not batch:
-                self.stopped = self.stopped or "the method finished"
-                return
             progressed = False
             for ask in self._ordered(batch):
                 while self.ledger.runs(ask.config) < ask.runs:
-                    if not self.room(self._cost(ask.config)):
+                    cost = self._cost(ask.config)
+                    if not self.room(cost + self.settle_units()) and not self.noise_rule():
+                        return
+                    if not self.room(cost):
                         self.stopped = "the budget was spent"
                         return
                     self._measure(ask.config)
                     progressed = True
-                if not self.noise_rule():
-                    return
             if not progressed:
-                self.stopped = "the method asked for nothing new"
+                if self.undecided() is not None:
+                    if not self.noise_rule():
+                        return
+                    continue  # the settled picture may change what the method asks
+                self.stopped = self.stopped or ("the method finished" if not batch else "the method asked for nothing new")
                 return
+
+    def settle_units(self) -> float:
+        """What the noise rule would spend now: the leader's and each overlapping rival's
+        runs short of `confirm` (what exploring must leave; at most half the search's)."""
+        led, need = self.ledger, 0.0
+        cands = [c for c in self.strategy.candidates(led) if not led.failed(c)]
+        lead = led.leader(cands)
+        if lead is None:
+            return 0.0
+        top = led.estimate(lead)
+        higher = self.s.objective.higher_is_better
+        for c in cands:
+            e = led.estimate(c)
+            if c == lead or (e.mean is not None and led.feasibility(c) != NO and (e.hi > top.lo if higher else e.lo < top.hi)):
+                need += max(0, self.s.confirm - led.runs(c))
+        return min(need, self.s.units / 2)
 
     def noise_rule(self) -> bool:
         """Re-measure what noise leaves undecided; False when the budget ran out."""

@@ -163,6 +163,23 @@ class Space:
         the run's order groups them (plan/run_order.py)."""
         return signature(rp)
 
+    def neighbours(self, cfg: Config) -> list[Config]:
+        """The grid's configurations one step from cfg: each parameter one listed value up or
+        down (a categorical one: each other value)."""
+        out = []
+        for p in self.params:
+            vals = p.ordered
+            v = cfg.get(p.name)
+            if v not in vals:
+                continue
+            i = vals.index(v)
+            near = [x for k, x in enumerate(vals) if k != i] if p.scale == "categorical" else [vals[k] for k in (i - 1, i + 1) if 0 <= k < len(vals)]
+            for x in near:
+                c = self.config(dict(cfg.set(**{p.name: x}).values), cfg.as_found)
+                if c in self.grid_index and c != cfg and c not in out:
+                    out.append(c)
+        return out
+
     def factors(self, winner: Config) -> list[tuple[str, str, Config]]:
         """The winner's ablation, (parameter or knob, what changes, config): each parameter
         where it differs from the defaults put back to its default, and each constant knob
