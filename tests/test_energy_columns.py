@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from nettune import parse_study
+from nettune.store.schema import SCHEMA_VERSION
 from nettune.store.writer import StoreWriter
 from nettune.run.study import run_study
 from nettune.analysis.analyze import analyze
@@ -123,7 +124,7 @@ def test_schema_3_database_gets_the_columns_filled_from_extra(tmp_path, tree):
     con.close()
     with StoreWriter(db) as store:
         runs = store.runs(out.study_id)
-        assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "6"
+        assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)  # upgraded to the current schema
         assert store.idle(out.study_id) == []
     assert all(r.wall_s and r.energy_j == pytest.approx(7.5) and r.exit_code == 0 for r in runs)
 

@@ -51,7 +51,16 @@ def test_adaptive_stops_at_max_when_margin_unreachable(tmp_path):
 
 
 def test_adaptive_stops_at_min_when_margin_is_loose(tmp_path):
-    # with N=3 the 95% half-width is 2.5 sd: within 99.9% of the mean unless sd > 40%
+    # with N=3 the 95% half-width is 2.5 sd: within 99.9% of the mean unless sd > 40%, which
+    # loopback -P 1 can reach (26, 12, 12 Gbit/s seen: the two ends on one core or on two);
+    # a point goes past min_runs only for that reason
+    from nettune.analysis.stats import summarize
+
     study = parse_study(STUDY + "min_runs = 3\nmax_runs = 5\ntarget_margin = 0.999\n")
     out, runs = run(study, tmp_path)
-    assert Counter(r["point"]["p"] for r in runs) == {1: 3, 2: 3}
+    counts = Counter(r["point"]["p"] for r in runs)
+    assert set(counts) == {1, 2} and all(3 <= n <= 5 for n in counts.values()), counts
+    for p, n in counts.items():
+        first3 = [r["receiver_bps"] for r in runs if r["point"]["p"] == p][:3]
+        assert (n > 3) == (summarize(first3).margin > 0.999), (p, n, first3)
+    assert 3 in counts.values(), counts  # both that spread at once: not seen on this machine
