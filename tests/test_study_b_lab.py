@@ -10,11 +10,17 @@ from conftest import EXAMPLES, lab_leftovers, needs_iperf2, needs_root, nettune
 
 pytestmark = [needs_root, needs_iperf2]
 DURATION = 8  # interval = 2: four per run, the fewest a stability verdict uses (analysis/stability.py)
+MAX_RUNS = 6
 
 
 def test_study_b_example_on_the_lab(tmp_path):
     text = (EXAMPLES / "study-b.toml").read_text().replace('name = "study-b"', 'name = "nt-studyb"')
     text = re.sub(r"duration = \d+", f"duration = {DURATION}", text)
+    # the freebsd stand-in (64K socket buffers) is noisy on a busy 2-core machine: one outlier
+    # in 3 runs can leave a 3x effect "not shown" over 8 tests. Adaptive repeats (3 to 6 runs,
+    # until the 95% margin is within 5%) give each point what it needs, as a user would
+    text, n = re.subn(r"(?m)^runs = 3\b.*$", f"min_runs = 3\nmax_runs = {MAX_RUNS}\ntarget_margin = 0.05", text)
+    assert n == 1
     study = tmp_path / "study-b.toml"
     study.write_text(text)
     db = tmp_path / "r.db"
@@ -28,7 +34,10 @@ def test_study_b_example_on_the_lab(tmp_path):
     with Store(db) as store:
         recs = store.runs(store.find_study("nt-studyb")["id"])
         sides = {r.id: {o["side"]: o["host"] for o in store.raw_outputs(r.id)} for r in recs}
-    assert len(recs) == 24 and all(r.ok for r in recs)  # 8 points x 3 runs
+    per_point: dict = {}
+    for r in recs:
+        per_point[json.dumps(r.point, sort_keys=True)] = per_point.get(json.dumps(r.point, sort_keys=True), 0) + 1
+    assert len(per_point) == 8 and all(3 <= n <= MAX_RUNS for n in per_point.values()) and all(r.ok for r in recs), per_point
     for r in recs:
         os_ = r.point["os"]
         assert sides[r.id] == {"server": f"{os_}-a", "client": f"{os_}-b"}  # the pair the sweep chose
@@ -52,5 +61,5 @@ def test_study_b_example_on_the_lab(tmp_path):
         assert deb["group"] == "debian" and abs(deb["ratio"] - 1) < 0.1, said  # at its "line rate" either way
     assert any(fb["verdict"] == "faster" for fb, _ in heads), said
     print(said)  # shown with pytest -s: the rehearsal's verdicts
-    assert len(res["stability"]) == 24
+    assert len(res["stability"]) == len(recs)
     assert not lab_leftovers()
