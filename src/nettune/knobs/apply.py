@@ -25,7 +25,7 @@ from .journal import Journal
 from .journal_records import JournalChange
 from .places import CpuCounts, Place, ident_changed, identity
 from .registry import KINDS
-from .restore import critical, restore_changes, slot_of
+from .restore import Chains, critical, restore_changes, slot_of
 
 
 @dataclass
@@ -261,9 +261,7 @@ class KnobSession:
         with critical():
             # what putting back will disrupt, said before it starts, in the order it will: once per
             # setting, back to its first original (restore.py puts a chain of changes back at once)
-            first = {}
-            for a in self.active:
-                first.setdefault(slot_of(a.change), a.change.original)
+            first = Chains.of([a.change for a in self.active]).first
             said = set()
             for a in reversed(self.active):
                 d = KINDS[a.change.loc.kind].disruption(a.change.loc)

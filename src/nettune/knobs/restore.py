@@ -76,13 +76,7 @@ def restore_changes(
     out = RestoreOutcome()
     boots = BootBatch()  # boot-time changes configured back, waiting for their host's one reboot
     left: set[tuple[str, str]] = set()
-    first: dict[tuple[str, str], Any] = {}  # the value before nettune's first change of a setting
-    newest: dict[tuple[str, str], int] = {}
-    count: dict[tuple[str, str], int] = {}
-    for rec in changes:
-        first.setdefault(slot_of(rec), rec.original)
-        newest[slot_of(rec)] = rec.seq
-        count[slot_of(rec)] = count.get(slot_of(rec), 0) + 1
+    ch = Chains.of(changes)
     # a setting that disrupts (a VM restart, a link reset) and was changed several times goes
     # straight back to its first original: one restart, not one per change; its older changes
     # follow the newest's outcome
@@ -122,8 +116,8 @@ def restore_changes(
         if slot in left:
             journal.done(session, rec.seq, "left", "a later value was changed by someone else")
             continue
-        chain = count[slot] > 1 and newest[slot] == rec.seq and not kind.at_boot and kind.disruption(loc) is not None
-        original = first[slot] if chain else rec.original
+        chain = ch.count[slot] > 1 and ch.newest[slot] == rec.seq and not kind.at_boot and kind.disruption(loc) is not None
+        original = ch.first[slot] if chain else rec.original
         made = rec.made
         try:
             cur = kind.read(place.ex, loc)
@@ -144,11 +138,11 @@ def restore_changes(
                 # the host's reboot is still to come in this restore: what runs is stale, the configuration tells
                 ours = ours or (boots.host_waits(place) and kind.looks_like(cur, made))
                 # a restore of this setting's changes that configured the first original and did not reboot (killed, failed)
-                ours = ours or kind.between(cur, first[slot], made)
+                ours = ours or kind.between(cur, ch.first[slot], made)
             if not ours:
                 left.add(slot)
                 msg = (f"{who} is now {kind.show(cur)}, not the {kind.show(made)} nettune set: "
-                       f"changed by someone else since; left as is (before nettune it was {kind.show(first[slot])})")
+                       f"changed by someone else since; left as is (before nettune it was {kind.show(ch.first[slot])})")
                 journal.done(session, rec.seq, "left", msg)
                 out.lines.append(("left", msg))
                 out.warnings.append(msg)
@@ -213,6 +207,26 @@ def _not_restored(journal: Journal, session: str, out: RestoreOutcome, place: Pl
     msg = f"{who}: could not restore {shown}: {e}; run `nettune restore` again once fixed"
     out.lines.append(("failed", msg))
     out.warnings.append(msg)
+
+
+@dataclass
+class Chains:
+    """The changes of each setting (slot) in order: the value before nettune's first change
+    of it, the seq of its newest change, how many there were."""
+
+    first: dict[tuple[str, str], Any] = field(default_factory=dict)
+    newest: dict[tuple[str, str], int] = field(default_factory=dict)
+    count: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, changes: list[JournalChange]) -> "Chains":
+        ch = cls()
+        for rec in changes:
+            slot = slot_of(rec)
+            ch.first.setdefault(slot, rec.original)
+            ch.newest[slot] = rec.seq
+            ch.count[slot] = ch.count.get(slot, 0) + 1
+        return ch
 
 
 def slot_of(rec: JournalChange) -> tuple[str, str]:
