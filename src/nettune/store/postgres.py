@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import NettuneError
 from .base import StoreBase
-from .sql import Sql
+from .sql import Sql, closed_on_failure
 
 SCHEMES = ("postgresql", "postgres")
 
@@ -96,14 +96,9 @@ class PostgresStore(StoreBase):
         except psycopg.Error as e:
             raise NettuneError(f"--db {self.where}: cannot connect to PostgreSQL: {_one_line(e)}") from None
         self.sql = PgSql(self.conn)
-        try:
+        with closed_on_failure(self.conn.close, psycopg.Error,
+                               lambda e: f"--db {self.where}: cannot use it as a nettune results database: {_one_line(e)}"):
             self._ready()
-        except psycopg.Error as e:
-            self.conn.close()
-            raise NettuneError(f"--db {self.where}: cannot use it as a nettune results database: {_one_line(e)}") from None
-        except NettuneError:
-            self.conn.close()
-            raise
 
 
 def _one_line(e: Exception) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
+from ..errors import NettuneError
+
 
 class Sql:
     """A connection, its dialect, and the few calls the store makes on it."""
@@ -107,3 +109,18 @@ class Sql:
             raise
         self.depth = 0
         self._execute("COMMIT", ())
+
+
+@contextmanager
+def closed_on_failure(close: Any, driver_error: Any, say: Any) -> Iterator[None]:
+    """The setup of a connection just opened (pragmas, schema check, upgrade): on any failure
+    the connection is closed, and a driver error becomes one line, `say(error)`, with no
+    traceback. Every member opens its connection through this."""
+    try:
+        yield
+    except driver_error as e:
+        close()
+        raise NettuneError(say(e)) from None
+    except BaseException:
+        close()
+        raise

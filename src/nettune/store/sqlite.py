@@ -21,7 +21,7 @@ from . import schema
 from .base import StoreBase, StoreReader
 from .private_file import private_file
 from .schema import METRIC_COLUMNS, SCHEMA_VERSION
-from .sql import Sql
+from .sql import Sql, closed_on_failure
 
 __all__ = ["SqliteStore", "Store", "METRIC_COLUMNS", "SCHEMA_VERSION"]
 
@@ -61,6 +61,10 @@ class SqliteSql(Sql):
         self.db.close()
 
 
+def _not_ours(path: Path, e: Exception) -> str:
+    return f"{path}: not a nettune results database ({e}); pass another --db"
+
+
 class SqliteStore(StoreBase):
     dialect = "sqlite"
 
@@ -76,17 +80,11 @@ class SqliteStore(StoreBase):
             raise NettuneError(f"{self.path}: cannot open the results database: {e}") from None
         self.db.row_factory = sqlite3.Row
         self.sql = SqliteSql(self.db)
-        try:
+        with closed_on_failure(self.db.close, sqlite3.DatabaseError, lambda e: _not_ours(self.path, e)):
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self._ready()
-        except sqlite3.DatabaseError as e:
-            self.db.close()
-            raise NettuneError(f"{self.path}: not a nettune results database ({e}); pass another --db") from None
-        except NettuneError:
-            self.db.close()
-            raise
 
 
 class Store(StoreReader):
@@ -125,16 +123,10 @@ class Store(StoreReader):
             raise NettuneError(f"{self.path}: cannot open the results database: {e}") from None
         self.db.row_factory = sqlite3.Row
         self.sql = SqliteSql(self.db)
-        try:
+        with closed_on_failure(self.db.close, sqlite3.DatabaseError, lambda e: _not_ours(self.path, e)):
             schema.check_not_newer(self.sql, self.where)
             if not schema.current(self.sql):
                 self._upgraded_copy()
-        except sqlite3.DatabaseError as e:
-            self.db.close()
-            raise NettuneError(f"{self.path}: not a nettune results database ({e}); pass another --db") from None
-        except NettuneError:
-            self.db.close()
-            raise
 
     def _upgraded_copy(self) -> None:
         """The database in memory, brought to this nettune's layout (the file is left as it is)."""
