@@ -186,9 +186,7 @@ def _emit_gate(gate: Any, doc: dict[str, Any], format: str) -> None:
     if format == "text":
         print_gate(gate)
     elif format == "json":
-        from ..analysis.data import jsonable
-
-        print(json.dumps(jsonable(doc), indent=2, allow_nan=False))
+        _print_json(doc)
     else:
         from ..exporters.base import Table, export_table
 
@@ -198,13 +196,17 @@ def _emit_gate(gate: Any, doc: dict[str, Any], format: str) -> None:
         print(export_table(Table(cols, rows, left=frozenset({"series", "verdict"})), format, None) or "", end="")
 
 
+def _print_json(doc: dict[str, Any]) -> None:
+    from ..analysis.data import jsonable
+
+    print(json.dumps(jsonable(doc), indent=2, allow_nan=False))
+
+
 def _emit(result: Any, doc: dict[str, Any], format: str) -> None:
     if format == "text":
         _print(result)
     elif format == "json":
-        from ..analysis.data import jsonable
-
-        print(json.dumps(jsonable(doc), indent=2, allow_nan=False))
+        _print_json(doc)
     else:
         from ..exporters.base import export_table
 
