@@ -4,7 +4,7 @@
 wrapped in a Recorder (doctor/sources.py), then writes OUT: a gzip'd tarball holding one
 file, nettune-capture.json, with each host's name, machine, interface and OS, what the
 study told doctor (its largest -P and -w, the application's CPUs), the hosts' addresses
-(the path checks ping between them), and every read, command, glob and `command -v` in
+(the path checks ping between them), and every read, command, glob and PATH look-up in
 the order made (a counter read twice keeps both reads). `nettune doctor --from OUT`
 replays it: each check asks the same questions and gets the same answers, so the findings
 are those of the live run. A question the capture has no answer for (asked by a newer
@@ -78,7 +78,7 @@ class CaptureSource(SourceBase):
         return Files({str(k): str(v) for k, v in texts.items()}, where, known=a.get("known") is not False, why=str(a.get("why") or ""), how=str(a.get("how") or ""))
 
     def which(self, tool: str) -> Got:
-        where = f"capture: command -v {tool}"
+        where = f"capture: {tool} on PATH"
         a = self._next("which", tool)
         if a is None:
             return Got(None, where, why="not in the capture", how=HOW)

@@ -122,7 +122,7 @@ class Tuned(Check):
     def run(self, h: HostView) -> list[Finding]:
         w = h.which("tuned-adm")
         if w.absent:
-            return [Finding(self.id, h.name, "info", "tuned is not installed", "command -v tuned-adm: not found")]
+            return [Finding(self.id, h.name, "info", "tuned is not installed", "tuned-adm: not on PATH")]
         r = h.cmd(["tuned-adm", "active"])
         if not r.known:
             return [cannot(self.id, h.name, "whether a tuned profile is active", w, r)]

@@ -59,7 +59,7 @@ class PathMtu(StudyCheck):
                 out.append(cannot(self.id, a.name, "the path MTU and RTT (whether ping is installed is not known)", w))
                 continue
             if w.absent:
-                out.append(Finding(self.id, a.name, "cannot_tell", "cannot tell the path MTU or the RTT: ping is not installed", "command -v ping: not found",
+                out.append(Finding(self.id, a.name, "cannot_tell", "cannot tell the path MTU or the RTT: ping is not installed", "ping: not on PATH",
                                    "without the RTT net.buffers cannot judge the buffers against the bandwidth-delay product",
                                    "apt-get install iputils-ping (dnf install iputils; nettune setup)", ""))
                 continue

@@ -85,4 +85,4 @@ class SosSource(SourceBase):
         return Files({"/" + n: (self.tree.text(n) or "").strip() for n in names}, f"sosreport: {pattern.lstrip('/')}")
 
     def which(self, tool: str) -> Got:
-        return Got(None, f"sosreport: command -v {tool}", why="a sosreport does not say which tools are installed", how=HOW)
+        return Got(None, f"sosreport: {tool} on PATH", why="a sosreport does not say which tools are installed", how=HOW)

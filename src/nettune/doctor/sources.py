@@ -154,7 +154,7 @@ class LiveSource(SourceBase):
 
     def which(self, tool: str) -> Got:
         path = self.host.which(tool)
-        return Got(path, f"live: command -v {tool}", absent=path is None)
+        return Got(path, f"live: {tool} on PATH", absent=path is None)
 
 
 @dataclass
