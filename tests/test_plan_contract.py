@@ -259,6 +259,37 @@ def test_reboots_vm_restarts_and_idle_windows_are_counted():
     assert t.expected == pytest.approx(t.tests + sum(t.reboots) + 24 * 120)
 
 
+def test_the_clock_learns_how_long_a_reboot_takes_once_one_is_behind():
+    """Study C: three reboots, each counted at reboot_timeout until the first is behind;
+    then the ones ahead count at what it took (the settings' time before its slot)."""
+    from nettune.plan.run_order import run_order
+    from nettune.plan.study_file import parse_study
+    from nettune.run.plan_time import RunClock
+
+    text = (EXAMPLES / "study-c.toml").read_text()
+    study = parse_study(text, "c.toml")
+    resolved = expand_and_check(study, text, "c.toml")
+
+    class Hosts:
+        test_hosts = ["epyc"]
+
+    order = run_order(study, resolved)
+    clock = RunClock(study, resolved, Hosts(), [(s, 1) for s in order], {rp.point.index: 1 for rp in resolved})
+    timeout = study.target.hosts["epyc"].reboot_timeout
+    first = min(at for _w, at, _s in clock.costly)
+    ahead = [at for _w, at, _s in clock.costly if at > first]
+    assert ahead, clock.costly  # a reboot after the first: the one to restore at least
+    for slot in order[:first]:
+        clock.slot_done(slot, 10.0, 0.5)  # settings without a reboot: nothing learned from them
+    assert clock.disruptions_left() == pytest.approx((1 + len(ahead)) * timeout)
+    left = clock.seconds_left()
+    clock.slot_done(order[first], 10.0, 40.0)  # the reboot before this slot took 40 s
+    assert clock.disruptions_left() == pytest.approx(len(ahead) * 40.0)  # each ahead counts 40 s now
+    assert clock.seconds_left() < left - timeout
+    clock.slot_done(order[first + 1], 10.0, timeout * 5)  # a setup longer than the timeout bounds nothing more
+    assert all(v <= timeout for v in clock.took.values())
+
+
 # -- the preflight ties each VM to its study host -----------------------------------------
 
 def test_preflight_ties_the_vmid_to_the_study_host_by_the_nics_mac():

@@ -14,7 +14,9 @@ Adaptive repeats may add rounds up to max_runs: `longest` counts them.
 
 As tests finish, RunClock re-estimates what is left from what they took: a point measured
 already by its own mean, any other by its estimate scaled by how far the measured tests
-were from theirs (a timed command of unknown length by the mean of those measured).
+were from theirs (a timed command of unknown length by the mean of those measured). Once
+a reboot (or a VM restart) is behind, those ahead count at the longest measured so far
+(the settings' time of the slot it came before), not at their timeout.
 """
 from __future__ import annotations
 
@@ -135,15 +137,21 @@ class RunClock:
         self.planned_sum = 0.0
         self.measured_sum = 0.0
         self.costly = disruptions(study, resolved, self.order)
+        # what a reboot / VM restart took, the longest of those behind (with their settings'
+        # time): those ahead count at it, not at their timeout, once one is behind
+        self.took: dict[str, float] = {}
         probes = study.probes
         self.idle_s = float(probes.idle_power) if probes is not None and probes.idle_power is not None else 0.0
         self.idle_points = {s.point.index for s in self.order if not s.warmup} if self.idle_s else set()
 
-    def slot_done(self, slot: Slot, seconds: float) -> None:
-        """A slot of the run's order ended after `seconds` of tests (its settings' time,
-        a reboot or VM restart among them, not included)."""
+    def slot_done(self, slot: Slot, seconds: float, setup: float = 0.0) -> None:
+        """A slot of the run's order ended after `seconds` of tests; `setup`: the seconds
+        its settings took before them (a reboot or VM restart among them)."""
         i = slot.point.index
         if self.at < len(self.order) and self.order[self.at] is slot:
+            for what, at, bound in self.costly:  # a reboot or restart made before this slot: learn how long it takes
+                if at == self.at and setup > 0:
+                    self.took[what] = min(bound, max(self.took.get(what, 0.0), setup))
             self.at += 1
             self.remaining[i] = max(0, self.remaining.get(i, 0) - 1)
         self.measured.setdefault(i, []).append(seconds)
@@ -162,8 +170,11 @@ class RunClock:
                 have = self.measured.get(i)
                 tests += n * (sum(have) / len(have) if have else self.est[i] * scale)
         left = len(self.order) - self.at
-        costly = sum(sec for _w, at, sec in self.costly if at >= self.at)
-        return tests + self.study.repeat.pause * max(0, left - 1) + costly + self.idle_s * len(self.idle_points)
+        return tests + self.study.repeat.pause * max(0, left - 1) + self.disruptions_left() + self.idle_s * len(self.idle_points)
+
+    def disruptions_left(self) -> float:
+        """Seconds of the reboots and VM restarts still ahead."""
+        return sum(min(sec, self.took.get(w, sec)) for w, at, sec in self.costly if at >= self.at)
 
     def tests_left(self) -> int:
         """Tests of the run's order not made yet (adaptive rounds are counted as they come)."""

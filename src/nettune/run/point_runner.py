@@ -34,6 +34,7 @@ class PointRunner:
         self.settings = PointState()  # what the target (and knobs) report in force at the current point
         self.count = 0
         self.last_seconds = 0.0  # the last slot's tests took this long (its settings' time not included)
+        self.last_setup = 0.0  # and its settings this long before them (a reboot or VM restart among them)
         self.values: dict[int, list[float | None]] = {i: [] for i in ctx.by_index}
         self.last_run: dict[int, int] = {}  # highest counted run number each point has
         for (idx, run, warmup), have in sorted(ctx.stored.by_slot.items()):
@@ -108,8 +109,10 @@ class PointRunner:
             raise KeyboardInterrupt("stopped on request")
         rp = ctx.by_index[slot.point.index]
         have = ctx.stored.of(slot)
+        self.last_seconds = self.last_setup = 0.0
         if len(have) >= ctx.per_slot[slot.point.index]:
             return []  # stored before a crash: never run twice
+        t_enter = time.monotonic()
         try:
             if slot.point.index not in self.unreached:
                 self.enter(rp)
@@ -117,6 +120,7 @@ class PointRunner:
             self.unreached[slot.point.index] = str(e)
             ctx.progress.message(f"{rp.point.label()}: {e}; its tests are recorded as failed")
         self.last_seconds = 0.0
+        self.last_setup = time.monotonic() - t_enter
         if slot.point.index in self.unreached:
             return self._unreached(slot, rp, self.unreached[slot.point.index])
         if self.count and ctx.study.repeat.pause:

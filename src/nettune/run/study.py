@@ -180,7 +180,7 @@ def run_study(
     if clock.costly:
         n = len(clock.costly)
         progress.message(f"the time below counts {n} reboot(s) or VM restart(s) at the most the run waits for each "
-                         "(reboot_timeout, reconnect_timeout): an upper bound until they are behind")
+                         "(reboot_timeout, reconnect_timeout): an upper bound until the first is behind, then as long as it took")
     # the bar's total and time are the same plan: the tests up front (adaptive rounds add to both as they come)
     if sized is not None:
         progress.start(study, *sized)
@@ -189,7 +189,7 @@ def run_study(
 
     def step(slot: Slot) -> None:
         runner.run(slot)
-        clock.slot_done(slot, runner.last_seconds)
+        clock.slot_done(slot, runner.last_seconds, runner.last_setup)
         progress.eta(clock.tests_left(), clock.seconds_left())
 
     try:
