@@ -333,3 +333,43 @@ def test_preflight_ties_the_vmid_to_the_study_host_by_the_nics_mac():
     (line,) = vm_ties(study, Target(None), resolved, SpecLocator("c.toml", text))
     assert line.startswith("pve_queues:101/net0: cannot tell that VM 101 is vm1")
     assert not any(c[:2] == ["qm", "set"] or c[:2] == ["qm", "reboot"] for c in pve.calls)  # read only
+
+
+@pytest.mark.parametrize("key,value,kind", [("libvirt_queues:vm1/52:54:00:aa:bb:cc", 2, "libvirt_queues"),
+                                            ("libvirt_vcpupin:vm1", "0:2", "libvirt_vcpupin")])
+def test_preflight_ties_a_libvirt_domain_to_the_study_host_by_its_nics_mac(key, value, kind):
+    """domain = "vm1": the preflight reads the domain's XML (`virsh dumpxml`) and compares
+    the MAC of the NIC the knob acts on (libvirt_queues; every NIC for a pinning of the whole
+    guest) with vm1's interface; before, libvirt's kinds gave none and every tie was
+    "cannot tell". The XML is fedora-vm's three NICs (tests/fixtures/hypervisor)."""
+    from hypervisor_fakes import FakeVirsh, _Fake
+
+    from nettune.commands.preflight import vm_ties
+    from nettune.errors import NettuneError
+    from nettune.knobs.items import SpecLocator
+    from nettune.plan.study_file import parse_study
+
+    class Guest(_Fake):
+        def __init__(self, name: str, mac: str):
+            super().__init__()
+            self.name, self.interface, self.netns, self.on_this_machine = name, "ens18", None, False
+            self.files["/sys/class/net/ens18/address"] = mac + "\n"
+
+    virsh = FakeVirsh()
+    virsh.domain = "vm1"
+    virsh.name, virsh.interface, virsh.netns, virsh.on_this_machine = "pve", None, None, False
+    text = _text(key, value, kind)
+    study = parse_study(text, "c.toml")
+    resolved = expand_and_check(study, text, "c.toml")
+
+    class Target:
+        def __init__(self, mac: str):
+            self.hosts = {"pve": virsh, "vm1": Guest("vm1", mac), "vm2": Guest("vm2", "52:54:00:00:00:09")}
+
+    said = vm_ties(study, Target("52:54:00:aa:bb:cc"), resolved, SpecLocator("c.toml", text))
+    assert said == [f"{key}: VM vm1 on pve is vm1 (its NIC's MAC 52:54:00:AA:BB:CC is vm1's ens18)"]
+    other = "52:54:00:6b:3c:58" if kind == "libvirt_queues" else "52:54:00:00:00:02"  # another NIC of it / another machine
+    with pytest.raises(NettuneError, match=r"VM vm1's NICs? ha(s|ve) MACs? .*52:54:00:AA:BB:CC.* on pve, but vm1's ens18 has "
+                                           + other.upper() + r": domain = vm1 in \[target.hosts.vm1\] names another VM"):
+        vm_ties(study, Target(other), resolved, SpecLocator("c.toml", text))
+    assert all(c[:2] == ["virsh", "dumpxml"] for c in virsh.calls)  # read only

@@ -107,21 +107,22 @@ def vm_ties(study: Study, target: Target, resolved: list[ResolvedPoint], where: 
             if name is None or guest is None:
                 continue  # refused when the file was loaded (knobs/offline.py)
             try:
-                theirs = kind.vm_mac(it.place.ex, it.loc)
+                theirs = [m.upper() for m in kind.vm_macs(it.place.ex, it.loc)]
             except KnobError as e:
                 raise NettuneError(str(e)) from None
             iface = guest.interface
-            if theirs is None or not iface:
+            if not theirs or not iface:
                 out.append(f"{it.loc.key}: cannot tell that VM {vm} is {name} ("
-                           + ("its hypervisor's config gives no MAC" if theirs is None else f"give {name} its interface = \"...\"") + ")")
+                           + ("its hypervisor's config gives no MAC" if not theirs else f"give {name} its interface = \"...\"") + ")")
                 continue
             try:
                 ours = guest.read_text(f"/sys/class/net/{iface}/address").strip().upper()
             except OSError as e:
                 out.append(f"{it.loc.key}: cannot tell that VM {vm} is {name} (reading {iface}'s MAC there: {e})")
                 continue
-            if ours != theirs.upper():
-                raise NettuneError(f"{it.loc.key}: VM {vm}'s NIC has MAC {theirs.upper()} on {it.host}, but {name}'s {iface} has {ours}: "
+            if ours not in theirs:
+                nic = f"NIC has MAC {theirs[0]}" if len(theirs) == 1 else f"NICs have MACs {', '.join(theirs)}"
+                raise NettuneError(f"{it.loc.key}: VM {vm}'s {nic} on {it.host}, but {name}'s {iface} has {ours}: "
                                    f"{kind.vm_field} = {vm} in [target.hosts.{name}] names another VM; correct it before the run restarts one")
             out.append(f"{it.loc.key}: VM {vm} on {it.host} is {name} (its NIC's MAC {ours} is {name}'s {iface})")
     return out

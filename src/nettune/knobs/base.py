@@ -24,7 +24,7 @@ original values go to an on-disk journal instead of RAM).
     disruption(loc)            what a change does beyond the setting: a host reboot, a VM
                                restart, a link reset (announced in the plan, opted into per host)
     vm_field / vm_name(loc)    hypervisor kinds: the VM they act on, as a study host names it
-    vm_mac(ex, loc)            hypervisor kinds: the MAC of the VM's NIC the knob acts on, as
+    vm_macs(ex, loc)           hypervisor kinds: the MACs of the VM's NICs that tie it to its host, as
                                the hypervisor's config says it (--preflight ties it to the study host)
     check_offline(loc, v, q)   checks of a parsed value that need the point (lab queues), no host
     catalog()                  rows for `nettune knobs list`
@@ -188,10 +188,11 @@ class Kind:
         """Hypervisor kinds: the VM the knob acts on, as a study host's `vm_field` names it."""
         return ""
 
-    def vm_mac(self, ex: Host, loc: Loc) -> str | None:
-        """Hypervisor kinds: the MAC address of the VM NIC this knob acts on, read from the
-        hypervisor `ex` (None: it does not say); KnobError when it cannot be read."""
-        return None
+    def vm_macs(self, ex: Host, loc: Loc) -> list[str]:
+        """Hypervisor kinds: the MAC addresses of the VM's NICs that tie it to its study
+        host (the NIC the knob acts on; every NIC for a knob of the whole VM), read from
+        the hypervisor `ex` ([]: it does not say); KnobError when it cannot be read."""
+        return []
 
     def check_offline(self, loc: Loc, value: Any, queues: int | None) -> None:
         """Checks of a parsed value that need the point but no host (when the study file is

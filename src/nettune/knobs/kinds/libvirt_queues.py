@@ -82,6 +82,14 @@ def find_interface(els: list[lx.Element], selector: str | None) -> lx.Element:
     raise KnobError(f"no interface with MAC {selector}")
 
 
+def macs_in(xml: str, selector: str | None, every: bool = False) -> list[str]:
+    """The <mac address=> of the chosen interface (every: of each interface) of a domain XML."""
+    els = _parse(xml)
+    ifaces = lx.find(els, IFACE) if every else [find_interface(els, selector)]
+    macs = [lx.child(els, i, "mac") for i in ifaces]
+    return [m.attrs["address"] for m in macs if m is not None and MAC.match(m.attrs.get("address", ""))]
+
+
 def queues_in(xml: str, selector: str | None) -> int:
     els = _parse(xml)
     drv = lx.child(els, find_interface(els, selector), "driver")
@@ -237,6 +245,12 @@ class LibvirtQueues(Kind):
     def _xml(self, ex: Host, loc: Loc, inactive: bool = False) -> str:
         dom, _ = self._sel(loc)
         return run_ok(ex, ["virsh", "dumpxml", *(["--inactive"] if inactive else []), dom], f"{loc.key}: virsh dumpxml")
+
+    def vm_macs(self, ex: Host, loc: Loc) -> list[str]:
+        try:
+            return macs_in(self._xml(ex, loc), self._sel(loc)[1])
+        except KnobError as e:
+            raise KnobError(f"{loc.key}: {e}") from None
 
     def validate(self, ex: Host, loc: Loc, value: Any, ctx: Ctx) -> None:
         xml = self._xml(ex, loc)

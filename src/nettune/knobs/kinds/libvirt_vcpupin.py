@@ -32,7 +32,7 @@ from typing import Any
 from ...targets.base import Host
 from .. import libvirt_xml as lx
 from ..base import Ctx, Kind, KnobError, Loc, catalog_row, check_plain, cpu_list, cpu_list_text, run_ok
-from .libvirt_queues import define_xml, domain_of, domstate
+from .libvirt_queues import define_xml, domain_of, domstate, macs_in
 
 CPUTUNE = ("domain", "cputune")
 
@@ -143,6 +143,15 @@ class LibvirtVcpupin(Kind):
     def _inactive(self, ex: Host, loc: Loc) -> str:
         dom = domain_of(loc, self.name)
         return run_ok(ex, ["virsh", "dumpxml", "--inactive", dom], f"{loc.key}: virsh dumpxml")
+
+    def vm_macs(self, ex: Host, loc: Loc) -> list[str]:
+        """Every NIC of the domain (a pinning acts on the whole guest: its study host's
+        interface may be any of them)."""
+        dom = domain_of(loc, self.name)
+        try:
+            return macs_in(run_ok(ex, ["virsh", "dumpxml", dom], f"{loc.key}: virsh dumpxml"), None, every=True)
+        except KnobError as e:
+            raise KnobError(f"{loc.key}: {e}") from None
 
     def read(self, ex: Host, loc: Loc) -> dict[str, Any]:
         """{"map": every vCPU's affinity now, "pinned": {vcpu: cpuset} of the persistent

@@ -241,8 +241,9 @@ class ProxmoxQueues(Kind):
         if int(value) > vcpus:
             raise KnobError(f"{loc.key}: {value} queues for a VM with {vcpus} vCPUs; Proxmox recommends at most one queue per vCPU")
 
-    def vm_mac(self, ex: Host, loc: Loc) -> str | None:
-        return net_meaning(self._net(ex, loc, current=True)[0]).get("macaddr")
+    def vm_macs(self, ex: Host, loc: Loc) -> list[str]:
+        mac = net_meaning(self._net(ex, loc, current=True)[0]).get("macaddr")
+        return [mac] if mac else []
 
     def read(self, ex: Host, loc: Loc) -> dict[str, Any]:
         """{"queues": in effect, "line": the netN value as written}: the journal keeps the
