@@ -258,6 +258,16 @@ duration = 1
 [knobs.hosts]
 "libvirt_vcpupin:client" = ["hv"]
 """)
+    from nettune import load_study
+    from nettune.commands.preflight import preflight_report
+
+    os.environ["NETTUNE_STATE_DIR"] = str(lab.state)
+    try:  # the preflight ties the domain to the study host by MAC on a real libvirtd, changing nothing
+        said = preflight_report(load_study(f), f.read_text(), str(f))
+    finally:
+        os.environ.pop("NETTUNE_STATE_DIR", None)
+    assert any(line.startswith("libvirt_vcpupin:client: VM client on hv is client (its NIC's MAC ") for line in said), said
+    assert lab.virsh("vcpupin", "client") == map_before
     out, runs, _ = _run(lab, f, Watch())
     assert out.status == "done" and out.failed == 0 and not out.warnings
     assert seen["map"][0] == str(b) and seen["map"][1] == str(a)
