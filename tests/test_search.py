@@ -258,11 +258,11 @@ def test_a_leader_shown_better_wins_though_failures_left_it_unconfirmed():
     base, best, lucky = plan.space.config({"p": 1}), plan.space.config({"p": 8}), plan.space.config({"p": 4})
     for cfg, v in [(base, 1.00e9), (base, 1.01e9), (base, 0.99e9), (best, 8.0e9), (best, 8.1e9), (best, None), (lucky, 20e9)]:
         led.add(Observation(cfg, led.next_seq, {"total": v}, v, 1.0, 1.0, 0))
-    assert winner_before(plan.strategy, led, None, 3) == best  # one lucky run (p=4) still does not win
+    assert winner_before(plan.strategy, led, None, 3, base) == best  # one lucky run (p=4) still does not win
     led2 = Ledger(plan.objective)
     for cfg, v in [(base, 1.00e9), (base, 1.01e9), (base, 0.99e9), (best, 1.0e9), (best, 1.3e9)]:
         led2.add(Observation(cfg, led2.next_seq, {"total": v}, v, 1.0, 1.0, 0))
-    assert winner_before(plan.strategy, led2, None, 3) == base  # not shown better: the confirmed one
+    assert winner_before(plan.strategy, led2, None, 3, base) == base  # not shown better: the confirmed one
 
 
 def two_peaks(v):
@@ -305,3 +305,20 @@ def test_halving_keeps_a_configuration_near_a_bound_and_drops_one_shown_to_break
         assert m.true(plan.space.config(best))["cpu_host"] <= 60
         wins += best == {"queues": 4, "streams": 4}
     assert wins >= 3
+
+
+def test_defaults_left_as_found_can_win_over_every_grid_point():
+    # w only sets a knob, so the defaults leave it as found (w=default, not a grid point);
+    # they beat every configuration tried: the answer is the defaults, not the best loser
+    text = ('name = "sim"\n[target]\nkind = "local"\n[workload]\nduration = 1\n[sweep]\np = [1, 2, 4, 8]\n'
+            'w = [16384, 4194304]\n[knobs]\n"sysctl:net.ipv4.tcp_wmem" = "4096 {w} 4194304"\n'
+            '[search]\nmethod = "tpe"\nbudget = 30\nseed = 1\n')
+    plan = plan_search(parse_study(text), text)
+    assert plan.space.baseline.get("w") == "default" and not plan.space.on_grid(plan.space.baseline)
+    m = SimMeasurer(lambda v: {"total": 1e9 * (10 if v["w"] == "default" and v["p"] == 1 else 6)}, plan.objective, cv=0.02)
+    led = Ledger(plan.objective)
+    loop = plan.loop(m, led)
+    loop.run()
+    a = plan.answer(led, loop.stopped)
+    assert a.winner is not None and a.winner.label == a.baseline.label, a.winner
+    assert a.verdict_text == "the best configuration found is the defaults themselves"

@@ -24,7 +24,7 @@ from ..analysis.serial import JsonRecord
 from ..errors import NettuneError
 from .base import Setting, Strategy
 from .ledger import YES, Ledger
-from .loop import MAX_FAILED, Budget, end_configs, end_start, winner_before
+from .loop import MAX_FAILED, Budget, contenders, end_configs, end_start, winner_before
 from .space import Config
 
 MIN_IMPORTANCE_TRIALS = 6
@@ -124,7 +124,7 @@ def build_answer(setting: Setting, strategy: Strategy, ledger: Ledger, budget: B
     obj, space, confirm = setting.objective, setting.space, setting.confirm
     start = end_start(ledger, space.baseline, confirm)
     before = start if start is not None else ledger.next_seq
-    winner = winner_before(strategy, ledger, before, confirm)
+    winner = winner_before(strategy, ledger, before, confirm, space.baseline)
     roles = dict((c, r) for r, c in end_configs(setting, winner))
     complete = start is not None and all(len(ledger.values(c, since=start)) >= confirm  # or its failures retried as often as the loop does
                                            or sum(1 for o in ledger.by.get(c, []) if o.seq >= start) >= confirm + MAX_FAILED for c in roles)
@@ -173,7 +173,7 @@ def _runners_up(setting: Setting, strategy: Strategy, ledger: Ledger, winner: Co
     if winner is None:
         return []
     mine = ledger.values(winner, before=before)
-    others = [c for c in strategy.candidates(ledger) if c != winner and ledger.n(c, before) and ledger.feasibility(c, before) == YES]
+    others = [c for c in contenders(strategy, ledger, setting.space.baseline) if c != winner and ledger.n(c, before) and ledger.feasibility(c, before) == YES]
     two = [c for c in others if ledger.n(c, before) >= 2]
     out = []
     for c in others:
@@ -264,7 +264,7 @@ def peak_text(setting: Setting, strategy: Strategy, ledger: Ledger, winner: Conf
 def trace(setting: Setting, strategy: Strategy, ledger: Ledger, start: int | None) -> list[Step]:
     """Every test in order: its value, its configuration's estimate and the best so far."""
     out = []
-    cands = strategy.candidates(ledger)
+    cands = contenders(strategy, ledger, setting.space.baseline)
     for o in ledger.obs:
         upto = o.seq + 1
         e = ledger.estimate(o.config, before=upto)

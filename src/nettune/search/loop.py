@@ -66,10 +66,18 @@ def end_start(ledger: Ledger, baseline: Config, confirm: int) -> int | None:
     return None
 
 
-def winner_before(strategy: Strategy, ledger: Ledger, before: int | None, confirm: int) -> Config | None:
+def contenders(strategy: Strategy, ledger: Ledger, baseline: Config) -> list[Config]:
+    """What may be the answer: the method's candidates and the defaults, also where they are
+    no grid point (a knob-only parameter's knobs left as found): a configuration measured
+    worse than the defaults is never called the winner."""
+    cands = strategy.candidates(ledger)
+    return cands + [baseline] if baseline in ledger.by and baseline not in cands else cands
+
+
+def winner_before(strategy: Strategy, ledger: Ledger, before: int | None, confirm: int, baseline: Config) -> Config | None:
     """The configuration the end phase confirms: the best shown to satisfy the constraints
     among those with `confirm` runs, else among all measured."""
-    cands = strategy.candidates(ledger)
+    cands = contenders(strategy, ledger, baseline)
     confirmed = ledger.leader(cands, min_n=confirm, allow=(YES,), before=before)
     # a configuration with fewer runs (failed tests, or the budget ran out before the noise
     # rule reached it) whose interval lies wholly beyond the confirmed leader's is no lucky
@@ -224,7 +232,8 @@ class SearchLoop:
     def end(self) -> None:
         """`confirm` interleaved rounds of the defaults, the winner and its ablations."""
         start = end_start(self.ledger, self.baseline, self.s.confirm)
-        winner = winner_before(self.strategy, self.ledger, start if start is not None else self.ledger.next_seq, self.s.confirm)
+        winner = winner_before(self.strategy, self.ledger, start if start is not None else self.ledger.next_seq, self.s.confirm,
+                               self.baseline)
         configs = [c for _, c in end_configs(self.s, winner)]
         # a failed test is measured again (at most MAX_FAILED more rounds), so one crash of the
         # tool does not leave the verdict without its `confirm` values on each side
