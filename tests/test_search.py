@@ -322,3 +322,13 @@ def test_defaults_left_as_found_can_win_over_every_grid_point():
     a = plan.answer(led, loop.stopped)
     assert a.winner is not None and a.winner.label == a.baseline.label, a.winner
     assert a.verdict_text == "the best configuration found is the defaults themselves"
+
+
+def test_the_stop_reason_does_not_call_a_budget_spent_that_was_not():
+    # 20 tests: 3 for the defaults, up to 15 kept for the end phase (3 rounds of the defaults,
+    # the winner and 3 ablations), 2 to search; a winner differing in one parameter needs 6
+    def surface(v):
+        return {"total": 1e9 * (2 if v["a"] == 2 else 1)}
+    plan, led, a, m = search({"a": [1, 2], "b": [1, 2], "c": [1, 2]}, surface, method="tpe", budget=20, cv=0.02)
+    assert a.spent < 20
+    assert a.stopped.startswith("the search's share") and "kept for the end phase" in a.stopped, a.stopped

@@ -28,6 +28,10 @@ from .ledger import NO, UNSURE, YES, Ledger
 from .space import Config
 
 MAX_RUNS_UNSURE = 6  # runs a leader only near a constraint's bound may get before it is left out
+# why the search phase stopped, said beside "N of a budget of M tests spent": the end phase is
+# held back at its most (every ablation) and often takes less, so "the budget was spent"
+# would contradict the numbers next to it
+SHARE_SPENT = "the search's share of the budget was spent (the rest kept for the end phase)"
 MAX_FAILED = 2  # failed tests a leader may have on its way to `confirm` values (then it stays unconfirmed)
 
 
@@ -157,7 +161,7 @@ class SearchLoop:
                     if not self.room(cost + self.settle_units()) and not self.noise_rule():
                         return
                     if not self.room(cost):
-                        self.stopped = "the budget was spent"
+                        self.stopped = SHARE_SPENT
                         return
                     self._measure(ask.config)
                     progressed = True
@@ -189,7 +193,7 @@ class SearchLoop:
         """Re-measure what noise leaves undecided; False when the budget ran out."""
         while (cfg := self.undecided()) is not None:
             if not self.room():
-                self.stopped = "the budget was spent"
+                self.stopped = SHARE_SPENT
                 return False
             self._measure(cfg)
         return True
