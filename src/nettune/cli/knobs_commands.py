@@ -116,7 +116,7 @@ def persist(
     out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
     db: str = DB_OPT,
     interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Write this interface instead of the one the study used."),
-    best: bool = typer.Option(False, "--best", help="Persist the winner of the study's [search] (its answer's verdict is against the defaults)."),
+    best: bool = typer.Option(False, "--best", help="Persist the winner of the study's \\[search] (its answer's verdict is against the defaults)."),
 ) -> None:
     """Write a point's knobs as installable files (sysctl.d, tuned, udev, NetworkManager, shell); applies nothing."""
     from ..knobs.persist import Refused, knobs_of_point, parse_point, write_files
