@@ -100,6 +100,7 @@ def test_drift_of_the_defaults_is_said_and_widens_the_verdict():
     plan.loop(Drifting(p_curve, plan.objective, cv=0.01, seed=1), led).run()
     a = plan.answer(led)
     assert a.drift.verdict == "slower" and "widens its interval" in a.drift_text
+    assert a.drift_text.startswith("at the end, the defaults are "), a.drift_text  # not "the defaults is"
     assert a.verdict.n_a == 6  # both measurements of the defaults
 
 

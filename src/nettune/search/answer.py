@@ -113,10 +113,11 @@ def _compare(setting: Setting, a: list[float], b: list[float], labels: tuple[str
     return time_words(c, obj.higher_is_better, obj.words[0]) if obj.per is None else c
 
 
-def _said(c: Comparison | None, who: str, why: str) -> str:
+def _said(c: Comparison | None, who: str, why: str, plural: bool = False) -> str:
     if c is None:
         return f"cannot tell: {why}"
-    text = c.text.replace("b is ", f"{who} is ", 1).replace("b looks ", f"{who} looks ", 1)
+    are, look = ("are", "look") if plural else ("is", "looks")
+    text = c.text.replace("b is ", f"{who} {are} ", 1).replace("b looks ", f"{who} {look} ", 1)
     return text if "p=" in text else f"{text}, Welch p={c.p_value:.2g}"  # the interval and its p-value, always both
 
 
@@ -134,7 +135,7 @@ def build_answer(setting: Setting, strategy: Strategy, ledger: Ledger, budget: B
     drift = _compare(setting, base_start, base_end, ("the defaults at the start", "at the end")) if len(base_end) >= 2 else None
     drifted = drift is not None and drift.verdict not in ("inconclusive", "equivalent")
     drift_text = ("not measured again (the search ended before its end phase)" if drift is None else
-                  _said(drift, "at the end, the defaults", "") + ("; the verdict compares the winner with both measurements of the "
+                  _said(drift, "at the end, the defaults", "", plural=True) + ("; the verdict compares the winner with both measurements of the "
                                                                   "defaults, so their difference widens its interval" if drifted else ""))
     verdict, verdict_text = None, ""
     win_c = None
