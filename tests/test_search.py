@@ -333,3 +333,20 @@ def test_the_stop_reason_does_not_call_a_budget_spent_that_was_not():
     plan, led, a, m = search({"a": [1, 2], "b": [1, 2], "c": [1, 2]}, surface, method="tpe", budget=20, cv=0.02)
     assert a.spent < 20
     assert a.stopped.startswith("the search's share") and "kept for the end phase" in a.stopped, a.stopped
+
+
+def test_the_dry_run_of_a_search_counts_and_times_the_search_not_the_grid(tmp_path):
+    # it said "32 points x 1 runs = 32 tests ... expected time: about 51s ... run order: #0 #1 ..."
+    # above "the search runs at most 20 tests, about 32s"
+    from typer.testing import CliRunner
+
+    from nettune.cli.main import app
+
+    f = tmp_path / "s.toml"
+    f.write_text('name = "x"\n[target]\nkind = "local"\nhosts = ["local"]\n[workload]\nengine = "command"\nrun = ["sleep", "{t}"]\n'
+                 '[sweep]\nt = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2]\n[search]\nmethod = "tpe"\nbudget = 14\n')
+    out = " ".join(CliRunner().invoke(app, ["run", str(f), "--dry-run", "--db", str(tmp_path / "r.db")],
+                                      env={"COLUMNS": "200"}, prog_name="nettune").output.split())
+    assert "x: a search of at most 14 tests over 12 candidate points" in out, out
+    assert "= 12 tests" not in out and "run order:" not in out, out
+    assert "the search runs at most 14 tests" in out
