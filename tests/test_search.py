@@ -350,3 +350,15 @@ def test_the_dry_run_of_a_search_counts_and_times_the_search_not_the_grid(tmp_pa
     assert "x: a search of at most 14 tests over 12 candidate points" in out, out
     assert "= 12 tests" not in out and "run order:" not in out, out
     assert "the search runs at most 14 tests" in out
+
+
+def test_persist_best_cautions_when_the_winner_was_not_shown_better():
+    # a flat surface: whatever wins, the end phase shows no difference from the defaults
+    # (lab: 'wrote 7 files for eyes-tpe (...); nothing was applied' beside 'verdict: no difference shown (-8.9%...)')
+    from nettune.search.answer_text import persist_caution
+
+    plan, led, a, m = search({"p": [1, 2, 4, 8]}, lambda v: {"total": 1e9}, method="tpe", budget=20, cv=0.05)
+    assert a.verdict is not None and a.verdict.verdict == "inconclusive", a.verdict_text
+    assert persist_caution(a).startswith("note: the winner was not shown better than the defaults (verdict: no difference shown")
+    plan, led, a, m = search({"p": [1, 2, 4, 8]}, lambda v: {"total": 1e9 * v["p"]}, method="tpe", budget=20, cv=0.05)
+    assert a.verdict.verdict == "faster" and persist_caution(a) == ""

@@ -32,3 +32,13 @@ def answer_lines(a: Answer) -> list[str]:
     if not a.complete:
         lines.append("the end phase did not finish: `nettune run FILE --resume` continues the search where it stopped")
     return lines
+
+
+def persist_caution(a: Answer) -> str:
+    """What `persist --best` says beside the files when the winner was not shown better than
+    the defaults (no difference shown, borderline, or worse): the files change settings for
+    no measured gain ("" when it was shown better)."""
+    if a.verdict is None or a.verdict.verdict in ("faster", "better"):
+        return ""
+    return (f"note: the winner was not shown better than the defaults (verdict: {a.verdict_text}): these files change "
+            "settings for no measured gain")
