@@ -362,3 +362,25 @@ def test_persist_best_cautions_when_the_winner_was_not_shown_better():
     assert persist_caution(a).startswith("note: the winner was not shown better than the defaults (verdict: no difference shown")
     plan, led, a, m = search({"p": [1, 2, 4, 8]}, lambda v: {"total": 1e9 * v["p"]}, method="tpe", budget=20, cv=0.05)
     assert a.verdict.verdict == "faster" and persist_caution(a) == ""
+
+
+def test_the_winner_line_is_on_the_search_runs_like_the_defaults_and_the_runners_up():
+    # drift after the search: the winner's fresh end-phase runs are 30% lower. Its line must
+    # stand on the same runs as the runners-up compared with it, not on all of them
+    class Drifting(SimMeasurer):
+        def measure(self, cfg, seq):
+            o = super().measure(cfg, seq)
+            if seq >= 14 and o.value is not None:
+                o = type(o)(o.config, o.seq, {k: (v * 0.7 if v is not None else None) for k, v in o.metrics.items()},
+                            o.value * 0.7, o.cost, o.seconds, o.switches)
+            return o
+    text = sim_study_text({"p": P_VALUES}, {"method": "peak", "budget": 30, "seed": 1})
+    plan = plan_search(parse_study(text), text)
+    led = Ledger(plan.objective)
+    plan.loop(Drifting(p_curve, plan.objective, cv=0.01, seed=1), led).run()
+    a = plan.answer(led)
+    start = end_start(led, plan.space.baseline, plan.setting.confirm)
+    win = plan.space.config({"p": a.winner.params["p"]})
+    assert a.winner.n == len(led.values(win, before=start)) < len(led.values(win))
+    assert a.winner.mean == led.estimate(win, before=start).mean
+    assert f"{a.peak.split(', ')[1].split(' ')[0]}" in answer_lines(a)[2]  # the peak's value is the winner's

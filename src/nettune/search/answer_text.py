@@ -14,9 +14,9 @@ def _est(a: Answer, c: Candidate) -> str:
 def answer_lines(a: Answer) -> list[str]:
     lines = [f"search ({a.method}, {'higher' if a.higher_is_better else 'lower'} {a.objective} is better): {a.tests} tests, "
              f"{a.spent:g} of a budget of {a.budget} spent; {a.stopped}"]
-    lines.append(f"defaults: {_est(a, a.baseline)}")
+    lines.append(f"defaults: {_est(a, a.baseline)} at the start")
     if a.winner is not None:
-        lines.append(f"winner: {a.winner.label}: {_est(a, a.winner)}")
+        lines.append(f"winner: {a.winner.label}: {_est(a, a.winner)} in the search (the verdict: fresh runs at the end)")
     lines.append(f"verdict: {a.verdict_text}")
     if a.drift_text:
         lines.append(f"drift check: {a.drift_text}")
