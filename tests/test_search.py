@@ -38,6 +38,21 @@ def p_curve(v):
 P_VALUES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 28, 32, 40, 48, 64]
 
 
+class Drifting(SimMeasurer):
+    """The machine slows by 30% from test `after` on."""
+
+    def __init__(self, *args, after: int = 8, **kw):
+        super().__init__(*args, **kw)
+        self.after = after
+
+    def measure(self, cfg, seq):
+        o = super().measure(cfg, seq)
+        if seq >= self.after and o.value is not None:
+            o = type(o)(o.config, o.seq, {k: (v * 0.7 if v is not None else None) for k, v in o.metrics.items()},
+                        o.value * 0.7, o.cost, o.seconds, o.switches)
+        return o
+
+
 def test_peak_finds_an_interior_peak_and_says_the_shape_after_it():
     plan, led, a, m = search({"p": P_VALUES}, p_curve, method="peak", budget=60)
     best = a.winner.params["p"]
@@ -87,13 +102,6 @@ def test_the_defaults_are_measured_first_and_again_at_the_end():
 def test_drift_of_the_defaults_is_said_and_widens_the_verdict():
     # the machine slows by 30% after the first 8 tests (the defaults' first runs and the
     # search's first probes): the defaults at the end differ from the start
-    class Drifting(SimMeasurer):
-        def measure(self, cfg, seq):
-            o = super().measure(cfg, seq)
-            if seq >= 8 and o.value is not None:
-                o = type(o)(o.config, o.seq, {k: (v * 0.7 if v is not None else None) for k, v in o.metrics.items()},
-                            o.value * 0.7, o.cost, o.seconds, o.switches)
-            return o
     text = sim_study_text({"p": P_VALUES}, {"method": "peak", "budget": 60, "seed": 1})
     plan = plan_search(parse_study(text), text)
     led = Ledger(plan.objective)
@@ -367,17 +375,10 @@ def test_persist_best_cautions_when_the_winner_was_not_shown_better():
 def test_the_winner_line_is_on_the_search_runs_like_the_defaults_and_the_runners_up():
     # drift after the search: the winner's fresh end-phase runs are 30% lower. Its line must
     # stand on the same runs as the runners-up compared with it, not on all of them
-    class Drifting(SimMeasurer):
-        def measure(self, cfg, seq):
-            o = super().measure(cfg, seq)
-            if seq >= 14 and o.value is not None:
-                o = type(o)(o.config, o.seq, {k: (v * 0.7 if v is not None else None) for k, v in o.metrics.items()},
-                            o.value * 0.7, o.cost, o.seconds, o.switches)
-            return o
     text = sim_study_text({"p": P_VALUES}, {"method": "peak", "budget": 30, "seed": 1})
     plan = plan_search(parse_study(text), text)
     led = Ledger(plan.objective)
-    plan.loop(Drifting(p_curve, plan.objective, cv=0.01, seed=1), led).run()
+    plan.loop(Drifting(p_curve, plan.objective, cv=0.01, seed=1, after=14), led).run()
     a = plan.answer(led)
     start = end_start(led, plan.space.baseline, plan.setting.confirm)
     win = plan.space.config({"p": a.winner.params["p"]})
