@@ -16,7 +16,7 @@ def answer_lines(a: Answer) -> list[str]:
              f"{a.spent:g} of a budget of {a.budget} spent; {a.stopped}"]
     lines.append(f"defaults: {_est(a, a.baseline)} at the start")
     if a.winner is not None:
-        lines.append(f"winner: {a.winner.label}: {_est(a, a.winner)} in the search (the verdict: fresh runs at the end)")
+        lines.append(f"winner: {a.winner.label}: {_est(a, a.winner)} in the search (the verdict is on fresh runs at the end)")
     lines.append(f"verdict: {a.verdict_text}")
     if a.drift_text:
         lines.append(f"drift check: {a.drift_text}")
