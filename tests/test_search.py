@@ -358,6 +358,7 @@ def test_the_dry_run_of_a_search_counts_and_times_the_search_not_the_grid(tmp_pa
     assert "x: a search of at most 14 tests over 12 candidate points" in out, out
     assert "= 12 tests" not in out and "run order:" not in out, out
     assert "the search runs at most 14 tests" in out
+    assert "up to 9 tests; 2 tests left for the search itself)" in out  # 3 for the defaults, 9 held for the end phase
 
 
 def test_persist_best_cautions_when_the_winner_was_not_shown_better():
