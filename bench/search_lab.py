@@ -183,7 +183,7 @@ def replay(method: str, seed: int, sweep: dict[str, list[Any]], runs: dict[str, 
             reached = spent
             break
     start = end_start(led, plan.space.baseline, plan.setting.confirm)
-    winner = winner_before(plan.strategy, led, start, plan.setting.confirm)
+    winner = winner_before(plan.strategy, led, start, plan.setting.confirm, plan.space.baseline)
     return {"surface": -1, "method": method, "seed": seed, "points": grid_tests, "reached": reached,
             "success": winner is not None and near(winner), "violated": False, "tests": led.spent(), "budget": budget,
             "winner": None if winner is None else dict(winner.values)}

@@ -38,6 +38,21 @@ def p_curve(v):
 P_VALUES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 28, 32, 40, 48, 64]
 
 
+class Drifting(SimMeasurer):
+    """The machine slows by 30% from test `after` on."""
+
+    def __init__(self, *args, after: int = 8, **kw):
+        super().__init__(*args, **kw)
+        self.after = after
+
+    def measure(self, cfg, seq):
+        o = super().measure(cfg, seq)
+        if seq >= self.after and o.value is not None:
+            o = type(o)(o.config, o.seq, {k: (v * 0.7 if v is not None else None) for k, v in o.metrics.items()},
+                        o.value * 0.7, o.cost, o.seconds, o.switches)
+        return o
+
+
 def test_peak_finds_an_interior_peak_and_says_the_shape_after_it():
     plan, led, a, m = search({"p": P_VALUES}, p_curve, method="peak", budget=60)
     best = a.winner.params["p"]
@@ -87,19 +102,13 @@ def test_the_defaults_are_measured_first_and_again_at_the_end():
 def test_drift_of_the_defaults_is_said_and_widens_the_verdict():
     # the machine slows by 30% after the first 8 tests (the defaults' first runs and the
     # search's first probes): the defaults at the end differ from the start
-    class Drifting(SimMeasurer):
-        def measure(self, cfg, seq):
-            o = super().measure(cfg, seq)
-            if seq >= 8 and o.value is not None:
-                o = type(o)(o.config, o.seq, {k: (v * 0.7 if v is not None else None) for k, v in o.metrics.items()},
-                            o.value * 0.7, o.cost, o.seconds, o.switches)
-            return o
     text = sim_study_text({"p": P_VALUES}, {"method": "peak", "budget": 60, "seed": 1})
     plan = plan_search(parse_study(text), text)
     led = Ledger(plan.objective)
     plan.loop(Drifting(p_curve, plan.objective, cv=0.01, seed=1), led).run()
     a = plan.answer(led)
     assert a.drift.verdict == "slower" and "widens its interval" in a.drift_text
+    assert a.drift_text.startswith("at the end, the defaults are "), a.drift_text  # not "the defaults is"
     assert a.verdict.n_a == 6  # both measurements of the defaults
 
 
@@ -258,11 +267,11 @@ def test_a_leader_shown_better_wins_though_failures_left_it_unconfirmed():
     base, best, lucky = plan.space.config({"p": 1}), plan.space.config({"p": 8}), plan.space.config({"p": 4})
     for cfg, v in [(base, 1.00e9), (base, 1.01e9), (base, 0.99e9), (best, 8.0e9), (best, 8.1e9), (best, None), (lucky, 20e9)]:
         led.add(Observation(cfg, led.next_seq, {"total": v}, v, 1.0, 1.0, 0))
-    assert winner_before(plan.strategy, led, None, 3) == best  # one lucky run (p=4) still does not win
+    assert winner_before(plan.strategy, led, None, 3, base) == best  # one lucky run (p=4) still does not win
     led2 = Ledger(plan.objective)
     for cfg, v in [(base, 1.00e9), (base, 1.01e9), (base, 0.99e9), (best, 1.0e9), (best, 1.3e9)]:
         led2.add(Observation(cfg, led2.next_seq, {"total": v}, v, 1.0, 1.0, 0))
-    assert winner_before(plan.strategy, led2, None, 3) == base  # not shown better: the confirmed one
+    assert winner_before(plan.strategy, led2, None, 3, base) == base  # not shown better: the confirmed one
 
 
 def two_peaks(v):
@@ -305,3 +314,75 @@ def test_halving_keeps_a_configuration_near_a_bound_and_drops_one_shown_to_break
         assert m.true(plan.space.config(best))["cpu_host"] <= 60
         wins += best == {"queues": 4, "streams": 4}
     assert wins >= 3
+
+
+def test_defaults_left_as_found_can_win_over_every_grid_point():
+    # w only sets a knob, so the defaults leave it as found (w=default, not a grid point);
+    # they beat every configuration tried: the answer is the defaults, not the best loser
+    text = ('name = "sim"\n[target]\nkind = "local"\n[workload]\nduration = 1\n[sweep]\np = [1, 2, 4, 8]\n'
+            'w = [16384, 4194304]\n[knobs]\n"sysctl:net.ipv4.tcp_wmem" = "4096 {w} 4194304"\n'
+            '[search]\nmethod = "tpe"\nbudget = 30\nseed = 1\n')
+    plan = plan_search(parse_study(text), text)
+    assert plan.space.baseline.get("w") == "default" and not plan.space.on_grid(plan.space.baseline)
+    m = SimMeasurer(lambda v: {"total": 1e9 * (10 if v["w"] == "default" and v["p"] == 1 else 6)}, plan.objective, cv=0.02)
+    led = Ledger(plan.objective)
+    loop = plan.loop(m, led)
+    loop.run()
+    a = plan.answer(led, loop.stopped)
+    assert a.winner is not None and a.winner.label == a.baseline.label, a.winner
+    assert a.verdict_text == "the best configuration found is the defaults themselves"
+
+
+def test_the_stop_reason_does_not_call_a_budget_spent_that_was_not():
+    # 20 tests: 3 for the defaults, up to 15 kept for the end phase (3 rounds of the defaults,
+    # the winner and 3 ablations), 2 to search; a winner differing in one parameter needs 6
+    def surface(v):
+        return {"total": 1e9 * (2 if v["a"] == 2 else 1)}
+    plan, led, a, m = search({"a": [1, 2], "b": [1, 2], "c": [1, 2]}, surface, method="tpe", budget=20, cv=0.02)
+    assert a.spent < 20
+    assert a.stopped.startswith("the search's share") and "kept for the end phase" in a.stopped, a.stopped
+
+
+def test_the_dry_run_of_a_search_counts_and_times_the_search_not_the_grid(tmp_path):
+    # it said "32 points x 1 runs = 32 tests ... expected time: about 51s ... run order: #0 #1 ..."
+    # above "the search runs at most 20 tests, about 32s"
+    from typer.testing import CliRunner
+
+    from nettune.cli.main import app
+
+    f = tmp_path / "s.toml"
+    f.write_text('name = "x"\n[target]\nkind = "local"\nhosts = ["local"]\n[workload]\nengine = "command"\nrun = ["sleep", "{t}"]\n'
+                 '[sweep]\nt = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2]\n[search]\nmethod = "tpe"\nbudget = 14\n')
+    out = " ".join(CliRunner().invoke(app, ["run", str(f), "--dry-run", "--db", str(tmp_path / "r.db")],
+                                      env={"COLUMNS": "200"}, prog_name="nettune").output.split())
+    assert "x: a search of at most 14 tests over 12 candidate points" in out, out
+    assert "= 12 tests" not in out and "run order:" not in out, out
+    assert "the search runs at most 14 tests" in out
+    assert "up to 9 tests; 2 tests left for the search itself)" in out  # 3 for the defaults, 9 held for the end phase
+
+
+def test_persist_best_cautions_when_the_winner_was_not_shown_better():
+    # a flat surface: whatever wins, the end phase shows no difference from the defaults
+    # (lab: 'wrote 7 files for eyes-tpe (...); nothing was applied' beside 'verdict: no difference shown (-8.9%...)')
+    from nettune.search.answer_text import persist_caution
+
+    plan, led, a, m = search({"p": [1, 2, 4, 8]}, lambda v: {"total": 1e9}, method="tpe", budget=20, cv=0.05)
+    assert a.verdict is not None and a.verdict.verdict == "inconclusive", a.verdict_text
+    assert persist_caution(a).startswith("note: the winner was not shown better than the defaults (verdict: no difference shown")
+    plan, led, a, m = search({"p": [1, 2, 4, 8]}, lambda v: {"total": 1e9 * v["p"]}, method="tpe", budget=20, cv=0.05)
+    assert a.verdict.verdict == "faster" and persist_caution(a) == ""
+
+
+def test_the_winner_line_is_on_the_search_runs_like_the_defaults_and_the_runners_up():
+    # drift after the search: the winner's fresh end-phase runs are 30% lower. Its line must
+    # stand on the same runs as the runners-up compared with it, not on all of them
+    text = sim_study_text({"p": P_VALUES}, {"method": "peak", "budget": 30, "seed": 1})
+    plan = plan_search(parse_study(text), text)
+    led = Ledger(plan.objective)
+    plan.loop(Drifting(p_curve, plan.objective, cv=0.01, seed=1, after=14), led).run()
+    a = plan.answer(led)
+    start = end_start(led, plan.space.baseline, plan.setting.confirm)
+    win = plan.space.config({"p": a.winner.params["p"]})
+    assert a.winner.n == len(led.values(win, before=start)) < len(led.values(win))
+    assert a.winner.mean == led.estimate(win, before=start).mean
+    assert f"{a.peak.split(', ')[1].split(' ')[0]}" in answer_lines(a)[2]  # the peak's value is the winner's

@@ -179,3 +179,39 @@ def test_command_engine_search_minimises_time(tmp_path):
     assert a["search"].startswith("tpe, lower wall"), p.stdout
     assert a["winner"].startswith("t=0.02") or a["winner"].startswith("t=0.2:"), p.stdout
     assert a["verdict"].startswith("the winner is") and "faster" in a["verdict"] and "95% CI" in a["verdict"], p.stdout
+
+
+@needs_root
+def test_resume_continues_the_runs_of_the_defaults_left_as_found(tmp_path):
+    # w only sets a knob: the defaults leave it as found and are no grid point (their own
+    # point index). Killed after their first run, the resumed search measured "run 0" again,
+    # which the runner skipped as stored: phantom failed tests, no end phase, no verdict.
+    # (a sysctl of the test's own network namespace: run it isolated, as the lab tests)
+    name = "nt-search-resume-defaults"
+    f = tmp_path / "c.toml"
+    f.write_text(f'name = "{name}"\n[target]\nkind = "local"\nhosts = ["local"]\n[workload]\nengine = "command"\n'
+                 'run = ["sleep", "{t}"]\n[sweep]\nt = [0.3, 0.05]\nw = [16384, 65536]\n'
+                 '[knobs]\n"sysctl:net.ipv4.tcp_wmem" = "4096 {w} 4194304"\n'
+                 '[search]\nmethod = "grid"\nbudget = 30\nseed = 1\nconfirm = 2\n')
+    db = tmp_path / "r.db"
+    logs = []
+
+    def start(*extra: str) -> subprocess.Popen:
+        log = open(tmp_path / f"out{len(logs)}.txt", "w")
+        logs.append(log.name)
+        return subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(db), *extra],
+                                stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, COLUMNS="250"))
+
+    p = start()
+    assert _kill_after(p, db, name, 1), "the search ended before the kill"
+    p = start("--resume")
+    assert p.wait(timeout=120) == 0, "\n".join(Path(x).read_text() for x in logs)
+    last = Path(logs[-1]).read_text()
+    a = answer_of(last)
+    assert "measurements read back" in last and a["verdict"].startswith("the winner is"), last
+    assert "no verdict" not in a["verdict"] and "not measured again" not in a["drift check"], last
+    defaults = [r for idx, r, warm, params in stored_tests(db, name) if not warm and json.loads(params)["w"] == "default"
+                and json.loads(params)["t"] == 0.3]
+    assert sorted(defaults) == [0, 1, 2, 3], defaults  # confirm at the start, confirm again at the end
+    tests = int(a["search"].split("): ")[1].split(" tests")[0])
+    assert tests == len([t for t in stored_tests(db, name) if not t[2]]), last  # no phantom test counted

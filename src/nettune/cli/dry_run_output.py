@@ -9,6 +9,7 @@ from typing import Callable
 from rich.markup import escape
 
 from ..commands.dry_run import DryRun, dry_run
+from ..commands.eta import human_seconds
 from ..studyfile.models import Study
 from .app import console
 from .k8s_output import print_k8s_plan
@@ -37,26 +38,40 @@ KIND_PLANS: dict[str, Callable[[Study, str, str, DryRun], None]] = {"kubernetes"
 
 def print_plan(study: Study, text: str, file: str, db: str | Path | None = None) -> None:
     plan = dry_run(study, text, file, db)
-    print_dry_run(plan)
-    if study.search is not None:
+    if study.search is None:
+        print_dry_run(plan)
+    else:
         from ..commands.search_plan import search_lines
         from ..plan.points import expand_and_check
+        from ..run.search_trials import search_size
 
-        for line in search_lines(study, expand_and_check(study, text, file), text, file):
+        resolved = expand_and_check(study, text, file)
+        print_dry_run(plan, search_size(study, resolved, text, file))
+        for line in search_lines(study, resolved, text, file):
             console.print(escape(line), highlight=False)
     more = KIND_PLANS.get(study.target.kind)  # a target kind's own part of the plan
     if more is not None:
         more(study, text, file, plan)
 
 
-def print_dry_run(plan: DryRun) -> None:
+def print_dry_run(plan: DryRun, search: tuple[int, float] | None = None) -> None:
+    """The plan; `search`: a [search]'s most tests and their seconds, which replace the
+    grid's count, time and order (the search measures a part of the grid, in its own order)."""
     pairs = f" x {plan.host_pairs} host pairs ({plan.host_pairs} tests per point and run)" if plan.host_pairs is not None else ""
-    console.print(f"[bold]{escape(plan.name)}[/]: {plan.points} points x {plan.runs_per_point} runs{pairs} = {plan.tests} tests, "
-                  f"order {plan.order}; target {plan.target_kind}", highlight=False)
-    long = f" [yellow](more than {plan.max_hours} hours: `nettune run` needs --allow-long)[/]" if plan.too_long else ""
-    console.print(f"expected time: {plan.expected}" + long, highlight=False)
+    if search is None:
+        console.print(f"[bold]{escape(plan.name)}[/]: {plan.points} points x {plan.runs_per_point} runs{pairs} = {plan.tests} tests, "
+                      f"order {plan.order}; target {plan.target_kind}", highlight=False)
+        long = f" [yellow](more than {plan.max_hours} hours: `nettune run` needs --allow-long)[/]" if plan.too_long else ""
+        console.print(f"expected time: {plan.expected}" + long, highlight=False)
+    else:
+        tests, seconds = search
+        console.print(f"[bold]{escape(plan.name)}[/]: a search of at most {tests} tests over {plan.points} candidate points{pairs}, "
+                      f"in the order the search decides; target {plan.target_kind}", highlight=False)
+        long = (f" [yellow](more than {plan.max_hours} hours: `nettune run` needs --allow-long)[/]"
+                if seconds > plan.max_hours * 3600 else "")
+        console.print(f"expected time: at most about {human_seconds(seconds)}" + long, highlight=False)
     width = max(console.width, 40)
-    if len(plan.sequence) > 1:  # the tests in the order the run takes them
+    if len(plan.sequence) > 1 and search is None:  # the tests in the order the run takes them
         words = [f"#{i}" + (f"x{n}" if n > 1 else "") for i, n in plan.sequence[:SEQUENCE_SHOWN]]
         if len(plan.sequence) > SEQUENCE_SHOWN:
             words.append(f"... ({len(plan.sequence) - SEQUENCE_SHOWN} more)")
@@ -73,5 +88,7 @@ def print_dry_run(plan: DryRun) -> None:
             lines += _wrapped("   note  ", n.split(), width)
         console.print(escape("\n".join(lines)), highlight=False, soft_wrap=True)
     console.print("[dim]points are listed in the order the run first reaches them; each REBOOT, VM RESTART and LINK RESET is said "
-                  "at the point it comes before[/]")
+                  "at the point it comes before[/]" if search is None else
+                  "[dim]the search's candidate points (it runs some of them, and the defaults and "
+                  "ablations off the grid too)[/]")
     console.print("[dim]dry run: nothing was created or changed (ports are chosen at run time; <user>, <password>, <key>, <dir>: made per study)[/]")

@@ -32,7 +32,7 @@ COLUMNS = ("host", "role", "address", "port", "user", "key", "jump", "known_host
 @app.command()
 @user_errors
 def hosts(
-    file: Path = typer.Argument(..., help="Study file: its [target] hosts are listed and checked."),
+    file: Path = typer.Argument(..., help="Study file: its \\[target] hosts are listed and checked."),
     connect: bool = typer.Option(True, "--connect/--no-connect", help="Connect to each host and look for its tools (default), or only print how it would be reached."),
     fmt: str = typer.Option("table", "--format", help="table (for reading) or json (every field, for scripts)."),
     run_config_commands: bool = typer.Option(False, "--run-config-commands", help="With --no-connect: run the ssh_config `Match exec` commands and inventory scripts the hosts depend on (connecting runs them anyway, as ssh and Ansible do)."),

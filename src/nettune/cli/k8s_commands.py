@@ -44,7 +44,7 @@ def clean(
 @k8s_app.command("manifests")
 @user_errors
 def manifests(
-    file: Path = typer.Argument(..., help="Study file whose [target] kind = \"kubernetes\"."),
+    file: Path = typer.Argument(..., help="Study file whose \\[target] kind = \"kubernetes\"."),
     only: Optional[str] = typer.Option(None, "--only", help="namespace: only the namespace nettune makes; objects: everything else "
                                        "(`kubectl apply --dry-run=server` needs the namespace to exist first)."),
     version: Optional[str] = typer.Option(None, "--version", help="Server version to decide the namespace's PodSecurity level for (e.g. 1.29)."),

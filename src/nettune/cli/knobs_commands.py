@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 
 from ..errors import NettuneError
+
+if TYPE_CHECKING:
+    from ..search.answer import Answer
 from .app import DB_OPT, RESULT_STYLE, app, console, err_console, open_store, print_error, print_fitted, print_given_up, user_errors
 
 knobs_app = typer.Typer(help="Settings nettune can change per sweep point (and always restores).", no_args_is_help=True)
@@ -116,7 +119,7 @@ def persist(
     out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
     db: str = DB_OPT,
     interface: Optional[str] = typer.Option(None, "--interface", "-i", help="Write this interface instead of the one the study used."),
-    best: bool = typer.Option(False, "--best", help="Persist the winner of the study's [search] (its answer's verdict is against the defaults)."),
+    best: bool = typer.Option(False, "--best", help="Persist the winner of the study's \\[search] (its answer's verdict is against the defaults)."),
 ) -> None:
     """Write a point's knobs as installable files (sysctl.d, tuned, udev, NetworkManager, shell); applies nothing."""
     from ..knobs.persist import Refused, knobs_of_point, parse_point, write_files
@@ -124,7 +127,8 @@ def persist(
     if (point is None) == (not best):
         raise NettuneError("persist: give --point KEY=VAL,... or --best (the winner of a search study), one of them")
     with open_store(db) as store:
-        want = parse_point(point) if point is not None else _winner(store, study)
+        answer = _winner(store, study) if point is None else None
+        want = parse_point(point) if point is not None else _winner_point(answer)
         s, p, settings = knobs_of_point(store, study, want)
     try:
         files = write_files(s["name"], p["point"], settings, out, interface)
@@ -135,10 +139,15 @@ def persist(
     console.print(escape(f"wrote {len(files)} files for {s['name']} ({', '.join(f'{k}={v}' for k, v in p['point'].items())}); nothing was applied:"), highlight=False)
     for f in files:
         console.print(escape(f"  {f}"), highlight=False)
+    from ..search.answer_text import persist_caution  # noqa: PLC0415 - the search's modules: only for --best
+
+    caution = persist_caution(answer) if answer is not None else ""
+    if caution:
+        console.print(f"[yellow]{escape(caution)}[/]", highlight=False)
 
 
-def _winner(store: Any, study: str) -> dict[str, str]:
-    """The point filter of a search study's winner; a one-line refusal when there is none yet."""
+def _winner(store: Any, study: str) -> Answer:
+    """A search study's answer with a confirmed winner; a one-line refusal when there is none yet."""
     from ..analysis.data import load
     from ..search.session import answer_of
 
@@ -152,4 +161,10 @@ def _winner(store: Any, study: str) -> dict[str, str]:
                            "against the defaults: continue it with `nettune run FILE --resume`, or name a point with --point")
     if answer.verdict is None:
         raise NettuneError(f"persist --best: {answer.verdict_text}; there are no knobs to persist")
+    return answer
+
+
+def _winner_point(answer: Answer) -> dict[str, str]:
+    """The point filter of the answer's winner."""
+    assert answer.winner is not None  # _winner refused an answer without one
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in answer.winner.params.items()}

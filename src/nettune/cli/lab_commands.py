@@ -19,13 +19,13 @@ app.add_typer(lab_app, name="lab")
 @lab_app.command("up")
 @user_errors
 def up(
-    file: Path = typer.Argument(..., help="Study file whose [target] kind = \"lab\"."),
+    file: Path = typer.Argument(..., help="Study file whose \\[target] kind = \"lab\"."),
     ssh: bool = typer.Option(False, "--ssh", help="Also start an sshd in each host (generated keys) so ssh studies can use the lab."),
-    inventory: Path = typer.Option(None, "--inventory", help="With --ssh: write the hosts' inventory (TOML) here, for [target] kind = \"ssh\" inventory = PATH."),
+    inventory: Path = typer.Option(None, "--inventory", help="With --ssh: write the hosts' inventory (TOML) here, for \\[target] kind = \"ssh\" inventory = PATH."),
     bastion: bool = typer.Option(False, "--bastion", help="With --ssh: put the hosts behind a jump-host namespace named bastion (their sshd takes logins only from it)."),
-    ssh_config: Path = typer.Option(None, "--ssh-config", help="With --ssh: also write an OpenSSH client config (Host per lab host) here, for [target] ssh_config = PATH."),
+    ssh_config: Path = typer.Option(None, "--ssh-config", help="With --ssh: also write an OpenSSH client config (Host per lab host) here, for \\[target] ssh_config = PATH."),
     ansible: Path = typer.Option(None, "--ansible", help="With --ssh: also write an Ansible YAML inventory here (hosts in a group named after the study)."),
-    vms: bool = typer.Option(False, "--vms", help="The study's VM lab ([target] kind = \"vmlab\"): QEMU guests booted by GRUB, domains of a private libvirtd, reached over SSH (`nettune setup --vms` first)."),
+    vms: bool = typer.Option(False, "--vms", help="The study's VM lab (\\[target] kind = \"vmlab\"): QEMU guests booted by GRUB, domains of a private libvirtd, reached over SSH (`nettune setup --vms` first)."),
 ) -> None:
     """Create a study's lab (first point's MTU and queues) and leave it up."""
     from ..commands.lab_admin import lab_up, start_sshds

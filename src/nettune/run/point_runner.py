@@ -37,15 +37,28 @@ class PointRunner:
         self.last_setup = 0.0  # and its settings this long before them (a reboot or VM restart among them)
         self.values: dict[int, list[float | None]] = {i: [] for i in ctx.by_index}
         self.last_run: dict[int, int] = {}  # highest counted run number each point has
-        for (idx, run, warmup), have in sorted(ctx.stored.by_slot.items()):
-            if not warmup and idx in self.values and len(have) >= ctx.per_slot[idx]:
-                kind = workload_run(ctx.by_index[idx].workload)
-                self.values[idx].append(_slot_value(kind, list(have.values())))
-                self.last_run[idx] = max(run, self.last_run.get(idx, run))
+        for idx in ctx.by_index:
+            self._read_back(idx)
         self.facts_stored = bool(ctx.store.facts(ctx.outcome.study_id))  # a resumed study has them
         self.findings: dict[str, list[dict[str, Any]]] = {}  # the host audit, stored with the facts
         self.doctor = ctx.doctor  # still to audit the hosts (once, before the first point's knobs)
         self.idle_done: set[int] = set(ctx.store.idle_points(ctx.outcome.study_id)) if ctx.study.probes is not None else set()
+
+    def _read_back(self, idx: int) -> None:
+        """A resumed point's stored counted slots: their values, and its last run number."""
+        ctx = self.ctx
+        for (i, run, warmup), have in sorted(ctx.stored.by_slot.items()):
+            if i == idx and not warmup and len(have) >= ctx.per_slot[idx]:
+                kind = workload_run(ctx.by_index[idx].workload)
+                self.values[idx].append(_slot_value(kind, list(have.values())))
+                self.last_run[idx] = max(run, self.last_run.get(idx, run))
+
+    def adopt(self, idx: int) -> None:
+        """A point added after the start (a search's configuration off the grid): read back
+        what a killed run stored of it, so its next run gets the next number, not a stored one."""
+        if idx not in self.values:
+            self.values[idx] = []
+            self._read_back(idx)
 
     def meters(self) -> list[Probe]:
         """[probes] power_command: a probe sampling the meter during each test."""

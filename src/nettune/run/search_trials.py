@@ -57,7 +57,7 @@ class RunMeasurer:
         ctx.by_index[idx] = rp
         ctx.per_slot[idx] = workload_run(rp.workload).tests_per_slot(rp.workload, list(ctx.target.test_hosts))
         ctx.point_ids[idx] = ctx.store.add_point(ctx.outcome.study_id, idx, rp.point.params)
-        self.runner.values.setdefault(idx, [])
+        self.runner.adopt(idx)
         return rp
 
     def point_of(self, cfg: Config) -> int:

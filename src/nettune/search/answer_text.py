@@ -14,9 +14,9 @@ def _est(a: Answer, c: Candidate) -> str:
 def answer_lines(a: Answer) -> list[str]:
     lines = [f"search ({a.method}, {'higher' if a.higher_is_better else 'lower'} {a.objective} is better): {a.tests} tests, "
              f"{a.spent:g} of a budget of {a.budget} spent; {a.stopped}"]
-    lines.append(f"defaults: {_est(a, a.baseline)}")
+    lines.append(f"defaults: {_est(a, a.baseline)} at the start")
     if a.winner is not None:
-        lines.append(f"winner: {a.winner.label}: {_est(a, a.winner)}")
+        lines.append(f"winner: {a.winner.label}: {_est(a, a.winner)} in the search (the verdict is on fresh runs at the end)")
     lines.append(f"verdict: {a.verdict_text}")
     if a.drift_text:
         lines.append(f"drift check: {a.drift_text}")
@@ -32,3 +32,13 @@ def answer_lines(a: Answer) -> list[str]:
     if not a.complete:
         lines.append("the end phase did not finish: `nettune run FILE --resume` continues the search where it stopped")
     return lines
+
+
+def persist_caution(a: Answer) -> str:
+    """What `persist --best` says beside the files when the winner was not shown better than
+    the defaults (no difference shown, borderline, or worse): the files change settings for
+    no measured gain ("" when it was shown better)."""
+    if a.verdict is None or a.verdict.verdict in ("faster", "better"):
+        return ""
+    return (f"note: the winner was not shown better than the defaults (verdict: {a.verdict_text}): these files change "
+            "settings for no measured gain")

@@ -28,6 +28,10 @@ from .ledger import NO, UNSURE, YES, Ledger
 from .space import Config
 
 MAX_RUNS_UNSURE = 6  # runs a leader only near a constraint's bound may get before it is left out
+# why the search phase stopped, said beside "N of a budget of M tests spent": the end phase is
+# held back at its most (every ablation) and often takes less, so "the budget was spent"
+# would contradict the numbers next to it
+SHARE_SPENT = "the search's share of the budget was spent (the rest kept for the end phase)"
 MAX_FAILED = 2  # failed tests a leader may have on its way to `confirm` values (then it stays unconfirmed)
 
 
@@ -66,10 +70,18 @@ def end_start(ledger: Ledger, baseline: Config, confirm: int) -> int | None:
     return None
 
 
-def winner_before(strategy: Strategy, ledger: Ledger, before: int | None, confirm: int) -> Config | None:
+def contenders(strategy: Strategy, ledger: Ledger, baseline: Config) -> list[Config]:
+    """What may be the answer: the method's candidates and the defaults, also where they are
+    no grid point (a knob-only parameter's knobs left as found): a configuration measured
+    worse than the defaults is never called the winner."""
+    cands = strategy.candidates(ledger)
+    return cands + [baseline] if baseline in ledger.by and baseline not in cands else cands
+
+
+def winner_before(strategy: Strategy, ledger: Ledger, before: int | None, confirm: int, baseline: Config) -> Config | None:
     """The configuration the end phase confirms: the best shown to satisfy the constraints
     among those with `confirm` runs, else among all measured."""
-    cands = strategy.candidates(ledger)
+    cands = contenders(strategy, ledger, baseline)
     confirmed = ledger.leader(cands, min_n=confirm, allow=(YES,), before=before)
     # a configuration with fewer runs (failed tests, or the budget ran out before the noise
     # rule reached it) whose interval lies wholly beyond the confirmed leader's is no lucky
@@ -149,7 +161,7 @@ class SearchLoop:
                     if not self.room(cost + self.settle_units()) and not self.noise_rule():
                         return
                     if not self.room(cost):
-                        self.stopped = "the budget was spent"
+                        self.stopped = SHARE_SPENT
                         return
                     self._measure(ask.config)
                     progressed = True
@@ -181,7 +193,7 @@ class SearchLoop:
         """Re-measure what noise leaves undecided; False when the budget ran out."""
         while (cfg := self.undecided()) is not None:
             if not self.room():
-                self.stopped = "the budget was spent"
+                self.stopped = SHARE_SPENT
                 return False
             self._measure(cfg)
         return True
@@ -224,7 +236,8 @@ class SearchLoop:
     def end(self) -> None:
         """`confirm` interleaved rounds of the defaults, the winner and its ablations."""
         start = end_start(self.ledger, self.baseline, self.s.confirm)
-        winner = winner_before(self.strategy, self.ledger, start if start is not None else self.ledger.next_seq, self.s.confirm)
+        winner = winner_before(self.strategy, self.ledger, start if start is not None else self.ledger.next_seq, self.s.confirm,
+                               self.baseline)
         configs = [c for _, c in end_configs(self.s, winner)]
         # a failed test is measured again (at most MAX_FAILED more rounds), so one crash of the
         # tool does not leave the verdict without its `confirm` values on each side

@@ -49,6 +49,14 @@ class SearchPlan:
             return self.budget.units
         return self.setting.units + self.reserve + self.setting.confirm
 
+    def _left(self) -> str:
+        """What the budget leaves the method once the defaults and the end phase are held back
+        (a budget of 20 tests over 3 parameters leaves 2: said before the run, not found after)."""
+        s = self.setting
+        if self.budget.units is not None:
+            return f"{s.units:g} test{'s' if s.units != 1 else ''}"
+        return f"about {s.units:.0f} tests' time"
+
     def describe(self) -> list[str]:
         s, obj = self.setting, self.objective
         cons = "; constraints: " + ", ".join(c.text() for c in obj.constraints) if obj.constraints else ""
@@ -56,7 +64,7 @@ class SearchPlan:
         return [f"search: {self.strategy.describe()}",
                 f"objective: {'higher' if obj.higher_is_better else 'lower'} {obj.title} is better ({obj.label}){cons}",
                 f"budget: {self.budget.text()} (the defaults {s.confirm} runs first; at the end {s.confirm} rounds of the defaults, "
-                f"the winner and its ablation, up to {self.reserve:g} tests); seed {s.seed}",
+                f"the winner and its ablation, up to {self.reserve:g} tests; {self._left()} left for the search itself); seed {s.seed}",
                 f"defaults: {base}"]
 
 
