@@ -89,3 +89,15 @@ def test_cli_summary_table_row_by_row(db, tmp_path):
 def test_cli_bad_summaries_are_one_line_errors(db, args, msg):
     p = nettune("compare", *args, "--db", str(db))
     assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_p_value_is_never_printed_as_a_threshold_it_is_not():
+    """0.0502 printed at two digits read "p=0.05 ... not significant" (found in a search's
+    answer); the digits grow until the text is on the right side of 0.05 and 0.10."""
+    from nettune.analysis.sweep import pval
+
+    assert pval(0.0502) == "p=0.0502" and pval(0.0498) == "p=0.0498" and pval(0.0996) == "p=0.0996"
+    assert pval(0.05) == "p=0.05" and pval(0.23) == "p=0.23" and pval(0.004) == "p=0.004" and pval(0.0004) == "p<0.001"
+    for p in (0.0449, 0.04999, 0.0501, 0.0549, 0.095, 0.1049, 0.2):
+        shown = float(pval(p).removeprefix("p="))
+        assert (shown < 0.05) == (p < 0.05) and (shown < 0.1) == (p < 0.1), (p, pval(p))

@@ -33,6 +33,7 @@ from .policy import ALPHA, adjusted, alpha_each, over
 from .ratio import Part, ratio_test
 from .serial import JsonRecord
 from .stats import summarize
+from .sweep import pval
 
 BORDERLINE = 0.10  # adjusted p in [ALPHA, BORDERLINE): "borderline"
 
@@ -110,7 +111,7 @@ def compare_parts(pa: Sequence[Part], pb: Sequence[Part], higher_is_better: bool
     better_sign = 1 if higher_is_better else -1
     adj = over(family)
     band = f"95% CI {_band(r.ci_low, r.ci_high)}" if r.bounded else "no finite 95% interval: a's runs are too noisy"
-    ci = band + (f", {adj}: p={p:.2g}" if adj else "")
+    ci = band + (f", {adj}: {pval(p)}" if adj else "")
     tost = ratio_test(pa, pb, 1 - 2 * alpha_each(family)) if margin is not None else None
     equivalent = bool(tost and tost.bounded and margin is not None and 1 - margin <= tost.ci_low <= tost.ci_high <= 1 + margin)  # type: ignore[operator]
     significant = p < ALPHA and rel != 0
@@ -120,11 +121,11 @@ def compare_parts(pa: Sequence[Part], pb: Sequence[Part], higher_is_better: bool
         # magnitudes in the direction named, so "faster" and "slower" both read positive
         lo, hi = sorted((abs(r.ci_low - 1), abs(r.ci_high - 1))) if r.bounded else (0.0, 0.0)  # type: ignore[operator]
         mag = f"95% CI {lo * 100:.1f} to {hi * 100:.1f}%" if r.bounded else band
-        head = f"b is {abs(rel) * 100:.1f}% {verdict} ({mag}{f', {adj}: p={p:.2g}' if adj else ''})"
+        head = f"b is {abs(rel) * 100:.1f}% {verdict} ({mag}{f', {adj}: {pval(p)}' if adj else ''})"
     elif borderline:
         verdict = "inconclusive"
         leaning = words[0] if rel * better_sign > 0 else words[1]
-        head = (f"borderline: b looks {abs(rel) * 100:.1f}% {leaning} (p={p:.2f}{' adjusted, ' + adj if adj else ''}, between 0.05 "
+        head = (f"borderline: b looks {abs(rel) * 100:.1f}% {leaning} ({pval(p)}{' adjusted, ' + adj if adj else ''}, between 0.05 "
                 f"and 0.10; {band}): not significant, more runs would settle it")
     else:
         verdict = "equivalent" if equivalent else "inconclusive"

@@ -38,10 +38,22 @@ def num(v: float | None) -> str:
     return f"{v:.0f}" if a >= 100 else f"{v:.1f}" if a >= 10 else f"{v:.2f}"
 
 
+THRESHOLDS = (0.05, 0.1)  # the levels verdicts are drawn at (policy.ALPHA, the borderline's upper end)
+
+
 def pval(p: float | None) -> str:
+    """p=0.23, p=0.004, p<0.001; never a threshold the value is not: 0.0502 reads
+    "p=0.0502", not "p=0.05" beside "not significant"."""
     if p is None:
         return "p n/a"
-    return "p<0.001" if p < 0.001 else f"p={p:.3f}" if p < 0.01 else f"p={p:.2f}"
+    if p < 0.001:
+        return "p<0.001"
+    digits = 3 if p < 0.01 else 2
+    text = f"{p:.{digits}f}"
+    while float(text) in THRESHOLDS and p != float(text) and digits < 8:
+        digits += 1
+        text = f"{p:.{digits}f}"
+    return f"p={text}"
 
 
 def anova(groups: Sequence[Sequence[float]]) -> float | None:
