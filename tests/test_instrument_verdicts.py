@@ -177,6 +177,22 @@ def test_a_saturated_machine_running_both_ends_is_called_the_box(tmp_path):
     assert not any("measured the box" in h for h in apart.headline + apart.findings + calm.headline + calm.findings)
 
 
+def test_the_summary_a_run_and_a_report_open_with_calls_a_saturated_machine_the_box(tmp_path):
+    # seen on loopback: best point at 99% of both cores, yet the run's five lines said only best/mattered/recommended
+    with StoreWriter(tmp_path / "sum.db") as s:
+        study(s, "box", [(2, noisy(20.0, seed=30)), (4, noisy(21.0, seed=31))], version="3.16", host_cpu=99.0)
+        study(s, "both", [(2, noisy(20.0, seed=32)), (4, noisy(21.0, seed=33))], cpu=99.0, host_cpu=99.0, cores=4)
+        study(s, "calm", [(2, noisy(20.0, seed=34)), (4, noisy(21.0, seed=35))], version="3.16", host_cpu=60.0)
+        box, both, calm = (analyze(load(s, n)) for n in ("box", "both", "calm"))
+    said = [ln for ln in box.summary if ln.startswith("measured the box, not the path")]
+    assert len(said) == 1 and said[0] in box.headline
+    assert box.summary[-1].startswith("next: measure the path, not the box") and "different machines" in box.summary[-1]
+    # a tool-bound best point on a saturated box: both verdicts, each once, the tool's first
+    assert [ln.split(":")[0] for ln in both.summary if ln.startswith(("bottleneck", "measured the box"))] == [
+        "bottleneck", "measured the box, not the path"]
+    assert not any("measured the box" in ln for ln in calm.summary)
+
+
 # --- advice -----------------------------------------------------------------------------
 
 

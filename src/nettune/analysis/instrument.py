@@ -34,6 +34,7 @@ from .data import StudyData
 TOOL_SATURATED = 90.0  # % of one core: a single-threaded tool is pegged
 ONE_THREAD_BEFORE = (3, 16)  # iperf3 versions before this run every stream of a process on one thread
 BOX_SATURATED = 95.0  # % of all of a machine's cores: every core near 100%
+BOX_HEAD = "measured the box, not the path"  # how the saturated-machine verdict opens (analysis/digest.py finds it by it)
 
 
 @dataclass
@@ -138,7 +139,7 @@ def advice(v: PointVerdict) -> str:
 
 
 def box_text(v: PointVerdict) -> str:
-    return (f"measured the box, not the path: every core of the machine running both client and server was busy "
+    return (f"{BOX_HEAD}: every core of the machine running both client and server was busy "
             f"({v.box:.0f}% of all cores{' at ' + v.label if v.label else ''}); put client and server on different machines")
 
 
