@@ -24,6 +24,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..engines.streams import SENT_SHORT, rate_text
 from ..store.cpu_units import native_unit, to_cores
 from ..store.records import RunRecord
 from ..targets import kind_named
@@ -186,7 +187,25 @@ def verdict(data: StudyData, params: list[str], best: int | None = None) -> Inst
             v.ceiling, v.ceiling_text = checks[p.idx].status, checks[p.idx].text
         v.box = _box(data, runs)
         points[p.idx] = v
-    return InstrumentVerdict(points, choice_findings(data, params) + _findings(points) + notes, best)
+    return InstrumentVerdict(points, choice_findings(data, params) + _findings(points) + notes + sent_short(data, params), best)
+
+
+def sent_short(data: StudyData, params: list[str]) -> list[str]:
+    """Points whose sender sent less than SENT_SHORT of the rate it was asked for (UDP, or
+    TCP with a bitrate): their loss and jitter are of what was sent. Each test's warnings say
+    it; analyze and the report say it too, so a reader of the verdicts alone is told."""
+    short: list[tuple[float, str, RunRecord]] = []
+    for p in data.points:
+        runs = [r for r in p.counted if r.ok and r.offered_bps and r.sender_bps is not None]
+        worst = min(runs, key=lambda r: float(r.sender_bps or 0.0) / float(r.offered_bps or 1.0), default=None)
+        if worst is not None and float(worst.sender_bps or 0.0) < SENT_SHORT * float(worst.offered_bps or 0.0):
+            short.append((float(worst.sender_bps or 0.0) / float(worst.offered_bps or 1.0), p.label(params) if params else "the point", worst))
+    if not short:
+        return []
+    share, label, r = min(short, key=lambda t: t[0])
+    return [f"the sender sent less than {SENT_SHORT * 100:.0f}% of the rate asked for at {len(short)} point(s) (least: {label}, "
+            f"{rate_text(float(r.sender_bps or 0.0))} of the {rate_text(float(r.offered_bps or 0.0))} asked for, {share * 100:.0f}%): "
+            "its host held it back, so loss and jitter there are of what it sent, not of the rate asked for"]
 
 
 def _findings(points: dict[int, PointVerdict]) -> list[str]:
