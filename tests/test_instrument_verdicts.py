@@ -207,6 +207,21 @@ def test_analyze_says_when_the_sender_sent_less_than_the_rate_asked_for(tmp_path
     assert not any("asked for" in f for f in full.findings)
 
 
+def test_cross_check_re_runs_only_the_points_analyze_calls_tool_bound(tmp_path):
+    # seen on loopback: analyze named p=2, 4, 8 (a single stream's busy core is that flow's cost in any
+    # tool), yet --cross-check re-ran p=1 too and printed a verdict on a question analyze never asked
+    from nettune.analysis.instrument import tool_bound_points
+
+    with StoreWriter(tmp_path / "cc.db") as s:
+        study(s, "cc", [(1, noisy(20.0, seed=40)), (4, noisy(21.0, seed=41))], cpu=99.0, cores=4)
+        data = load(s, "cc")
+        a = analyze(data)
+        _, hits, idx = tool_bound_points(data, data.params)
+    assert idx == [1] and [label for label, _ in hits["client"]] == ["p=4"]
+    likely = [f for f in a.findings if f.startswith("the tool was likely the bottleneck")]
+    assert likely and all("p=1" not in f for f in likely)
+
+
 # --- advice -----------------------------------------------------------------------------
 
 

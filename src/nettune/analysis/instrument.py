@@ -250,15 +250,19 @@ def choice_findings(data: StudyData, params: list[str]) -> list[str]:
 
 def tool_bound_points(data: StudyData, params: list[str]) -> tuple[str, dict[str, list[tuple[str, float]]], list[int]]:
     """(iperf3 version, side -> [(point label, %)], indices of the points whose CPU says
-    the tool was the limit): what `nettune run --cross-check` measures again."""
+    the tool was the limit): what `nettune run --cross-check` measures again. The points the
+    findings call likely tool-bound, no more: a single stream's busy core is that flow's
+    own cost in any tool (PointVerdict.tool), so re-running it with another tool would answer
+    a question analyze never asked."""
     v = verdict(data, params)
     hits: dict[str, list[tuple[str, float]]] = defaultdict(list)
     version = ""
-    for pv in v.points.values():
+    bound = [pv for pv in v.points.values() if pv.cpu and pv.streams > 1]
+    for pv in bound:
         for side, val in pv.cpu.items():
             hits[side].append((pv.label, val))
             version = pv.version or version
-    return version, hits, [i for i, pv in v.points.items() if pv.cpu]
+    return version, hits, [pv.idx for pv in bound]
 
 
 def tool_bound(data: StudyData) -> dict[str, float]:
