@@ -129,8 +129,7 @@ def next_step(out: Analysis) -> str:
     if _instrument_line(out):
         return "next: measure the path, not the tool: the advice in the line above (or `nettune run --cross-check`)"
     if _box_line(out):
-        return ("next: measure the path, not the box: run client and server on different machines (or give them more "
-                "cores), then run the study again")
+        return "next: measure the path, not the box: the advice in the line above, then run the study again"
     if out.repeats:
         r = out.repeats[0]
         pair = f"{r.labels[0]} vs {r.labels[1]} ({r.why}, {r.diff_pct:.1f}% apart)" if len(r.labels) == 2 else r.why
