@@ -75,6 +75,15 @@ def test_cross_check_states_the_spread_with_its_interval_never_a_bare_within_10_
     assert wide.status == "unknown" and "cannot tell yet" in wide.text and "not the tool's limit" not in wide.text
 
 
+def test_a_cross_check_configuration_with_a_failed_run_says_so():
+    # seen: "iperf3 3.12 x2 processes: 36.0 (N=1)" beside N=2 for the others, its second run failed unsaid
+    half = {**row("iperf3 3.12 x2 processes", "iperf3", 2, [36.0]), "failed": 1}
+    v = cross_check_verdict([row("iperf3 3.12 single process", "iperf3", 1, [18.0, 19.3]), half,
+                             row("iperf2 2.1.8", "iperf2", 1, [44.0, 45.5])])
+    assert "iperf3 3.12 x2 processes: 36.0 (N=1, 1 failed)" in v.text
+    assert "iperf2 2.1.8: 44.8 (N=2)" in v.text
+
+
 def _checked(tmp_path, other: list[float], name: str) -> Any:
     s = StoreWriter(tmp_path / f"{name}.db")
     sid = study(s, name, [(4, noisy(28.0, seed=7))], cpu=99.5)  # iperf3 3.12 pegged: the CPU says "tool"
