@@ -81,3 +81,16 @@ def test_a_fixed_port_in_use_fails_with_the_tools_reason_and_the_process_that_fa
     if processes == 2:
         assert (res.error or "").startswith(f"server of process 2 of 2 (port {first + 1}) exited before listening: ")
     assert not any("retried" in w for w in res.warnings)  # the study's port is the study's to change
+
+
+@needs_iperf3
+def test_fan_out_ports_after_a_picked_one_that_are_in_use_are_picked_again(held):
+    # the picked port was free, the next one (the second process's) had a listener: nettune's own
+    # pick, so it picks again rather than telling the user to set [workload] port
+    first, bound = held
+    bound.listen()
+    server = RacedHost(first)
+    wl = Workload(engine="iperf3", parallel=2, processes=2, duration=1, auth=False)
+    res = run_test(get_engine("iperf3"), wl, server, LocalHost("client"), _version())
+    assert res.ok and res.total_bps, res.error
+    assert len(server.given) == 2 and server.given[1] not in (first, first + 1)

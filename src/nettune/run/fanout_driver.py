@@ -35,6 +35,12 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
     hide = access.secrets()
     machine = machine or client
     taken = [int(w.port) for w in wls if w.port is not None and server.listening(int(w.port), proto)]
+    for _ in range(BUSY_RETRIES if taken and not wl.port else 0):  # nettune's own pick: its next ports may be in use
+        base = pick_port(server, None)
+        wls = _workloads(engine, wl, processes, base, warnings)
+        taken = [int(w.port) for w in wls if w.port is not None and server.listening(int(w.port), proto)]
+        if not taken:
+            break
     if taken:
         return failed_result(engine, tool_version, wl, f"port {taken[0]}/{proto} is already in use on {server.name} (processes = {len(wls)} use "
                        f"ports {base}..{base + len(wls) - 1}); set [workload] port to the first of {len(wls)} free ones", warnings)
