@@ -105,3 +105,15 @@ def test_dry_run_shows_the_warm_up_the_run_makes(tmp_path: Path) -> None:
     port = argv[argv.index("-p") + 1]
     assert shlex.split(said[0]) == [a if a != port else "<port>" for a in argv]
     assert stored[1] is None
+
+
+def test_dry_run_with_cross_check_says_what_follows_the_study(tmp_path: Path) -> None:
+    # `run --cross-check --dry-run` printed the study's plan only: the re-runs after it went unsaid
+    f = tmp_path / "c.toml"
+    f.write_text(STUDY.format(kind="local", hosts=""))
+    with_check = nettune("run", str(f), "--dry-run", "--cross-check", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"})
+    without = nettune("run", str(f), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"})
+    assert with_check.returncode == 0 and without.returncode == 0, with_check.stderr
+    assert "--cross-check: after the study" in with_check.stdout and "not in the expected time above" in with_check.stdout
+    assert "--cross-check" not in without.stdout
+    assert not (tmp_path / "r.db").exists()
