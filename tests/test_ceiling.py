@@ -74,3 +74,14 @@ def test_each_host_is_asked_its_machine_name_once(tmp_path, monkeypatch):
     for h in hosts:
         assert [a for i, a in asked if i == h].count(("uname", "-n")) == 1
     assert [a for i, a in asked if i == hosts[1]] == [("uname", "-n")]
+
+
+def test_each_ceiling_line_names_its_interval_and_its_runs_range():
+    # seen: "iperf3 -P 1: 15.36 Gbit/s (13.02 to 17.69, N=2)" read as the ceiling's interval, while
+    # the interval stored and judged with was -14.3 to 45.0 (two runs) and 13.02/17.69 the runs
+    from nettune.commands.ceiling import row_line
+
+    two = {"config": "iperf3", "streams": 1, "values": [13.02e9, 17.69e9], "errors": []}
+    assert row_line(two) == "iperf3 -P 1: 15.36 Gbit/s (95% CI -14.31 to 45.02; runs 13.02 to 17.69, N=2)"
+    assert row_line({**two, "values": [15e9]}) == "iperf3 -P 1: 15.00 Gbit/s (one run: no interval)"
+    assert row_line({**two, "values": [], "errors": ["server busy"]}) == "iperf3 -P 1: failed: server busy"

@@ -79,3 +79,41 @@ def test_dry_run_of_an_ssh_study_leaves_out_what_the_version_decides(tmp_path: P
     assert "--idle-timeout" not in p.stdout
     assert printed(p.stdout, "server")[0][:6] == ["iperf3", "-s", "-1", "-J", "-p", "<port>"]  # the first free from 5201 on, when connected
     assert "-B" in printed(p.stdout, "server")[0] and "192.0.2.10" in printed(p.stdout, "client")[0]
+
+
+@pytest.mark.skipif(shutil.which("iperf") is None, reason="needs iperf (iperf2) installed")
+def test_dry_run_shows_the_warm_up_the_run_makes(tmp_path: Path) -> None:
+    """iperf2 TCP: the run warms each fresh server with a short test (engines/iperf2.py); the dry
+    run said nothing of it. Its command is the one the run stores; UDP has none. Real iperf2, 1 s:
+    run isolated (/work/isolated.sh)."""
+    import json
+    import sqlite3
+
+    text = ('name = "nettune-t-warm"\n[target]\nkind = "local"\n[workload]\nengine = "iperf2"\nduration = 1\nauth = false\n'
+            'protocol = "{proto}"\nparallel = 2\n[sweep]\nproto = ["tcp", "udp"]\n')
+    f = tmp_path / "w.toml"
+    f.write_text(text)
+    p = nettune("run", str(f), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"})
+    assert p.returncode == 0, p.stderr
+    said = [ln.split("(docs/engines.md): ", 1)[1] for ln in p.stdout.splitlines() if "warm-up test, not measured" in ln]
+    assert len(said) == 1  # the TCP point only
+    nettune("run", str(f), "--db", str(tmp_path / "r.db"), check=True)
+    with sqlite3.connect(tmp_path / "r.db") as db:
+        stored = [json.loads(x).get("warm_up") for (x,) in db.execute(
+            "SELECT extra_json FROM runs r JOIN points p ON p.id = r.point_id ORDER BY p.idx")]
+    argv = stored[0]["argv"]
+    port = argv[argv.index("-p") + 1]
+    assert shlex.split(said[0]) == [a if a != port else "<port>" for a in argv]
+    assert stored[1] is None
+
+
+def test_dry_run_with_cross_check_says_what_follows_the_study(tmp_path: Path) -> None:
+    # `run --cross-check --dry-run` printed the study's plan only: the re-runs after it went unsaid
+    f = tmp_path / "c.toml"
+    f.write_text(STUDY.format(kind="local", hosts=""))
+    with_check = nettune("run", str(f), "--dry-run", "--cross-check", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"})
+    without = nettune("run", str(f), "--dry-run", "--db", str(tmp_path / "r.db"), env={"COLUMNS": "2000"})
+    assert with_check.returncode == 0 and without.returncode == 0, with_check.stderr
+    assert "--cross-check: after the study" in with_check.stdout and "not in the expected time above" in with_check.stdout
+    assert "--cross-check" not in without.stdout
+    assert not (tmp_path / "r.db").exists()

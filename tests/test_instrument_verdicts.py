@@ -22,7 +22,7 @@ from nettune.studyfile.models import Study
 
 def study(s: StoreWriter, name: str, points: list[tuple[int, list[float]]], *, kind: str = "lab", version: str = "3.12", cpu: float = 50.0,
           host_cpu: float = 30.0, mtu: int = 9000, shaped: bool = True, choice: bool = False, machine: str = "m1",
-          server_machine: str | None = None, cores: int = 2) -> int:
+          server_machine: str | None = None, cores: int = 2, offered: float | None = None) -> int:
     """A study of -P points, each with the given Gbit/s runs (every run stored as measured)."""
     spec = {"name": name, "target": {"kind": kind} if kind != "ssh" else {
         "kind": "ssh", "hosts": {"server": {"address": "192.0.2.10"}, "client": {"address": "192.0.2.11"}}},
@@ -39,6 +39,7 @@ def study(s: StoreWriter, name: str, points: list[tuple[int, list[float]]], *, k
                                        "reason": "test"}} if choice else {}
             res = Result(engine="iperf3", tool_version=version, receiver_bps=g * 1e9, sender_bps=g * 1e9, duration=5.0,
                          cpu_client=cpu, cpu_server=cpu * 0.7, cpu_host=host_cpu, extra=extra,
+                         offered_bps=offered * 1e9 if offered else None,
                          streams=[StreamResult(id=k, receiver_bps=g * 1e9 / p) for k in range(p)])
             s.add_run(sid, pid, run, False, res, settings)
     s.finish_study(sid, "done")
@@ -72,6 +73,15 @@ def test_cross_check_states_the_spread_with_its_interval_never_a_bare_within_10_
     wide = cross_check_verdict([row("iperf3 3.12 single process", "iperf3", 1, noisy(25.0, n=3, sd=0.2, seed=5)),
                                 row("iperf2 2.1.8", "iperf2", 1, noisy(27.0, n=3, sd=0.2, seed=6))])
     assert wide.status == "unknown" and "cannot tell yet" in wide.text and "not the tool's limit" not in wide.text
+
+
+def test_a_cross_check_configuration_with_a_failed_run_says_so():
+    # seen: "iperf3 3.12 x2 processes: 36.0 (N=1)" beside N=2 for the others, its second run failed unsaid
+    half = {**row("iperf3 3.12 x2 processes", "iperf3", 2, [36.0]), "failed": 1}
+    v = cross_check_verdict([row("iperf3 3.12 single process", "iperf3", 1, [18.0, 19.3]), half,
+                             row("iperf2 2.1.8", "iperf2", 1, [44.0, 45.5])])
+    assert "iperf3 3.12 x2 processes: 36.0 (N=1, 1 failed)" in v.text
+    assert "iperf2 2.1.8: 44.8 (N=2)" in v.text
 
 
 def _checked(tmp_path, other: list[float], name: str) -> Any:
@@ -168,13 +178,62 @@ def test_a_loopback_ceiling_judges_no_lab_or_remote_path(tmp_path):
 
 def test_a_saturated_machine_running_both_ends_is_called_the_box(tmp_path):
     with StoreWriter(tmp_path / "box.db") as s:
-        study(s, "box", [(2, noisy(20.0, seed=20)), (4, noisy(21.0, seed=21))], version="3.16", host_cpu=99.0)
+        study(s, "box", [(2, noisy(20.0, seed=20)), (4, noisy(21.0, seed=21))], version="3.16", cpu=95.0, host_cpu=99.0)
         study(s, "apart", [(2, noisy(20.0, seed=22))], kind="ssh", version="3.16", host_cpu=99.0, server_machine="m2")
         study(s, "calm", [(2, noisy(20.0, seed=23))], version="3.16", host_cpu=60.0)
-        box, apart, calm = (analyze(load(s, n)) for n in ("box", "apart", "calm"))
+        # seen here: both cores 100% busy while client and server used 0.4 and 0.45 of a core: other jobs did
+        study(s, "others", [(2, noisy(20.0, seed=24)), (4, noisy(21.0, seed=25))], version="3.16", cpu=40.0, host_cpu=100.0)
+        box, apart, calm, others = (analyze(load(s, n)) for n in ("box", "apart", "calm", "others"))
     assert any(h.startswith("measured the box, not the path") and "different machines" in h for h in box.headline)
+    said = [h for h in others.headline if h.startswith("measured the box, not the path")]
+    assert len(said) == 1 and "used only about 34% of them: other work on the machine took the rest" in said[0]
+    assert "different machines" not in said[0]
     assert any("measured the box" in f for f in box.findings)
     assert not any("measured the box" in h for h in apart.headline + apart.findings + calm.headline + calm.findings)
+
+
+def test_the_summary_a_run_and_a_report_open_with_calls_a_saturated_machine_the_box(tmp_path):
+    # seen on loopback: best point at 99% of both cores, yet the run's five lines said only best/mattered/recommended
+    with StoreWriter(tmp_path / "sum.db") as s:
+        study(s, "box", [(2, noisy(20.0, seed=30)), (4, noisy(21.0, seed=31))], version="3.16", cpu=95.0, host_cpu=99.0)
+        study(s, "both", [(2, noisy(20.0, seed=32)), (4, noisy(21.0, seed=33))], cpu=99.0, host_cpu=99.0, cores=4)
+        study(s, "calm", [(2, noisy(20.0, seed=34)), (4, noisy(21.0, seed=35))], version="3.16", host_cpu=60.0)
+        box, both, calm = (analyze(load(s, n)) for n in ("box", "both", "calm"))
+    said = [ln for ln in box.summary if ln.startswith("measured the box, not the path")]
+    assert len(said) == 1 and said[0] in box.headline
+    assert box.summary[-1].startswith("next: measure the path, not the box: the advice in the line above")
+    # a tool-bound best point on a saturated box: both verdicts, each once, the tool's first
+    assert [ln.split(":")[0] for ln in both.summary if ln.startswith(("bottleneck", "measured the box"))] == [
+        "bottleneck", "measured the box, not the path"]
+    assert not any("measured the box" in ln for ln in calm.summary)
+
+
+def test_analyze_says_when_the_sender_sent_less_than_the_rate_asked_for(tmp_path):
+    # seen on the lab: UDP -b 2G -P 4 sent 869 Mbit/s of the 8 Gbit/s asked for; the run's table said it,
+    # analyze and the report said nothing and called 0.70 Gbit/s the best
+    with StoreWriter(tmp_path / "off.db") as s:
+        study(s, "short", [(1, [0.90, 0.91]), (4, [0.87, 0.86]), (8, [1.95, 1.97])], version="3.16", offered=2.0)
+        study(s, "full", [(1, [1.99, 1.98]), (4, [1.97, 1.96])], version="3.16", offered=2.0)
+        short, full = (analyze(load(s, n)) for n in ("short", "full"))
+    said = [f for f in short.findings if f.startswith("the sender sent less than 95% of the rate asked for")]
+    assert len(said) == 1 and "at 2 point(s)" in said[0] and "least: p=4, 860 Mbit/s of the 2 Gbit/s asked for, 43%" in said[0]
+    assert said[0] in short.sections["instrument"]
+    assert not any("asked for" in f for f in full.findings)
+
+
+def test_cross_check_re_runs_only_the_points_analyze_calls_tool_bound(tmp_path):
+    # seen on loopback: analyze named p=2, 4, 8 (a single stream's busy core is that flow's cost in any
+    # tool), yet --cross-check re-ran p=1 too and printed a verdict on a question analyze never asked
+    from nettune.analysis.instrument import tool_bound_points
+
+    with StoreWriter(tmp_path / "cc.db") as s:
+        study(s, "cc", [(1, noisy(20.0, seed=40)), (4, noisy(21.0, seed=41))], cpu=99.0, cores=4)
+        data = load(s, "cc")
+        a = analyze(data)
+        _, hits, idx = tool_bound_points(data, data.params)
+    assert idx == [1] and [label for label, _ in hits["client"]] == ["p=4"]
+    likely = [f for f in a.findings if f.startswith("the tool was likely the bottleneck")]
+    assert likely and all("p=1" not in f for f in likely)
 
 
 # --- advice -----------------------------------------------------------------------------

@@ -41,8 +41,13 @@ def _values(row: dict[str, Any]) -> list[float]:
 def _shown(row: dict[str, Any]) -> str:
     if row.get("gbps") is None:
         return f"{row['label']}: failed"
-    n = row.get("n")
-    return f"{row['label']}: {row['gbps']:.1f}" + (f" (N={n})" if n else "")
+    return f"{row['label']}: {row['gbps']:.1f}" + (f" ({runs_said(row)})" if row.get("n") else "")
+
+
+def runs_said(row: dict[str, Any]) -> str:
+    """"N=2", or "N=1, 1 failed": a configuration with fewer runs than the others says why."""
+    failed = row.get("failed") or 0
+    return f"N={row.get('n')}" + (f", {failed} failed" if failed else "")
 
 
 def cross_check_verdict(rows: list[dict[str, Any]]) -> CrossVerdict:
@@ -79,4 +84,4 @@ def cross_check_verdict(rows: list[dict[str, Any]]) -> CrossVerdict:
     return CrossVerdict("unknown", shown + f" -> cannot tell yet ({spread}: between {lo:+.0f}% and {hi:+.0f}% more elsewhere, "
                         f"across the {AGREE_WITHIN * 100:.0f}% line); add runs and cross-check again")
 
-__all__ = ["AGREE_WITHIN", "CrossVerdict", "cross_check_verdict"]
+__all__ = ["AGREE_WITHIN", "CrossVerdict", "cross_check_verdict", "runs_said"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .emulation import EMULATED
+from .instrument import BOX_HEAD
 from .sweep import num, pval
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def summary(out: Analysis) -> list[str]:
         return [out.headline[0], how_sure(out),
                 "next: run the same study on hosts with real CPUs (a KVM host, or real machines) for performance verdicts"]
     lines = [out.headline[0] if out.headline else f"best: {num(out.best.mean)} {out.unit}"]
-    lines += [mattered(out), recommended(out), how_sure(out), next_step(out)]
+    lines += [mattered(out), _box_line(out) if _instrument_line(out) else "", recommended(out), how_sure(out), next_step(out)]
     return [ln for ln in lines if ln]
 
 
@@ -60,10 +61,16 @@ def _instrument_line(out: Analysis) -> str | None:
     return next((h for h in out.headline if h.startswith(INSTRUMENT_HEAD)), None)
 
 
+def _box_line(out: Analysis) -> str:
+    """The headline's saturated-machine verdict on the best point ("" none): what limited the
+    number as much as any parameter, so the summary never leaves it to the verdicts below."""
+    return next((h for h in out.headline if h.startswith(BOX_HEAD)), "")
+
+
 def mattered(out: Analysis) -> str:
     """The instrument's limit when it set the number (said once), else the parameter that
     mattered most with its change, else why none is named."""
-    limit = _instrument_line(out)
+    limit = _instrument_line(out) or _box_line(out)
     if limit:
         return limit
     effects = [p.effect for p in out.parameters if p.effect is not None]
@@ -121,6 +128,8 @@ def next_step(out: Analysis) -> str:
     that settle the closest call, then a range that stopped too early."""
     if _instrument_line(out):
         return "next: measure the path, not the tool: the advice in the line above (or `nettune run --cross-check`)"
+    if _box_line(out):
+        return "next: measure the path, not the box: the advice in the line above, then run the study again"
     if out.repeats:
         r = out.repeats[0]
         pair = f"{r.labels[0]} vs {r.labels[1]} ({r.why}, {r.diff_pct:.1f}% apart)" if len(r.labels) == 2 else r.why

@@ -12,7 +12,9 @@ summary and the report all print:
      at >= 90% of one core measured itself (unless it already had a process per core the
      client may use) -> likely, to be confirmed by a cross-check.
 2. Was the box measured rather than the path? When every core of a machine that runs both
-   ends is near 100% (its busy share >= 95%), the numbers are that machine's limit.
+   ends is near 100% (its busy share >= 95%), the numbers are that machine's limit: the
+   test's own (client and server on different machines), or, when the test's processes and
+   softirq used less than 75% of the cores, other work's (measure when the machine is quiet).
 3. engine = "auto": what was picked and why (stored with every test).
 
 The advice never names the setting already in use (engine = "auto" is not advised to a
@@ -24,6 +26,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..engines.streams import SENT_SHORT, rate_text
 from ..store.cpu_units import native_unit, to_cores
 from ..store.records import RunRecord
 from ..targets import kind_named
@@ -34,6 +37,8 @@ from .data import StudyData
 TOOL_SATURATED = 90.0  # % of one core: a single-threaded tool is pegged
 ONE_THREAD_BEFORE = (3, 16)  # iperf3 versions before this run every stream of a process on one thread
 BOX_SATURATED = 95.0  # % of all of a machine's cores: every core near 100%
+OWN_SHARE = 75.0  # % of all cores: a busy machine whose test used less than this was kept busy by other work
+BOX_HEAD = "measured the box, not the path"  # how the saturated-machine verdict opens (analysis/digest.py finds it by it)
 
 
 @dataclass
@@ -47,6 +52,7 @@ class PointVerdict:
     ceiling: str = ""  # ceiling status: "within", "above", "below", "single" ("" none)
     ceiling_text: str = ""
     box: float | None = None  # the machine's busy % when every core was near 100% and it ran both ends
+    own: float | None = None  # of which the test's own processes and softirq (% of all cores), with box
     auto: bool = False  # engine = "auto" chose the configuration
     streams: int = 1
 
@@ -138,8 +144,27 @@ def advice(v: PointVerdict) -> str:
 
 
 def box_text(v: PointVerdict) -> str:
-    return (f"measured the box, not the path: every core of the machine running both client and server was busy "
-            f"({v.box:.0f}% of all cores{' at ' + v.label if v.label else ''}); put client and server on different machines")
+    head = (f"{BOX_HEAD}: every core of the machine running both client and server was busy "
+            f"({v.box:.0f}% of all cores{' at ' + v.label if v.label else ''})")
+    if v.own is not None and v.own < OWN_SHARE:
+        return (f"{head}, and the test's own client, server and softirq used only about {v.own:.0f}% of them: other work on "
+                "the machine took the rest; measure again when nothing else runs there")
+    return f"{head}; put client and server on different machines"
+
+
+def _own(data: StudyData, runs: list[RunRecord]) -> float | None:
+    """The test's own share of all the machine's cores (its client's and server's processes
+    and the machine's softirq work), mean over the runs; None when a figure is missing."""
+    cores = data.host_cores()
+    shares = []
+    for r in runs:
+        parts = [to_cores(value, r.cpu_units.get(k) or native_unit(k), cores)
+                 for k, value in (("cpu_client", r.cpu_client), ("cpu_server", r.cpu_server),
+                                         ("cpu_host_softirq", r.cpu_host_softirq))]
+        if parts[0] is None or parts[1] is None or not cores:
+            return None
+        shares.append(100.0 * sum(p or 0.0 for p in parts) / cores)
+    return sum(shares) / len(shares) if shares else None
 
 
 def _box(data: StudyData, runs: list[RunRecord]) -> float | None:
@@ -184,8 +209,27 @@ def verdict(data: StudyData, params: list[str], best: int | None = None) -> Inst
         if p.idx in checks:
             v.ceiling, v.ceiling_text = checks[p.idx].status, checks[p.idx].text
         v.box = _box(data, runs)
+        v.own = _own(data, runs) if v.box is not None else None
         points[p.idx] = v
-    return InstrumentVerdict(points, choice_findings(data, params) + _findings(points) + notes, best)
+    return InstrumentVerdict(points, choice_findings(data, params) + _findings(points) + notes + sent_short(data, params), best)
+
+
+def sent_short(data: StudyData, params: list[str]) -> list[str]:
+    """Points whose sender sent less than SENT_SHORT of the rate it was asked for (UDP, or
+    TCP with a bitrate): their loss and jitter are of what was sent. Each test's warnings say
+    it; analyze and the report say it too, so a reader of the verdicts alone is told."""
+    short: list[tuple[float, str, RunRecord]] = []
+    for p in data.points:
+        runs = [r for r in p.counted if r.ok and r.offered_bps and r.sender_bps is not None]
+        worst = min(runs, key=lambda r: float(r.sender_bps or 0.0) / float(r.offered_bps or 1.0), default=None)
+        if worst is not None and float(worst.sender_bps or 0.0) < SENT_SHORT * float(worst.offered_bps or 0.0):
+            short.append((float(worst.sender_bps or 0.0) / float(worst.offered_bps or 1.0), p.label(params) if params else "the point", worst))
+    if not short:
+        return []
+    share, label, r = min(short, key=lambda t: t[0])
+    return [f"the sender sent less than {SENT_SHORT * 100:.0f}% of the rate asked for at {len(short)} point(s) (least: {label}, "
+            f"{rate_text(float(r.sender_bps or 0.0))} of the {rate_text(float(r.offered_bps or 0.0))} asked for, {share * 100:.0f}%): "
+            "its host held it back, so loss and jitter there are of what it sent, not of the rate asked for"]
 
 
 def _findings(points: dict[int, PointVerdict]) -> list[str]:
@@ -230,15 +274,19 @@ def choice_findings(data: StudyData, params: list[str]) -> list[str]:
 
 def tool_bound_points(data: StudyData, params: list[str]) -> tuple[str, dict[str, list[tuple[str, float]]], list[int]]:
     """(iperf3 version, side -> [(point label, %)], indices of the points whose CPU says
-    the tool was the limit): what `nettune run --cross-check` measures again."""
+    the tool was the limit): what `nettune run --cross-check` measures again. The points the
+    findings call likely tool-bound, no more: a single stream's busy core is that flow's
+    own cost in any tool (PointVerdict.tool), so re-running it with another tool would answer
+    a question analyze never asked."""
     v = verdict(data, params)
     hits: dict[str, list[tuple[str, float]]] = defaultdict(list)
     version = ""
-    for pv in v.points.values():
+    bound = [pv for pv in v.points.values() if pv.cpu and pv.streams > 1]
+    for pv in bound:
         for side, val in pv.cpu.items():
             hits[side].append((pv.label, val))
             version = pv.version or version
-    return version, hits, [i for i, pv in v.points.items() if pv.cpu]
+    return version, hits, [pv.idx for pv in bound]
 
 
 def tool_bound(data: StudyData) -> dict[str, float]:

@@ -60,10 +60,7 @@ def _largest_p(what: list[str]) -> int:
 
 
 def _show(row: dict[str, Any]) -> None:
-    vals = row["values"]
-    if not vals:
-        console.print(f"  {escape(str(row['config']))} -P {row['streams']}: [red]failed: {escape(str(row['errors'][-1])) if row['errors'] else '?'}[/]", highlight=False)
-        return
-    mean = sum(vals) / len(vals)
-    spread = f" ({min(vals) / 1e9:.2f} to {max(vals) / 1e9:.2f}, N={len(vals)})" if len(vals) > 1 else ""
-    console.print(escape(f"  {row['config']} -P {row['streams']}: {mean / 1e9:.2f} Gbit/s{spread}"), highlight=False)
+    from ..commands.ceiling import row_line
+
+    line = escape("  " + row_line(row))
+    console.print(f"[red]{line}[/]" if not row["values"] else line, highlight=False)

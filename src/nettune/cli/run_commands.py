@@ -136,6 +136,10 @@ def run(
         from .dry_run_output import print_plan
 
         print_plan(study, text, str(file), db)
+        if cross_check:  # which points is known only once analysis has their runs
+            console.print("[dim]--cross-check: after the study, the points analysis then calls tool-bound are run again with the "
+                          "other engine and with iperf3 fanned out, the study's counted runs each (not in the expected time above; "
+                          "which points, only the runs can tell)[/]")
         return
     resolved = expand_and_check(study, text, str(file))
     if study.search is not None:

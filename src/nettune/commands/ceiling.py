@@ -29,6 +29,7 @@ from ..engines.choice import config_label, threaded
 from ..studyfile.models import Workload
 from ..run.driver import run_test
 from ..run.engine_choice import HostAnswers
+from ..store.instrument_tables import ceiling_interval
 
 MAX_STREAMS = 16  # -P 1..16 by default: the stream counts studies sweep (study D's peak was at 10)
 RUNS = 3
@@ -103,6 +104,21 @@ def measure(server: Any, client: Any, p: Plan, duration: int, runs: int = RUNS,
             if on_row and rnd == runs - 1:
                 on_row(row)
     return list(rows.values())
+
+
+def row_line(row: dict[str, Any]) -> str:
+    """One measured configuration and -P as `nettune ceiling` prints it: the mean with the
+    95% interval that is stored and judged with, and the runs' range beside it, each named
+    (a bare "(a to b)" read as an interval while it was the two runs' min and max)."""
+    vals = row["values"]
+    head = f"{row['config']} -P {row['streams']}"
+    if not vals:
+        return f"{head}: failed: {row['errors'][-1] if row['errors'] else '?'}"
+    mean, lo, hi = ceiling_interval(vals)
+    if lo is None or hi is None or mean is None:
+        return f"{head}: {vals[0] / 1e9:.2f} Gbit/s (one run: no interval)"
+    return (f"{head}: {mean / 1e9:.2f} Gbit/s (95% CI {lo / 1e9:.2f} to {hi / 1e9:.2f}; "
+            f"runs {min(vals) / 1e9:.2f} to {max(vals) / 1e9:.2f}, N={len(vals)})")
 
 
 def best(rows: list[dict[str, Any]]) -> dict[str, tuple[float, int]]:

@@ -75,6 +75,10 @@ class Engine(Tool, Protocol):
         (client None: before our client even started); a fresh server is worth a retry."""
         ...
 
+    def server_error(self, server: SideOutput) -> str:
+        """Why a server that never listened stopped, in the tool's own words ('' unknown)."""
+        ...
+
     def server_done(self, wl: Workload, stdout: str) -> bool:
         """For a server that does not exit by itself: True once `stdout` holds its final
         report, so the driver can stop it."""
@@ -153,6 +157,11 @@ class NetworkEngineBase(EngineBase):
 
     def taken(self, client: SideOutput | None, server: SideOutput) -> bool:
         return False
+
+    def server_error(self, server: SideOutput) -> str:
+        # the tool's last line with words in it (iperf2: "bind failed: Address already in use")
+        lines = [ln.strip() for ln in (server.stderr or server.stdout or "").splitlines() if any(c.isalpha() for c in ln)]
+        return lines[-1] if lines else ""
 
     def server_done(self, wl: Workload, stdout: str) -> bool:
         # only asked when server_exits is False; an engine whose server keeps running

@@ -137,6 +137,12 @@ class Iperf3Engine(NetworkEngineBase):
         err = (str(doc.get("error", "")) if doc else "") + " " + (client.stderr or "")
         return any(s in err.lower() for s in _NEVER_STARTED)
 
+    def server_error(self, server: SideOutput) -> str:
+        # with -J the reason is in the JSON ("error - unable to start listener for connections:
+        # Address already in use"); stderr only has "iperf3: exiting"
+        said = [str(o["error"]) for o in json_objects(server.stdout or "") if o.get("error")]
+        return said[-1] if said else super().server_error(server)
+
     def warnings(self, wl: Workload) -> tuple[Workload, list[str]]:
         if isinstance(wl.parallel, int) and wl.parallel > MAX_STREAMS:
             msg = f"iperf3 allows at most {MAX_STREAMS} streams (-P); asked for {wl.parallel}, ran {MAX_STREAMS}"

@@ -62,12 +62,12 @@ def offered(res: TestResult, per_stream: float | None, streams: int) -> None:
         return
     res.offered_bps = float(per_stream) * streams
     if res.sender_bps is not None and res.sender_bps < SENT_SHORT * res.offered_bps:
-        res.warnings.append(f"the sender sent {_rate(res.sender_bps)} of the {_rate(res.offered_bps)} asked for "
+        res.warnings.append(f"the sender sent {rate_text(res.sender_bps)} of the {rate_text(res.offered_bps)} asked for "
                             f"({100 * res.sender_bps / res.offered_bps:.0f}%): its host held it back, so loss and jitter are "
                             "of what it sent, not of the rate asked for")
 
 
-def _rate(bps: float) -> str:
+def rate_text(bps: float) -> str:
     for unit, power in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
         if bps >= power:
             return f"{bps / power:.3g} {unit}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..analysis.cross_checks import cross_check_verdict
+from ..analysis.cross_checks import cross_check_verdict, runs_said
 
 
 def cross_check_md(study: dict[str, Any], md_table: Callable[[list[str], list[list[str]]], list[str]]) -> list[str]:
@@ -17,7 +17,7 @@ def cross_check_md(study: dict[str, Any], md_table: Callable[[list[str], list[li
              f"`{study['name']}.cross-check`).", ""]
     for c in checks:
         lines += [f"### {c['label']}", ""]
-        rows = [[r["label"], "failed" if r["gbps"] is None else f"{r['gbps']:.2f}", str(r["n"])] for r in c["rows"]]
+        rows = [[r["label"], "failed" if r["gbps"] is None else f"{r['gbps']:.2f}", runs_said(r).removeprefix("N=")] for r in c["rows"]]
         lines += md_table(["configuration", "Gbit/s", "N"], rows)
         lines += ["", f"Verdict: {cross_check_verdict(c['rows']).text}", ""]  # recomputed from the runs, as analyze does
     return lines

@@ -18,7 +18,7 @@ from ..probes.registry import process_probes, server_machine, window_probes
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Proc
 from .fanout_driver import run_fanout
-from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, retry_reason, wait_listening, wait_server
+from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, port_raced, retry_reason, wait_listening, wait_server
 
 def run_test(
     engine: Engine,
@@ -82,10 +82,14 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
                     warnings.append(f"{retry}, retried with a new server (attempt {attempt + 2})")
                     continue
                 why = "exited before listening" if srv.poll() is not None else f"did not listen on port {port} within {SERVER_START_TIMEOUT:.0f}s"
-                detail = [ln.strip() for ln in (srv_side.stderr or srv_side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
+                detail = engine.server_error(srv_side)
+                if port_raced(detail, wl.port) and attempt + 1 < BUSY_RETRIES:
+                    warnings.append(f"server on port {port} {why}: {detail}; retried on a new port (attempt {attempt + 2})")
+                    port = pick_port(server, None)
+                    continue
                 if access.bind and "assign requested address" in (srv_side.stderr + srv_side.stdout).lower():
-                    detail = [f"{detail[0]} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"]
-                return failed_result(engine, tool_version, wl, f"server {why} {detail[0]}".strip(), warnings, server=srv_side)
+                    detail = f"{detail} (cannot bind to {access.bind}: not an address of {server.name}, e.g. behind NAT? set [workload] bind = false)"
+                return failed_result(engine, tool_version, wl, f"server {why}: {detail}" if detail else f"server {why}", warnings, server=srv_side)
 
             warm = _warm_up(engine, wl, server, client, srv, port, tool_version, access)  # before the probes: not measured
             window = window_probes(machine, extra_machines) + server_machine(server, machine) + list(meters or [])

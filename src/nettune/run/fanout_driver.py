@@ -23,27 +23,35 @@ from ..probes.base import Probe
 from ..probes.registry import process_probes, server_machine, window_probes
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Proc
-from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, retry_reason, wait_listening, wait_server
+from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, port_raced, retry_reason, wait_listening, wait_server
 
 
 def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None,
                extra_machines: dict[str, Host], access: Access, processes: int) -> TestResult:
     base = pick_port(server, wl.port)
-    wls, warnings = [], []
-    for w in process_workloads(wl, processes, base):  # each process within the tool's limits (iperf3: 128 streams)
-        w, notes = engine.warnings(w)
-        wls.append(w)
-        warnings += [n for n in notes if n not in warnings]
+    warnings: list[str] = []
+    wls = _workloads(engine, wl, processes, base, warnings)
     proto = engine.listen_proto(wl)
     hide = access.secrets()
     machine = machine or client
     taken = [int(w.port) for w in wls if w.port is not None and server.listening(int(w.port), proto)]
+    for _ in range(BUSY_RETRIES if taken and not wl.port else 0):  # nettune's own pick: its next ports may be in use
+        base = pick_port(server, None)
+        wls = _workloads(engine, wl, processes, base, warnings)
+        taken = [int(w.port) for w in wls if w.port is not None and server.listening(int(w.port), proto)]
+        if not taken:
+            break
     if taken:
         return failed_result(engine, tool_version, wl, f"port {taken[0]}/{proto} is already in use on {server.name} (processes = {len(wls)} use "
                        f"ports {base}..{base + len(wls) - 1}); set [workload] port to the first of {len(wls)} free ones", warnings)
     for attempt in range(BUSY_RETRIES):
         got = _attempt(engine, wl, wls, server, client, tool_version, machine, extra_machines, access, proto, warnings)
         if isinstance(got, TestResult):
+            if port_raced(got.error or "", wl.port) and attempt + 1 < BUSY_RETRIES:
+                warnings.append(f"{got.error}; retried on new ports (attempt {attempt + 2})")
+                base = pick_port(server, None)
+                wls = _workloads(engine, wl, processes, base, warnings)
+                continue
             return got
         if isinstance(got, str):  # a server was taken before any client started
             if attempt + 1 < BUSY_RETRIES:
@@ -80,6 +88,17 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
     return res
 
 
+def _workloads(engine: Engine, wl: Workload, processes: int, base: int, warnings: list[str]) -> list[Workload]:
+    """Each process's workload on consecutive ports from `base`, within the tool's limits
+    (iperf3: 128 streams); what the tool cannot run as asked is added to `warnings` once."""
+    out = []
+    for w in process_workloads(wl, processes, base):
+        w, notes = engine.warnings(w)
+        out.append(w)
+        warnings += [n for n in notes if n not in warnings]
+    return out
+
+
 @dataclass
 class _Tried:
     """One try's processes, their outputs, and the probes that watched them."""
@@ -109,7 +128,7 @@ def _attempt(engine: Engine, wl: Workload, wls: list[Workload], server: Host, cl
             srv = server.spawn(engine.server_argv(w, int(w.port or 0), tool_version, access))
             srvs.append(srv)
             srv_sides.append(SideOutput(role="server", host=server.name, argv=hidden(srv.argv, hide), started=time.time()))
-        for srv, side, w in zip(srvs, srv_sides, wls):
+        for i, (srv, side, w) in enumerate(zip(srvs, srv_sides, wls)):
             if not wait_listening(server, srv, int(w.port or 0), proto):
                 for s in srvs:
                     s.stop()
@@ -118,8 +137,9 @@ def _attempt(engine: Engine, wl: Workload, wls: list[Workload], server: Host, cl
                 if retry:  # someone else's connection ended it before our clients started
                     return retry
                 why = "exited before listening" if srv.poll() is not None else f"did not listen on port {w.port} within {SERVER_START_TIMEOUT:.0f}s"
-                detail = [ln.strip() for ln in (side.stderr or side.stdout).splitlines() if any(c.isalpha() for c in ln)][-1:] or [""]
-                return failed_result(engine, tool_version, wl, f"server of process {len(clis) + 1} {why} {detail[0]}".strip(), warnings, server=side)
+                detail = engine.server_error(side)
+                head = f"server of process {i + 1} of {len(wls)} (port {w.port}) {why}"
+                return failed_result(engine, tool_version, wl, f"{head}: {detail}" if detail else head, warnings, server=side)
         window = window_probes(machine, extra_machines) + server_machine(server, machine)
         for p in window:
             p.start()

@@ -37,6 +37,13 @@ def pick_port(host: Host, wanted: int | str | None) -> int:
     return host.free_port()  # each kind of host knows where to look (its own sockets)
 
 
+def port_raced(why: str, wanted: int | str | None) -> bool:
+    """A server could not bind a port nettune picked itself: free when picked, taken since
+    (on a busy machine an ephemeral port is taken by any connection); a new one is worth a
+    try. A port the study fixed is the study's to change."""
+    return not wanted and "address already in use" in why.lower()
+
+
 def retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput) -> str | None:
     """Why a fresh server may succeed: someone else's test holds this one (busy), or
     another connection ended the one-off server before our client reached it (client

@@ -70,7 +70,7 @@ def add_ceilings(sql: Sql, machine: str, rows: list[dict[str, Any]], path: str =
         for r in rows:
             given: list[Any] = list(r["values"]) if r.get("values") is not None else [r.get("bps")]
             vals = [float(v) for v in given if v is not None]
-            mean, lo, hi = _interval(vals)
+            mean, lo, hi = ceiling_interval(vals)
             out.append((machine, path, r["config"], r["engine"], r["processes"], r["streams"], r.get("tool_version"), mean,
                         r.get("duration"), r.get("cores"), now, len(vals), lo, hi, json.dumps(vals)))
         sql.many(
@@ -78,7 +78,7 @@ def add_ceilings(sql: Sql, machine: str, rows: list[dict[str, Any]], path: str =
             " runs, ci_low, ci_high, values_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", out)
 
 
-def _interval(vals: list[float]) -> tuple[float | None, float | None, float | None]:
+def ceiling_interval(vals: list[float]) -> tuple[float | None, float | None, float | None]:
     """Mean and 95% Student-t interval (None where fewer than two runs give none)."""
     if not vals:
         return None, None, None

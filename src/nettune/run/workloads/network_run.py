@@ -10,6 +10,7 @@ process per side) or run/fanout_driver.py (`processes`); pairs and rounds: run/s
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 
 from ...engines import network_engine
@@ -80,6 +81,11 @@ class NetworkRun(WorkloadRunBase):
         access, note = planned_access(engine, wl, address)
         notes += [note] if note else []
         port = int(wl.port) if wl.port is not None else planned_port(study)
+        warm = engine.warm_up(wl) if not (isinstance(wl.processes, int) and wl.processes > 1) else None  # as run.driver
+        if warm is not None:
+            argv = _port_shown(engine.client_argv(warm, address, port or DEFAULT_PORT, tool.version, access), port)
+            notes.append(f"before it, against the same fresh server, a {warm.duration:g} s warm-up test, not measured "
+                         f"(docs/engines.md): {shlex.join(argv)}")
         target = ", ".join(f"{k}={v}" for k, v in rp.target.model_dump().items() if k in ("mtu", "queues"))
         return PlannedTest(
             index=rp.point.index, label=rp.point.label(), target=target, server_host=server, client_host=client,
