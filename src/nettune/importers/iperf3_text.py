@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engines.result import Interval, StreamResult, TestResult
+from ..record.parts import ReverseDirection
 from ..engines.streams import total
 from ..errors import NettuneError
 from .base import Hints, ImporterBase, side, workload
@@ -24,7 +25,7 @@ _BYTES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 LINE = re.compile(
     r"^\[\s*(?P<id>\d+|SUM)\](?:\[(?P<role>[TR]X-[CS])\])?\s+(?P<a>\d+\.\d{2})-(?P<b>\d+\.\d{2})\s+sec\s+"
-    r"(?P<x>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<y>\d+(?:\.\d+)?)\s+(?P<yu>[KMGT]?)bits/sec(?P<rest>.*)$"
+    r"(?P<x>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<y>\d+(?:\.\d+)?)\s+(?P<yu>[KMGT]?)(?P<yk>bits|Bytes)/sec(?P<rest>.*)$"
 )
 CONNECTED = re.compile(r"^\[\s*(?P<id>\d+)\]\s+local\s+\S+\s+port\s+\d+\s+connected to\s+\S+\s+port\s+\d+")
 START = re.compile(r"^(Connecting to host |Accepted connection from )")
@@ -84,8 +85,14 @@ def _parse(text: str) -> _Doc:
         final = next((w for w in ("sender", "receiver") if rest.rstrip().endswith(w)), "")
         doc.udp = doc.udp or bool(final and UDP_LOSS.search(rest))
         doc.lines.append(_Line(m["id"], forward, float(m["a"]), float(m["b"]), int(round(float(m["x"]) * _BYTES[m["xu"]])),
-                               float(m["y"]) * _BITS[m["yu"]], rest, final, "(omitted)" in rest))
+                               _rate(m["y"], m["yu"], m["yk"]), rest, final, "(omitted)" in rest))
     return doc
+
+
+def _rate(value: str, unit: str, kind: str) -> float:
+    """bits/s of a printed rate: -f k/m/g/t (the default) print bits, powers of 1000; -f
+    K/M/G/T print bytes, powers of 1024 ("1140827 KBytes/sec" is 9.35 Gbit/s)."""
+    return float(value) * (_BITS[unit] if kind == "bits" else 8 * _BYTES[unit])
 
 
 def _check(path: Path, text: str, doc: _Doc) -> None:
@@ -131,27 +138,37 @@ def _read(doc: _Doc) -> TestResult:
         sender_bps = snd.bps if snd else total(s.sender_bps for s in streams)
         receiver_bps = rcv.bps if rcv else total(s.receiver_bps for s in streams)
         retr = [s.retransmits for s in streams if s.retransmits is not None]
+        sent_bytes = snd.nbytes if snd else total(s.sender_bytes for s in streams)
+        got_bytes = rcv.nbytes if rcv else total(s.receiver_bytes for s in streams)
+        loss = _udp_loss(streams) if doc.udp else {}
         if forward:
             res.sender_bps, res.receiver_bps = sender_bps, receiver_bps
-            res.sender_bytes = snd.nbytes if snd else total(s.sender_bytes for s in streams)  # type: ignore[assignment]
-            res.receiver_bytes = rcv.nbytes if rcv else total(s.receiver_bytes for s in streams)  # type: ignore[assignment]
+            res.sender_bytes, res.receiver_bytes = sent_bytes, got_bytes  # type: ignore[assignment]
             res.retransmits = sum(retr) if retr and not doc.udp else None
             cw = [s.max_cwnd for s in streams if s.max_cwnd]
             res.max_cwnd = max(cw) if cw else None
-            if doc.udp:
-                u = [s for s in streams if s.packets is not None]
-                lost, packets = sum(s.lost_packets or 0 for s in u), sum(s.packets or 0 for s in u)
-                if u:
-                    res.lost_packets, res.packets = lost, packets
-                    res.lost_percent = 100.0 * lost / packets if packets else 0.0
-                    res.jitter_ms = sum(s.jitter_ms or 0.0 for s in u) / len(u)
+            for k, v in loss.items():
+                setattr(res, k, v)
         else:
             res.reverse_sender_bps, res.reverse_receiver_bps = sender_bps, receiver_bps
             res.reverse_retransmits = sum(retr) if retr and not doc.udp else None
+            # the other direction's bytes and UDP loss, as the -J reader keeps them
+            res.reverse = ReverseDirection(sender_bytes=sent_bytes, receiver_bytes=got_bytes, **loss)  # type: ignore[arg-type]
         res.streams += streams
         res.intervals += _intervals(ivals, ids, label, doc.udp)
     res.tool.num_streams = len({ln.sid for ln in finals if ln.sid != "SUM" and ln.forward})
     return res
+
+
+def _udp_loss(streams: list[StreamResult]) -> dict[str, float | int]:
+    """A direction's UDP receiver numbers from its streams' final receiver lines: the counts
+    summed, the loss from them (the text's percentage is rounded), iperf3's mean jitter."""
+    u = [s for s in streams if s.packets is not None]
+    if not u:
+        return {}
+    lost, packets = sum(s.lost_packets or 0 for s in u), sum(s.packets or 0 for s in u)
+    return {"lost_packets": lost, "packets": packets, "lost_percent": 100.0 * lost / packets if packets else 0.0,
+            "jitter_ms": sum(s.jitter_ms or 0.0 for s in u) / len(u)}
 
 
 def _stream(sid: str, label: str, finals: list[_Line], ivals: list[_Line]) -> StreamResult:

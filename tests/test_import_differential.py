@@ -1,0 +1,81 @@
+"""What nettune reads from iperf against iperf's own summary lines (a differential hunt).
+
+Each fixture is a real iperf3 3.12 / iperf 2.1.8 output captured on loopback (its command
+lines and version in meta.json beside it). The expected numbers are read from the file by
+the small readers here, which share no code with nettune's parsers; each test was run
+against the code before its fix and failed there.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nettune.importers import read_files
+
+from fixtures_util import FIXTURES
+
+I3, I2 = FIXTURES / "iperf3", FIXTURES / "iperf2"
+
+
+def one(path: Path):
+    [(_, res, why, _)] = read_files([path], {})
+    assert res is not None, why
+    return res
+
+
+_BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+_BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+_I3_FINAL = re.compile(r"^\[(?:SUM|\s*\d+)\](?:\[(?P<role>..-.)\])?\s+\S+\s+sec\s+\S+ \S+\s+(?P<v>[\d.]+) (?P<u>[KMG]?)(?P<k>bits|Bytes)/sec(?P<rest>.*)(?P<end>sender|receiver)$")
+_UDP = re.compile(r"(?P<j>[\d.]+) ms\s+(?P<l>\d+)/(?P<t>\d+)")
+
+
+def i3_finals(path: Path) -> list[dict]:
+    """iperf3 text: the lines after the last '- - -' ending in sender/receiver."""
+    lines = path.read_text().splitlines()
+    cut = max(i for i, ln in enumerate(lines) if ln.startswith("- - -"))
+    out = []
+    for ln in lines[cut + 1:]:
+        m = _I3_FINAL.match(ln.strip())
+        if m:
+            bps = float(m["v"]) * (_BITS[m["u"]] if m["k"] == "bits" else 8 * _BYTES[m["u"]])
+            u = _UDP.search(m["rest"])
+            out.append({"role": m["role"], "end": m["end"], "bps": bps, "sum": ln.startswith("[SUM]"),
+                        "udp": (float(u["j"]), int(u["l"]), int(u["t"])) if u else None})
+    return out
+
+
+# --- iperf3 text ------------------------------------------------------------------------------
+
+def test_iperf3_text_bidir_udp_keeps_the_reverse_directions_jitter_and_loss():
+    """The [RX-C] receiver line holds the server->client jitter and loss; the reader kept
+    them for the forward direction only (the -J reader keeps both)."""
+    path = I3 / "text_udp_bidir" / "client.stdout"
+    res = one(path)
+    rx = next(f for f in i3_finals(path) if f["role"] == "RX-C" and f["end"] == "receiver")
+    tx = next(f for f in i3_finals(path) if f["role"] == "TX-C" and f["end"] == "receiver")
+    assert res.reverse is not None
+    assert (res.reverse.jitter_ms, res.reverse.lost_packets, res.reverse.packets) == rx["udp"]
+    assert (res.jitter_ms, res.lost_packets, res.packets) == tx["udp"]
+    assert res.reverse.lost_percent == 100.0 * rx["udp"][1] / rx["udp"][2]
+    assert res.reverse_receiver_bps == rx["bps"] and res.reverse.receiver_bytes and res.reverse.sender_bytes
+
+
+def test_iperf3_text_bidir_tcp_keeps_the_reverse_directions_bytes():
+    path = I3 / "text_bidir" / "client.stdout"
+    res = one(path)
+    assert res.reverse is not None and res.reverse.sender_bytes and res.reverse.receiver_bytes
+    assert res.reverse.jitter_ms is None and res.reverse.packets is None  # TCP: no loss to tell
+
+
+def test_iperf3_text_rates_in_bytes_per_second_are_read():
+    """iperf3 -f K prints rates as 'KBytes/sec' (1024 bytes); the client's log was refused as
+    no iperf output at all, with a hint to import it as a table."""
+    for mode in ("text_format_K", "text_udp_format_K"):
+        path = I3 / mode / "client.stdout"
+        res = one(path)
+        finals = [f for f in i3_finals(path) if f["role"] is None]
+        snd = next(f for f in finals if f["end"] == "sender")
+        rcv = next(f for f in finals if f["end"] == "receiver")
+        assert (res.sender_bps, res.receiver_bps) == (snd["bps"], rcv["bps"])
+        assert 1e6 < res.receiver_bps < 1e12  # bits/s, not KBytes/s
+        assert all(iv.bps > 0 for iv in res.intervals)
