@@ -79,3 +79,58 @@ def test_iperf3_text_rates_in_bytes_per_second_are_read():
         assert (res.sender_bps, res.receiver_bps) == (snd["bps"], rcv["bps"])
         assert 1e6 < res.receiver_bps < 1e12  # bits/s, not KBytes/s
         assert all(iv.bps > 0 for iv in res.intervals)
+
+
+# --- iperf2 text ------------------------------------------------------------------------------
+
+_I2_ROW = re.compile(r"^\[\s*(?P<id>\*?\d+|SUM)\]\s+0\.0+-(?P<b>[\d.]+) sec\s+[\d.]+ [KMG]?Bytes\s+(?P<v>[\d.]+) (?P<u>[KMG]?)(?P<k>bits|Bytes)/sec(?P<rest>.*)$")
+
+
+def i2_finals(path: Path) -> dict[tuple[str, bool], dict]:
+    """iperf2 text: each id's row from 0 to its largest end; relayed 'Server Report:' rows apart."""
+    out: dict[tuple[str, bool], dict] = {}
+    relay = False
+    for ln in path.read_text().splitlines():
+        if "Server Report:" in ln:
+            relay = True
+            continue
+        m = _I2_ROW.match(ln.strip())
+        if not m:
+            continue
+        u = _UDP.search(m["rest"])
+        row = {"end": float(m["b"]), "bps": float(m["v"]) * (_BITS[m["u"]] if m["k"] == "bits" else 8 * _BYTES[m["u"]]),
+               "udp": (float(u["j"]), int(u["l"]), int(u["t"])) if u else None}
+        key = (m["id"], relay)
+        if key not in out or row["end"] >= out[key]["end"]:
+            out[key] = row
+        relay = False
+    return out
+
+
+def test_iperf2_udp_dualtest_client_log_without_L_is_read():
+    """-d without -L: the client's listener has the server's port number. Its log was refused
+    ("1 stream(s) have no server report": the stream it received has none, rightly)."""
+    path = I2 / "text_udp_dualtest" / "client.stdout"
+    res = one(path)
+    f = i2_finals(path)
+    sent, relayed, back = f[("1", False)], f[("1", True)], f[("2", False)]
+    assert (res.sender_bps, res.receiver_bps) == (sent["bps"], relayed["bps"])
+    assert (res.jitter_ms, res.lost_packets, res.packets) == relayed["udp"]
+    assert res.reverse_receiver_bps == back["bps"] and res.reverse_sender_bps is None  # the server's send is not in this log
+    assert res.reverse is not None and (res.reverse.jitter_ms, res.reverse.lost_packets, res.reverse.packets) == back["udp"]
+
+
+def test_iperf2_udp_dualtest_server_log_keeps_the_two_directions_apart():
+    """The server's log of the same test: its connection back was read as a second forward
+    stream (receiver 105 Mbit/s: both directions added, the reverse's relayed loss lost)
+    and the client's sending rate was copied from the server's receiving one."""
+    path = I2 / "text_udp_dualtest" / "server.stdout"
+    res = one(path)
+    f = i2_finals(path)
+    got, sent_back, relayed = f[("1", False)], f[("*2", False)], f[("*2", True)]
+    assert res.receiver_bps == got["bps"] and (res.jitter_ms, res.lost_packets, res.packets) == got["udp"]
+    assert res.sender_bps is None and res.sender_bytes is None  # the client's send is not in a server log
+    assert [s.direction for s in res.streams].count("forward") == 1
+    assert (res.reverse_sender_bps, res.reverse_receiver_bps) == (sent_back["bps"], relayed["bps"])
+    assert res.reverse is not None and (res.reverse.jitter_ms, res.reverse.lost_packets, res.reverse.packets) == relayed["udp"]
+    assert res.total_bps == got["bps"] + relayed["bps"]

@@ -102,7 +102,8 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
             connects_to.add(int(m["port"]))
             continue
         if m := LISTENS.match(line):
-            primary = primary or "server"
+            # a client's -d listener with -L prints "ports L-S" first: it is still the client
+            primary = primary or ("client" if "-" in m["ports"] else "server")
             a, _, b = m["ports"].partition("-")
             listens.update({int(a), int(b or a)})
             continue
@@ -150,7 +151,12 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
         src, dst = (conn.local, conn.peer) if sends else (conn.peer, conn.local)
         nbytes = int(round(float(m["x"]) * _BYTES[m["xu"]]))
         bps = float(m["y"]) * _BITS[m["yu"]]
-        row = Row(src, dst, sid, float(m["a"]), float(m["b"]), nbytes, bps, ext)
+        # The direction, from who sends: the test's client sends client->server. The ports
+        # cannot tell it for -d without -L, whose connection back goes to the client's
+        # listener on the server's port number (src ephemeral, dst the server's port, like
+        # the forward connection).
+        way = "c2s" if sends == (primary == "client") else "s2c"
+        row = Row(src, dst, sid, float(m["a"]), float(m["b"]), nbytes, bps, ext, direction=way if primary else "")
         rows.append(row)
         last[sid] = row
         ways.add(sends)
