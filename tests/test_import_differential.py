@@ -134,3 +134,47 @@ def test_iperf2_udp_dualtest_server_log_keeps_the_two_directions_apart():
     assert (res.reverse_sender_bps, res.reverse_receiver_bps) == (sent_back["bps"], relayed["bps"])
     assert res.reverse is not None and (res.reverse.jitter_ms, res.reverse.lost_packets, res.reverse.packets) == relayed["udp"]
     assert res.total_bps == got["bps"] + relayed["bps"]
+
+
+def refusal(path: Path) -> str:
+    [(_, res, why, _)] = read_files([path], {})
+    assert res is None and "\n" not in why and why.startswith(str(path)), why
+    return why
+
+
+def test_iperf2_udp_reverse_server_log_is_refused_not_copied():
+    """The server's log of a UDP -R test has only what it sent: its rate was stored as the
+    receiver's, with no loss and no jitter."""
+    assert "sender's report only" in refusal(I2 / "text_udp_reverse" / "server.stdout")
+    res = one(I2 / "text_udp_reverse" / "client.stdout")  # the receiver's log is read
+    rcv = i2_finals(I2 / "text_udp_reverse" / "client.stdout")[("*1", False)]
+    assert res.receiver_bps == rcv["bps"] and (res.jitter_ms, res.lost_packets, res.packets) == rcv["udp"]
+
+
+def test_iperf2_udp_full_duplex_logs_keep_each_sides_own_numbers():
+    """UDP --full-duplex: the client's log was read with its sending rate as the forward
+    receiver's (no loss) and the server's with its sending rate as the reverse receiver's;
+    now the client's (no receiver of the main direction in it) is refused and the server's
+    keeps what it received (forward) and what it sent (reverse), nothing copied."""
+    assert "sender's report only" in refusal(I2 / "text_udp_fullduplex" / "client.stdout")
+    path = I2 / "text_udp_fullduplex" / "server.stdout"
+    res = one(path)
+    f = i2_finals(path)
+    got, sent = f[("1", False)], f[("*1", False)]
+    assert res.receiver_bps == got["bps"] and (res.jitter_ms, res.lost_packets, res.packets) == got["udp"]
+    assert res.sender_bps is None and res.reverse_sender_bps == sent["bps"] and res.reverse_receiver_bps is None
+    assert res.reverse is not None and res.reverse.receiver_bytes is None and res.reverse.packets is None
+
+
+def test_iperf2_udp_full_duplex_server_csv_is_two_directions():
+    """2.1.8's server CSV of UDP --full-duplex: its send row (datagrams -1, written the other
+    way round) was taken for a 2.0.x relayed report, and stored as the forward sender (its
+    bytes below the receiver's)."""
+    path = I2 / "csv_udp_fullduplex" / "server.csv"
+    res = one(path)
+    rows = [ln.split(",") for ln in path.read_text().splitlines() if ",0.0-2.0," in ln]
+    got = next(r for r in rows if int(r[11]) >= 0)
+    sent = next(r for r in rows if int(r[11]) < 0)
+    assert (res.receiver_bps, res.receiver_bytes) == (float(got[8]), int(got[7])) and res.packets == int(got[11])
+    assert res.sender_bps is None and res.reverse_sender_bps == float(sent[8]) and res.reverse_receiver_bps is None
+    assert sorted(s.direction for s in res.streams) == ["forward", "reverse"]

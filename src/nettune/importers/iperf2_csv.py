@@ -90,7 +90,7 @@ def _one_side(path: Path, eng: Iperf2Engine, wl: Workload, text: str, udp: bool,
     if not res.ok and res.sender_bps is not None or not res.ok and udp:
         res = eng.parse(wl, side(path, text), side(path, text, role="server"))
         if res.ok:
-            one_side(res, udp)
+            one_side(res, udp, path)
     return res
 
 

@@ -83,7 +83,7 @@ class Iperf2TextImporter(ImporterBase):
                 _server_of_dual_udp(res, relays)
             elif both.ok:
                 res = both
-                one_side(res, udp and not relays)
+                one_side(res, udp and not relays, path)
         if pasted:
             res.warnings.append("report lines without iperf2's banner or connection lines: each [ id] read as one stream of one side")
         res.duration = float(end)
