@@ -193,3 +193,30 @@ def test_iperf2_csv_stream_that_ended_late_is_not_a_cut_off_report():
     assert len(finals) == 4 and len(res.streams) == 4
     assert sorted(s.sender_bps for s in res.streams) == sorted(f[1] for f in finals.values())
     assert res.sender_bytes == sum(f[2] for f in finals.values())
+
+
+def test_iperf2_text_rates_in_bytes_per_second_are_read():
+    """iperf 2.1.8 -f K prints 'KBytes/sec' (1024 bytes): both sides' logs were refused as
+    no iperf output at all."""
+    path = I2 / "text_format_K" / "client.stdout"
+    res = one(path)
+    f = i2_finals(path)
+    assert res.sender_bps == f[("SUM", False)]["bps"]  # iperf2's own total
+    assert sorted(s.sender_bps for s in res.streams) == sorted(f[(i, False)]["bps"] for i in ("1", "2"))
+    path = I2 / "text_udp_format_K" / "server.stdout"
+    res = one(path)
+    got = i2_finals(path)[("1", False)]
+    assert res.receiver_bps == got["bps"] and (res.jitter_ms, res.lost_packets, res.packets) == got["udp"]
+    assert 1e6 < res.receiver_bps < 1e9  # bits/s (-b 10M), not KBytes/s
+
+
+def test_iperf2_text_connection_line_before_the_banner_is_the_clients_own():
+    """With -P the client printed stream 2's connection line before its 'Client connecting
+    to' banner: that stream was read as received (the other way), so the side's [SUM], iperf2's
+    total, was dropped for a sum of the streams' rates."""
+    path = I2 / "text_format_K" / "client.stdout"
+    assert path.read_text().splitlines()[0].startswith("[  2] local")
+    from nettune.engines.iperf2_enhanced import parse_text_rows
+    rows, unplaced = parse_text_rows(path.read_text())
+    assert unplaced == 0 and {r.direction for r in rows if r.tid >= 0} == {"c2s"}
+    assert any(r.tid < 0 for r in rows)  # the [SUM] rows are kept

@@ -19,7 +19,8 @@ tests/fixtures/iperf2/text_* and live_*). What the text looks like:
 - a UDP client prints each stream's "Server Report:" (the receiver's final line, relayed)
   and "N datagrams received out-of-order" lines.
 Units: -f b prints exact bytes and bits/sec; otherwise K/M/G Bytes are powers of 1024
-and K/M/G bits powers of 1000, three significant digits.
+and K/M/G bits powers of 1000, three significant digits; -f K/M/G print rates in
+KBytes/sec (powers of 1024 bytes).
 
 A row's ports are written sender first, as 2.1.8's CSV does (engines.iperf2 reads the
 direction from that order).
@@ -38,7 +39,7 @@ _BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _ID = r"^\[\s*(?:[^\]\s(]*\()?(?P<star>\*?)(?P<id>\d+|SUM(?:-\d+)?|FD\d+)\)?\]"
 REPORT = re.compile(
     _ID + r"\s+(?P<a>\d+(?:\.\d+)?)\s*-\s*(?P<b>\d+(?:\.\d+)?)\s+sec\s+"
-    r"(?P<x>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<y>\d+(?:\.\d+)?)\s+(?P<yu>[KMGT]?)bits/sec(?P<rest>.*)$"
+    r"(?P<x>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<y>\d+(?:\.\d+)?)\s+(?P<yu>[KMGT]?)(?P<yk>bits|Bytes)/sec(?P<rest>.*)$"
 )
 CONNECTED = re.compile(_ID + r"\s+local\s+\S+\s+port\s+(?P<local>\d+)\s+connected with\s+\S+\s+port\s+(?P<peer>\d+)(?P<flags>.*)$")
 OUT_OF_ORDER = re.compile(_ID + r"\s+\S+\s+sec\s+(?P<n>\d+)\s+datagrams received out-of-order")
@@ -59,6 +60,12 @@ class _Conn:
     reverse: bool
     full_duplex: bool
     accepted: bool  # this side accepted it (a client's -d listener, or any server connection)
+
+
+def _rate(m: re.Match[str]) -> float:
+    """bits/s of a report line's rate: -f k/m/g (and the default) print bits, powers of
+    1000; -f K/M/G print bytes, powers of 1024 ("3054728 KBytes/sec" is 25.0 Gbit/s)."""
+    return float(m["y"]) * (_BITS[m["yu"]] if m["yk"] == "bits" else 8 * _BYTES[m["yu"]])
 
 
 def is_text(text: str) -> bool:
@@ -109,7 +116,9 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
             continue
         if m := CONNECTED.match(line):
             local, peer, flags = int(m["local"]), int(m["peer"]), m["flags"]
-            accepted = local in listens or peer not in connects_to
+            # with -P a client may print its first connection line before its "Client
+            # connecting to" banner: a connection before any banner is its own
+            accepted = local in listens or bool(connects_to) and peer not in connects_to
             # -d: the server's connection back to the client says "(reverse)" but sends,
             # as every connection a side makes does; -R's "(reverse)" turns the roles
             reverse = "(reverse)" in flags and not (primary == "server" and not accepted)
@@ -127,7 +136,7 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
         if m is None or m["id"].startswith("FD") or m["id"].startswith("SUM-"):
             continue  # headers, a full-duplex stream's two ways ([FD1]), connect times
         if m["id"] == "SUM":
-            sums.append(Row(0, 0, -1, float(m["a"]), float(m["b"]), int(round(float(m["x"]) * _BYTES[m["xu"]])), float(m["y"]) * _BITS[m["yu"]]))
+            sums.append(Row(0, 0, -1, float(m["a"]), float(m["b"]), int(round(float(m["x"]) * _BYTES[m["xu"]])), _rate(m)))
             continue
         sid = int(m["id"])
         conn = conns.get(sid)
@@ -150,7 +159,7 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
                 sends = not sends
         src, dst = (conn.local, conn.peer) if sends else (conn.peer, conn.local)
         nbytes = int(round(float(m["x"]) * _BYTES[m["xu"]]))
-        bps = float(m["y"]) * _BITS[m["yu"]]
+        bps = _rate(m)
         # The direction, from who sends: the test's client sends client->server. The ports
         # cannot tell it for -d without -L, whose connection back goes to the client's
         # listener on the server's port number (src ephemeral, dst the server's port, like
