@@ -220,3 +220,14 @@ def test_iperf2_text_connection_line_before_the_banner_is_the_clients_own():
     rows, unplaced = parse_text_rows(path.read_text())
     assert unplaced == 0 and {r.direction for r in rows if r.tid >= 0} == {"c2s"}
     assert any(r.tid < 0 for r in rows)  # the [SUM] rows are kept
+
+
+def test_total_of_a_bidir_log_without_the_other_directions_receiver_is_unknown():
+    """A server's log of an iperf3 --bidir test has what it received and what it sent, not
+    what the client received: the total was the main direction alone (3.06 Gbit/s of a test
+    that moved 3.06 + 11.3), now unknown."""
+    res = one(I3 / "text_bidir" / "server.stdout")
+    assert res.receiver_bps and res.reverse_sender_bps and res.reverse_receiver_bps is None
+    assert res.total_bps is None
+    both = one(I3 / "text_bidir" / "client.stdout")  # the client's log has both receivers
+    assert both.total_bps == both.receiver_bps + both.reverse_receiver_bps
