@@ -231,3 +231,22 @@ def test_total_of_a_bidir_log_without_the_other_directions_receiver_is_unknown()
     assert res.total_bps is None
     both = one(I3 / "text_bidir" / "client.stdout")  # the client's log has both receivers
     assert both.total_bps == both.receiver_bps + both.reverse_receiver_bps
+
+
+def test_iperf3_text_with_timestamps_is_read():
+    """iperf3 --timestamps puts 'Sat Nov 28 01:37:22 2026 ' before every line: the log was
+    refused as no iperf output, with a hint to import it as a table."""
+    path = I3 / "text_timestamps" / "client.stdout"
+    res = one(path)
+    finals = i3_finals_from("\n".join(ln[25:] for ln in path.read_text().splitlines()))
+    assert (res.sender_bps, res.receiver_bps) == (finals["sender"], finals["receiver"])
+    assert any("--timestamps" in w for w in res.warnings)
+
+
+def i3_finals_from(text: str) -> dict[str, float]:
+    out = {}
+    for ln in text.splitlines():
+        m = _I3_FINAL.match(ln.strip())
+        if m:
+            out[m["end"]] = float(m["v"]) * (_BITS[m["u"]] if m["k"] == "bits" else 8 * _BYTES[m["u"]])
+    return out

@@ -89,6 +89,16 @@ def _parse(text: str) -> _Doc:
     return doc
 
 
+# iperf3 --timestamps' default stamp (strftime "%c "): "Sat Nov 28 01:37:22 2026 "
+STAMP = re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4} ", re.M)
+
+
+def unstamped(text: str) -> str:
+    """The text without iperf3 --timestamps' default stamps (the same lines, in place); a
+    stamp of another --timestamps=FORMAT is not guessed at."""
+    return STAMP.sub("", text) if STAMP.match(text.lstrip("\ufeff")) else text
+
+
 def _rate(value: str, unit: str, kind: str) -> float:
     """bits/s of a printed rate: -f k/m/g/t (the default) print bits, powers of 1000; -f
     K/M/G/T print bytes, powers of 1024 ("1140827 KBytes/sec" is 9.35 Gbit/s)."""
@@ -217,13 +227,15 @@ class Iperf3TextImporter(ImporterBase):
     describes = "iperf3 text"
 
     def detect(self, text: str) -> bool:
+        text = unstamped(text)
         return any(LINE.match(ln.rstrip()) for ln in text.splitlines()) and bool(re.search(r"^(Connecting to host |Accepted connection from |-+\nServer listening on \d)", text, re.M))
 
     def split(self, text: str) -> list[tuple[str, str]]:
         """Each test starts at "Connecting to host" (a client's log) or "Accepted connection
         from" (a server's); what comes before it since the last test is its header."""
         lines = text.splitlines(keepends=True)
-        starts = [i for i, ln in enumerate(lines) if START.match(ln)]
+        bare = unstamped(text).splitlines(keepends=True)  # line for line, without --timestamps' stamps
+        starts = [i for i, ln in enumerate(bare) if START.match(ln)]
         if len(starts) <= 1:
             return [("", text)]
         out: list[tuple[str, str]] = []
@@ -233,12 +245,14 @@ class Iperf3TextImporter(ImporterBase):
             body = lines[i:nxt]
             # the test ends at "iperf Done." (client) or its last report line (server);
             # the lines after it belong to the next test's header
-            end = next((k + 1 for k in range(len(body) - 1, -1, -1) if body[k].strip() == "iperf Done." or LINE.match(body[k].rstrip())), len(body))
+            plain = bare[i:nxt]
+            end = next((k + 1 for k in range(len(body) - 1, -1, -1) if plain[k].strip() == "iperf Done." or LINE.match(plain[k].rstrip())), len(body))
             out.append(("".join(lines[prev_end:i]), "".join(body[:end])))
             prev_end = i + end
         return out
 
     def read(self, path: Path, text: str, hints: Hints) -> TestResult:
+        given, text = text, unstamped(text)
         doc = _parse(text)
         _check(path, text, doc)
         res = _read(doc)
@@ -255,7 +269,9 @@ class Iperf3TextImporter(ImporterBase):
             if not doc.bidir and not doc.reverse:
                 res.sender_bps = res.sender_bps if any(ln.final == "sender" for ln in doc.lines) else None
         res.warnings.append("read from iperf3's text output: rates have three significant digits, no RTT")
-        res.client, res.server = side(path, text), None
+        if given != text:
+            res.warnings.append("iperf3 --timestamps: the time stamp before each line was left out")
+        res.client, res.server = side(path, given), None
         return res
 
 
