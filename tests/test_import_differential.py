@@ -250,3 +250,24 @@ def i3_finals_from(text: str) -> dict[str, float]:
         if m:
             out[m["end"]] = float(m["v"]) * (_BITS[m["u"]] if m["k"] == "bits" else 8 * _BYTES[m["u"]])
     return out
+
+
+def test_iperf2_dualtest_client_log_with_L_is_not_read_as_a_servers():
+    """-d -L: the client's log opens with 'Server listening on TCP port L', as a server's
+    does. It was read as a server's log: the two directions swapped (TCP), and for UDP the
+    stream it received stored as the main direction's."""
+    path = I2 / "text_dualtest_L" / "client.stdout"
+    res = one(path)
+    f = i2_finals(path)
+    text = path.read_text()
+    port = re.search(r"Client connecting to \S+, TCP port (\d+)", text)[1]
+    # the connection the client opened: the one to the server's port
+    own = re.search(r"^\[\s*(\d+)\] local \S+ port \d+ connected with \S+ port " + port + r"\b", text, re.M)[1]
+    other = next(k[0] for k in f if k[0] != own and not k[1])
+    assert res.sender_bps == f[(own, False)]["bps"] and res.reverse_receiver_bps == f[(other, False)]["bps"]
+    path = I2 / "text_udp_dualtest_L" / "client.stdout"
+    res = one(path)
+    f = i2_finals(path)
+    assert res.sender_bps == f[("1", False)]["bps"] and (res.jitter_ms, res.lost_packets, res.packets) == f[("1", True)]["udp"]
+    assert res.reverse_receiver_bps == f[("2", False)]["bps"] and res.reverse is not None
+    assert (res.reverse.jitter_ms, res.reverse.lost_packets, res.reverse.packets) == f[("2", False)]["udp"]

@@ -89,10 +89,26 @@ def _extras(rest: str) -> tuple[dict[str, float], bool | None]:
     return {}, None
 
 
+def log_role(text: str) -> str:
+    """Whose log this is, "client" or "server" ("" when no banner says): the first banner's
+    role, except a client's -d/-r log, which opens with its own listener ("Server listening
+    on ... port L", or "ports L-S"): it also connects out, and no connection of it says
+    "(reverse)", which a server's connection back to the client always does."""
+    heads = [m for ln in (text or "").splitlines() if (m := CONNECTS_TO.match(ln.strip()) or LISTENS.match(ln.strip()))]
+    if not heads:
+        return ""
+    if "port" in heads[0].groupdict() or "-" in heads[0]["ports"]:
+        return "client"
+    flags = [m["flags"] for ln in text.splitlines() if (m := CONNECTED.match(ln.strip()))]
+    dual = any("port" in m.groupdict() for m in heads[1:])
+    return "client" if dual and not any("(reverse)" in f for f in flags) else "server"
+
+
 def parse_text_rows(text: str) -> tuple[list[Row], int]:
     """The report rows of one side's text output (relayed UDP server reports carry
     ext["relay"] = 1), and how many report lines could not be placed (no connection line)."""
     primary = ""  # "client" or "server": the role of the first block this side printed
+    role = log_role(text)  # the side whose log this is
     connects_to: set[int] = set()
     listens: set[int] = set()
     conns: dict[int, _Conn] = {}
@@ -121,7 +137,7 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
             accepted = local in listens or bool(connects_to) and peer not in connects_to
             # -d: the server's connection back to the client says "(reverse)" but sends,
             # as every connection a side makes does; -R's "(reverse)" turns the roles
-            reverse = "(reverse)" in flags and not (primary == "server" and not accepted)
+            reverse = "(reverse)" in flags and not (role == "server" and not accepted)
             conns[int(m["id"])] = _Conn(local, peer, reverse, "(full-duplex)" in flags, accepted)
             continue
         if m := SERVER_REPORT.match(line):
@@ -164,8 +180,8 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
         # cannot tell it for -d without -L, whose connection back goes to the client's
         # listener on the server's port number (src ephemeral, dst the server's port, like
         # the forward connection).
-        way = "c2s" if sends == (primary == "client") else "s2c"
-        row = Row(src, dst, sid, float(m["a"]), float(m["b"]), nbytes, bps, ext, direction=way if primary else "")
+        way = "c2s" if sends == (role == "client") else "s2c"
+        row = Row(src, dst, sid, float(m["a"]), float(m["b"]), nbytes, bps, ext, direction=way if role else "")
         rows.append(row)
         last[sid] = row
         ways.add(sends)

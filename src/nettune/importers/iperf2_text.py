@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..engines.iperf2 import Iperf2Engine
-from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, REPORT, is_text, parse_text_rows
+from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, REPORT, is_text, log_role, parse_text_rows
 from ..engines.iperf2_reader import Row
 from ..engines.result import TestResult
 from ..errors import NettuneError
@@ -144,6 +144,9 @@ def _role(lines: list[str]) -> tuple[bool, int | None, bool]:
     first = heads[0]
     if "ports" in first.groupdict() and "-" in first["ports"]:
         return True, int(first["ports"].split("-")[1]), True
+    if "ports" in first.groupdict() and log_role("\n".join(lines)) == "client":
+        # -d/-r with -L: its own listener ("port L") first, then "Client connecting to H, port S"
+        return True, int(next(m["port"] for m in heads if "port" in m.groupdict())), True
     if "port" in first.groupdict():
         # -d without -L: the client's listener ("Server listening on ... port S") comes after
         return True, int(first["port"]), any("ports" in m.groupdict() for m in heads[1:])
