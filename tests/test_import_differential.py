@@ -271,3 +271,13 @@ def test_iperf2_dualtest_client_log_with_L_is_not_read_as_a_servers():
     assert res.sender_bps == f[("1", False)]["bps"] and (res.jitter_ms, res.lost_packets, res.packets) == f[("1", True)]["udp"]
     assert res.reverse_receiver_bps == f[("2", False)]["bps"] and res.reverse is not None
     assert (res.reverse.jitter_ms, res.reverse.lost_packets, res.reverse.packets) == f[("2", False)]["udp"]
+
+
+def test_iperf2_text_tradeoff_says_the_directions_ran_one_after_the_other():
+    """-r in text: like the CSV reader, say that the total adds rates of different times
+    (the text reader said nothing, -r read as -d)."""
+    for side in ("client", "server"):
+        res = one(I2 / "text_tradeoff_L" / f"{side}.stdout")
+        assert res.reverse_receiver_bps and any("one after the other" in w for w in res.warnings)
+    res = one(I2 / "text_dualtest_L" / "client.stdout")
+    assert not any("one after the other" in w for w in res.warnings)

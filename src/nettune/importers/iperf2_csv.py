@@ -13,7 +13,7 @@ from ..errors import NettuneError
 from ..studyfile.models import Workload
 from .base import Hints, ImporterBase, side, workload
 from .iperf2_csv_rows import TIMESTAMP, CsvRow, as_int, data_rows, layout, one_after_the_other, own_header, tests
-from .one_side import one_side
+from .one_side import SEQUENTIAL, one_side
 
 
 def _user_header(text: str) -> str:
@@ -65,8 +65,7 @@ class Iperf2CsvImporter(ImporterBase):
         else:
             res = _one_side(path, eng, wl, cli or srv, udp, lay.client or lay.server)
         if lay.both and one_after_the_other(rows, lay.port):
-            res.warnings.append("the two directions ran one after the other (-r): each direction's rate is its own, "
-                                "but the run's total adds rates measured at different times")
+            res.warnings.append(SEQUENTIAL)
         if lay.relayed:
             res.warnings.append(f"{lay.relayed} receiver report(s) relayed to the client (the server's): its numbers are the receiver's")
         if user:

@@ -13,7 +13,7 @@ from ..engines.iperf2_reader import Row
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from .base import Hints, ImporterBase, side, workload
-from .one_side import one_side
+from .one_side import SEQUENTIAL, one_side
 
 CLIENT_START = re.compile(r"^-+\n(?=Client connecting to )", re.M)
 # what only iperf2's text has (a report pasted without its banner still says so), and what
@@ -84,6 +84,8 @@ class Iperf2TextImporter(ImporterBase):
             elif both.ok:
                 res = both
                 one_side(res, udp and not relays, path)
+        if bidir and _one_after_the_other(lines):
+            res.warnings.append(SEQUENTIAL)
         if pasted:
             res.warnings.append("report lines without iperf2's banner or connection lines: each [ id] read as one stream of one side")
         res.duration = float(end)
@@ -114,6 +116,22 @@ def _server_of_dual_udp(res: TestResult, relays: list[Row]) -> None:
         res.reverse.jitter_ms = sum(st.jitter_ms or 0.0 for st in back) / len(back)
     res.warnings.append("a server's log of a UDP -d test: the client's sending rate is not in it (unknown); "
                         "the reverse direction's receiver numbers are the client's report the server relayed")
+
+
+def _one_after_the_other(lines: list[str]) -> bool:
+    """-r (a tradeoff test): a connection opened after another stream printed its final
+    report, where -d's and --full-duplex's run side by side."""
+    last_end: dict[str, float] = {}
+    for ln in lines:
+        if (m := REPORT.match(ln.strip())) and m["id"].isdigit():
+            last_end[m["id"]] = max(last_end.get(m["id"], 0.0), float(m["b"]))
+    done = False
+    for ln in lines:
+        if CONNECTED.match(ln.strip()) and done:
+            return True
+        m = REPORT.match(ln.strip())
+        done = done or bool(m and m["id"].isdigit() and float(m["a"]) < 0.05 and float(m["b"]) >= last_end[m["id"]] > 1.0)
+    return False
 
 
 def bare(text: str) -> bool:

@@ -8,6 +8,8 @@ from ..errors import NettuneError
 
 BOTH = "one side's iperf2 report only: sender and receiver rates both come from it"
 RECEIVER_ONLY = "a UDP receiver's report only: the sender's rate is not in it (unknown)"
+SEQUENTIAL = ("the two directions ran one after the other (-r): each direction's rate is its own, "
+              "but the run's total adds rates measured at different times")
 SENDER_ONLY = "a UDP sender's report only for the reverse direction: what arrived is not in it (unknown)"
 
 
