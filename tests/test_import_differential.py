@@ -281,3 +281,14 @@ def test_iperf2_text_tradeoff_says_the_directions_ran_one_after_the_other():
         assert res.reverse_receiver_bps and any("one after the other" in w for w in res.warnings)
     res = one(I2 / "text_dualtest_L" / "client.stdout")
     assert not any("one after the other" in w for w in res.warnings)
+
+
+def test_iperf3_text_verbose_keeps_the_tools_cpu_line():
+    """-V prints iperf3's own CPU figures (the -J log's cpu_utilization_percent): they were
+    left out of a text import."""
+    path = I3 / "text_verbose" / "client.stdout"
+    res = one(path)
+    m = re.search(r"local/\w+ ([\d.]+)% \(([\d.]+)%u/([\d.]+)%s\), remote/\w+ ([\d.]+)% \(([\d.]+)%u/([\d.]+)%s\)", path.read_text())
+    want = dict(zip(("host_total", "host_user", "host_system", "remote_total", "remote_user", "remote_system"), map(float, m.groups())))
+    assert res.tool_cpu == want
+    assert one(I3 / "text_tcp_p4" / "client.stdout").tool_cpu == {}  # no -V: nothing to tell

@@ -30,6 +30,9 @@ LINE = re.compile(
 CONNECTED = re.compile(r"^\[\s*(?P<id>\d+)\]\s+local\s+\S+\s+port\s+\d+\s+connected to\s+\S+\s+port\s+\d+")
 START = re.compile(r"^(Connecting to host |Accepted connection from )")
 ERROR = re.compile(r"^iperf3: (error - .*)$")
+# -V: "CPU Utilization: local/sender 27.8% (0.4%u/27.4%s), remote/receiver 33.8% (0.6%u/33.3%s)"
+CPU = re.compile(r"CPU Utilization: local/\w+ (?P<ht>[\d.]+)% \((?P<hu>[\d.]+)%u/(?P<hs>[\d.]+)%s\), "
+                 r"remote/\w+ (?P<rt>[\d.]+)% \((?P<ru>[\d.]+)%u/(?P<rs>[\d.]+)%s\)")
 UDP_LOSS = re.compile(r"(?P<j>\d+(?:\.\d+)?)\s+ms\s+(?P<l>-?\d+)/(?P<t>\d+)\s+\((?P<p>[-\d.eE+]+)%\)")
 TCP_SENDER = re.compile(r"^\s*(?P<retr>\d+)(?:\s+(?P<cw>\d+(?:\.\d+)?)\s+(?P<cwu>[KMGT]?)Bytes)?")
 
@@ -57,6 +60,7 @@ class _Doc:
     lines: list[_Line] = field(default_factory=list)
     error: str = ""
     done: bool = False
+    cpu: dict[str, float] = field(default_factory=dict)  # -V's CPU line, as -J's cpu_utilization_percent
 
 
 def _parse(text: str) -> _Doc:
@@ -69,6 +73,9 @@ def _parse(text: str) -> _Doc:
             doc.done = True
         if m := ERROR.match(line):
             doc.error = doc.error or m[1]
+        if m := CPU.search(line):
+            names = {"ht": "host_total", "hu": "host_user", "hs": "host_system", "rt": "remote_total", "ru": "remote_user", "rs": "remote_system"}
+            doc.cpu = {names[k]: float(v) for k, v in m.groupdict().items()}
         if m := CONNECTED.match(line):
             doc.streams.append(m["id"])
             continue
@@ -167,6 +174,7 @@ def _read(doc: _Doc) -> TestResult:
         res.streams += streams
         res.intervals += _intervals(ivals, ids, label, doc.udp)
     res.tool.num_streams = len({ln.sid for ln in finals if ln.sid != "SUM" and ln.forward})
+    res.tool_cpu = dict(doc.cpu)
     return res
 
 
