@@ -271,7 +271,9 @@ def _classify(rows: list[Row], sport: int, main: str, full_duplex: bool) -> None
     """Direction and stream of every row."""
     tid_port: dict[tuple[str, int], int] = {}
     for r in rows:
-        if full_duplex:
+        if full_duplex and r.direction:
+            pass  # the text reader knew who sent it (iperf2_enhanced)
+        elif full_duplex:
             # only 2.1.8's sender-first order tells the two ways apart; a row touching
             # neither end of the server's port is -d's connection back to the client
             r.direction = "s2c" if r.src_port == sport else "c2s" if r.dst_port == sport else "s2c" if r.src_port and r.dst_port else main

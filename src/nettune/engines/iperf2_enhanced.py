@@ -19,7 +19,8 @@ tests/fixtures/iperf2/text_* and live_*). What the text looks like:
 - a UDP client prints each stream's "Server Report:" (the receiver's final line, relayed)
   and "N datagrams received out-of-order" lines.
 Units: -f b prints exact bytes and bits/sec; otherwise K/M/G Bytes are powers of 1024
-and K/M/G bits powers of 1000, three significant digits.
+and K/M/G bits powers of 1000, three significant digits; -f K/M/G print rates in
+KBytes/sec (powers of 1024 bytes).
 
 A row's ports are written sender first, as 2.1.8's CSV does (engines.iperf2 reads the
 direction from that order).
@@ -38,7 +39,7 @@ _BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _ID = r"^\[\s*(?:[^\]\s(]*\()?(?P<star>\*?)(?P<id>\d+|SUM(?:-\d+)?|FD\d+)\)?\]"
 REPORT = re.compile(
     _ID + r"\s+(?P<a>\d+(?:\.\d+)?)\s*-\s*(?P<b>\d+(?:\.\d+)?)\s+sec\s+"
-    r"(?P<x>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<y>\d+(?:\.\d+)?)\s+(?P<yu>[KMGT]?)bits/sec(?P<rest>.*)$"
+    r"(?P<x>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<y>\d+(?:\.\d+)?)\s+(?P<yu>[KMGT]?)(?P<yk>bits|Bytes)/sec(?P<rest>.*)$"
 )
 CONNECTED = re.compile(_ID + r"\s+local\s+\S+\s+port\s+(?P<local>\d+)\s+connected with\s+\S+\s+port\s+(?P<peer>\d+)(?P<flags>.*)$")
 OUT_OF_ORDER = re.compile(_ID + r"\s+\S+\s+sec\s+(?P<n>\d+)\s+datagrams received out-of-order")
@@ -59,6 +60,12 @@ class _Conn:
     reverse: bool
     full_duplex: bool
     accepted: bool  # this side accepted it (a client's -d listener, or any server connection)
+
+
+def _rate(m: re.Match[str]) -> float:
+    """bits/s of a report line's rate: -f k/m/g (and the default) print bits, powers of
+    1000; -f K/M/G print bytes, powers of 1024 ("3054728 KBytes/sec" is 25.0 Gbit/s)."""
+    return float(m["y"]) * (_BITS[m["yu"]] if m["yk"] == "bits" else 8 * _BYTES[m["yu"]])
 
 
 def is_text(text: str) -> bool:
@@ -82,10 +89,26 @@ def _extras(rest: str) -> tuple[dict[str, float], bool | None]:
     return {}, None
 
 
+def log_role(text: str) -> str:
+    """Whose log this is, "client" or "server" ("" when no banner says): the first banner's
+    role, except a client's -d/-r log, which opens with its own listener ("Server listening
+    on ... port L", or "ports L-S"): it also connects out, and no connection of it says
+    "(reverse)", which a server's connection back to the client always does."""
+    heads = [m for ln in (text or "").splitlines() if (m := CONNECTS_TO.match(ln.strip()) or LISTENS.match(ln.strip()))]
+    if not heads:
+        return ""
+    if "port" in heads[0].groupdict() or "-" in heads[0]["ports"]:
+        return "client"
+    flags = [m["flags"] for ln in text.splitlines() if (m := CONNECTED.match(ln.strip()))]
+    dual = any("port" in m.groupdict() for m in heads[1:])
+    return "client" if dual and not any("(reverse)" in f for f in flags) else "server"
+
+
 def parse_text_rows(text: str) -> tuple[list[Row], int]:
     """The report rows of one side's text output (relayed UDP server reports carry
     ext["relay"] = 1), and how many report lines could not be placed (no connection line)."""
     primary = ""  # "client" or "server": the role of the first block this side printed
+    role = log_role(text)  # the side whose log this is
     connects_to: set[int] = set()
     listens: set[int] = set()
     conns: dict[int, _Conn] = {}
@@ -102,16 +125,19 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
             connects_to.add(int(m["port"]))
             continue
         if m := LISTENS.match(line):
-            primary = primary or "server"
+            # a client's -d listener with -L prints "ports L-S" first: it is still the client
+            primary = primary or ("client" if "-" in m["ports"] else "server")
             a, _, b = m["ports"].partition("-")
             listens.update({int(a), int(b or a)})
             continue
         if m := CONNECTED.match(line):
             local, peer, flags = int(m["local"]), int(m["peer"]), m["flags"]
-            accepted = local in listens or peer not in connects_to
+            # with -P a client may print its first connection line before its "Client
+            # connecting to" banner: a connection before any banner is its own
+            accepted = local in listens or bool(connects_to) and peer not in connects_to
             # -d: the server's connection back to the client says "(reverse)" but sends,
             # as every connection a side makes does; -R's "(reverse)" turns the roles
-            reverse = "(reverse)" in flags and not (primary == "server" and not accepted)
+            reverse = "(reverse)" in flags and not (role == "server" and not accepted)
             conns[int(m["id"])] = _Conn(local, peer, reverse, "(full-duplex)" in flags, accepted)
             continue
         if m := SERVER_REPORT.match(line):
@@ -126,7 +152,7 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
         if m is None or m["id"].startswith("FD") or m["id"].startswith("SUM-"):
             continue  # headers, a full-duplex stream's two ways ([FD1]), connect times
         if m["id"] == "SUM":
-            sums.append(Row(0, 0, -1, float(m["a"]), float(m["b"]), int(round(float(m["x"]) * _BYTES[m["xu"]])), float(m["y"]) * _BITS[m["yu"]]))
+            sums.append(Row(0, 0, -1, float(m["a"]), float(m["b"]), int(round(float(m["x"]) * _BYTES[m["xu"]])), _rate(m)))
             continue
         sid = int(m["id"])
         conn = conns.get(sid)
@@ -149,8 +175,13 @@ def parse_text_rows(text: str) -> tuple[list[Row], int]:
                 sends = not sends
         src, dst = (conn.local, conn.peer) if sends else (conn.peer, conn.local)
         nbytes = int(round(float(m["x"]) * _BYTES[m["xu"]]))
-        bps = float(m["y"]) * _BITS[m["yu"]]
-        row = Row(src, dst, sid, float(m["a"]), float(m["b"]), nbytes, bps, ext)
+        bps = _rate(m)
+        # The direction, from who sends: the test's client sends client->server. The ports
+        # cannot tell it for -d without -L, whose connection back goes to the client's
+        # listener on the server's port number (src ephemeral, dst the server's port, like
+        # the forward connection).
+        way = "c2s" if sends == (role == "client") else "s2c"
+        row = Row(src, dst, sid, float(m["a"]), float(m["b"]), nbytes, bps, ext, direction=way if role else "")
         rows.append(row)
         last[sid] = row
         ways.add(sends)

@@ -4,16 +4,16 @@ report, a server's log of several clients (one test each). iperf2_csv_rows.py so
 rows out; the engine's parser (engines.iperf2) reads them, as for a live test."""
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from ..engines.iperf2 import Iperf2Engine, parse_rows
+from ..engines.iperf2_reader import Row
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from ..studyfile.models import Workload
 from .base import Hints, ImporterBase, side, workload
 from .iperf2_csv_rows import TIMESTAMP, CsvRow, as_int, data_rows, layout, one_after_the_other, own_header, tests
-from .one_side import one_side
+from .one_side import SEQUENTIAL, one_side
 
 
 def _user_header(text: str) -> str:
@@ -65,8 +65,7 @@ class Iperf2CsvImporter(ImporterBase):
         else:
             res = _one_side(path, eng, wl, cli or srv, udp, lay.client or lay.server)
         if lay.both and one_after_the_other(rows, lay.port):
-            res.warnings.append("the two directions ran one after the other (-r): each direction's rate is its own, "
-                                "but the run's total adds rates measured at different times")
+            res.warnings.append(SEQUENTIAL)
         if lay.relayed:
             res.warnings.append(f"{lay.relayed} receiver report(s) relayed to the client (the server's): its numbers are the receiver's")
         if user:
@@ -90,7 +89,7 @@ def _one_side(path: Path, eng: Iperf2Engine, wl: Workload, text: str, udp: bool,
     if not res.ok and res.sender_bps is not None or not res.ok and udp:
         res = eng.parse(wl, side(path, text), side(path, text, role="server"))
         if res.ok:
-            one_side(res, udp)
+            one_side(res, udp, path)
     return res
 
 
@@ -108,16 +107,21 @@ def _check_side(path: Path, text: str, udp: bool, hints: Hints) -> None:
     if not rows:
         return  # the parser says what is wrong
     end = max(r.end for r in rows)
-    streams: dict[tuple[int, int, int], bool] = {}
-    for r in rows:  # a stream is one socket's rows; its final row runs from 0 to the end
-        key = (r.src_port, r.dst_port, r.tid)
-        streams[key] = streams.get(key, False) or (r.start < 0.05 and r.end >= end - 0.5)
-    unfinished = sum(1 for done in streams.values() if not done)
+    own: dict[tuple[int, int, int], list[Row]] = {}
+    for r in rows:  # a stream is one socket's rows
+        own.setdefault((r.src_port, r.dst_port, r.tid), []).append(r)
+    # its final row runs from 0 to its own end: a stream whose last write finished late
+    # prints a "2.0-3.0" row and a "0.0-3.0" final while the others end at 2.0 (2.1.8 -P)
+    finals = {k: max((r for r in rs if r.start < 0.05 and r.end >= max(x.end for x in rs) - 0.5), key=lambda r: r.end, default=None)
+              for k, rs in own.items()}
+    unfinished = sum(1 for f in finals.values() if f is None)
     if unfinished:
         raise NettuneError(f"{path}: cut off: {unfinished} stream(s) have interval rows but no final report")
-    counts = Counter((r.src_port, r.dst_port, r.tid) for r in rows)
-    if len(set(counts.values())) > 1:  # every stream of a whole report has one row per interval, plus its final
-        raise NettuneError(f"{path}: cut off: its streams have {min(counts.values())} to {max(counts.values())} rows, a whole report has as many for each")
+    common = min(f.end for f in finals.values() if f is not None) + 0.5
+    # every stream of a whole report has one interval row per interval of the test's common part
+    counts = {k: sum(1 for r in rs if r is not finals[k] and r.end <= common) for k, rs in own.items()}
+    if len(set(counts.values())) > 1:
+        raise NettuneError(f"{path}: cut off: its streams have {min(counts.values())} to {max(counts.values())} interval rows, a whole report has as many for each")
     want = hints.get("duration")
     if isinstance(want, (int, float)) and not isinstance(want, bool) and end < 0.75 * want:
         raise NettuneError(f"{path}: the report covers {end:g}s but --set duration={want}; is the file cut off, or is --set wrong?")

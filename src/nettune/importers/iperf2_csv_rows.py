@@ -116,7 +116,9 @@ def server_port(rows: list[CsvRow]) -> int | None:
 
 def layout(rows: list[CsvRow], udp: bool) -> Layout:
     out = Layout(port=server_port(rows))
-    senders = {frozenset(r.ports): r for r in rows if udp and not r.server_stamp and _sender_report(r)}
+    # only 2.0.x relays the server's report, after its own 9-field rows; beside 2.1.8's
+    # sender rows (datagrams -1) a row the other way round is --full-duplex's other direction
+    senders = {frozenset(r.ports): r for r in rows if udp and not r.server_stamp and r.datagrams() is None}
     for r in rows:
         mate = senders.get(frozenset(r.ports)) if udp and not _sender_report(r) else None
         if mate is not None and r.ports != mate.ports:

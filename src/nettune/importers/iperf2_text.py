@@ -8,12 +8,12 @@ from collections import Counter
 from pathlib import Path
 
 from ..engines.iperf2 import Iperf2Engine
-from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, REPORT, is_text, parse_text_rows
+from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, REPORT, is_text, log_role, parse_text_rows
 from ..engines.iperf2_reader import Row
 from ..engines.result import TestResult
 from ..errors import NettuneError
 from .base import Hints, ImporterBase, side, workload
-from .one_side import one_side
+from .one_side import SEQUENTIAL, one_side
 
 CLIENT_START = re.compile(r"^-+\n(?=Client connecting to )", re.M)
 # what only iperf2's text has (a report pasted without its banner still says so), and what
@@ -77,14 +77,61 @@ class Iperf2TextImporter(ImporterBase):
         if not client or not res.ok and (res.sender_bps is not None or wl.reverse is True):
             # one side's report only: let its rows stand for both sides, and say so
             both = eng.parse(wl, side(path, given), side(path, given, role="server"))
-            if both.ok:
+            relays = [r for r in rows if "relay" in r.ext]
+            if both.ok and udp and relays and not client:
                 res = both
-                one_side(res, udp and not any("relay" in r.ext for r in rows))
+                _server_of_dual_udp(res, relays)
+            elif both.ok:
+                res = both
+                one_side(res, udp and not relays, path)
+        if bidir and _one_after_the_other(lines):
+            res.warnings.append(SEQUENTIAL)
         if pasted:
             res.warnings.append("report lines without iperf2's banner or connection lines: each [ id] read as one stream of one side")
         res.duration = float(end)
         res.client, res.server = side(path, text), None
         return res
+
+
+def _server_of_dual_udp(res: TestResult, relays: list[Row]) -> None:
+    """A server's log of a UDP -d test: what it received (client->server) without the
+    client's sending rate (unknown, never the receiver's), and what it sent back with the
+    client's receiver report it relays ("Server Report:"): the reverse jitter and loss."""
+    res.sender_bps = res.sender_bytes = None
+    by_id = {r.tid: r for r in relays}
+    for st in res.streams:
+        if st.direction == "forward":
+            st.sender_bps = st.sender_bytes = None
+        elif (r := by_id.get(st.id)) is not None:
+            st.receiver_bps, st.receiver_bytes = r.bps, r.nbytes
+            st.jitter_ms, st.lost_packets, st.packets = r.ext.get("jitter"), int(r.ext.get("errors", 0)), int(r.ext.get("datagrams", 0))
+            st.lost_percent = r.ext.get("errpercent")
+    back = [st for st in res.streams if st.direction == "reverse" and st.id in by_id]
+    if res.reverse is not None and back:
+        lost, packets = sum(st.lost_packets or 0 for st in back), sum(st.packets or 0 for st in back)
+        res.reverse_receiver_bps = sum(st.receiver_bps or 0.0 for st in back)
+        res.reverse.receiver_bytes = sum(st.receiver_bytes or 0 for st in back)
+        res.reverse.lost_packets, res.reverse.packets = lost, packets
+        res.reverse.lost_percent = 100.0 * lost / packets if packets else 0.0
+        res.reverse.jitter_ms = sum(st.jitter_ms or 0.0 for st in back) / len(back)
+    res.warnings.append("a server's log of a UDP -d test: the client's sending rate is not in it (unknown); "
+                        "the reverse direction's receiver numbers are the client's report the server relayed")
+
+
+def _one_after_the_other(lines: list[str]) -> bool:
+    """-r (a tradeoff test): a connection opened after another stream printed its final
+    report, where -d's and --full-duplex's run side by side."""
+    last_end: dict[str, float] = {}
+    for ln in lines:
+        if (m := REPORT.match(ln.strip())) and m["id"].isdigit():
+            last_end[m["id"]] = max(last_end.get(m["id"], 0.0), float(m["b"]))
+    done = False
+    for ln in lines:
+        if CONNECTED.match(ln.strip()) and done:
+            return True
+        m = REPORT.match(ln.strip())
+        done = done or bool(m and m["id"].isdigit() and float(m["a"]) < 0.05 and float(m["b"]) >= last_end[m["id"]] > 1.0)
+    return False
 
 
 def bare(text: str) -> bool:
@@ -115,8 +162,12 @@ def _role(lines: list[str]) -> tuple[bool, int | None, bool]:
     first = heads[0]
     if "ports" in first.groupdict() and "-" in first["ports"]:
         return True, int(first["ports"].split("-")[1]), True
+    if "ports" in first.groupdict() and log_role("\n".join(lines)) == "client":
+        # -d/-r with -L: its own listener ("port L") first, then "Client connecting to H, port S"
+        return True, int(next(m["port"] for m in heads if "port" in m.groupdict())), True
     if "port" in first.groupdict():
-        return True, int(first["port"]), False
+        # -d without -L: the client's listener ("Server listening on ... port S") comes after
+        return True, int(first["port"]), any("ports" in m.groupdict() for m in heads[1:])
     return False, int(first["ports"]), any("port" in m.groupdict() for m in heads[1:])
 
 
@@ -148,7 +199,9 @@ def _check_complete(path: Path, rows: list[Row], hints: Hints, client: bool) -> 
         if sums and not any(r.start < 0.05 and r.end >= end - 0.5 and r.end - r.start > 0.5 * end for r in sums):
             raise NettuneError(f"{path}: cut off: the final [SUM] line is missing")
         relayed = {(r.src_port, r.dst_port) for r in rows if "relay" in r.ext}
-        if relayed and relayed != set(streams):
+        # what the client sent has the server's report relayed; with -d, what it received has none
+        sent = {(r.src_port, r.dst_port) for r in rows if "relay" not in r.ext and r.tid >= 0 and r.direction != "s2c"}
+        if relayed and relayed != sent:
             raise NettuneError(f"{path}: cut off: {len(set(streams) - relayed)} stream(s) have no server report")
 
 

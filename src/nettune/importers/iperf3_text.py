@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engines.result import Interval, StreamResult, TestResult
+from ..record.parts import ReverseDirection
 from ..engines.streams import total
 from ..errors import NettuneError
 from .base import Hints, ImporterBase, side, workload
@@ -24,11 +25,14 @@ _BYTES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 LINE = re.compile(
     r"^\[\s*(?P<id>\d+|SUM)\](?:\[(?P<role>[TR]X-[CS])\])?\s+(?P<a>\d+\.\d{2})-(?P<b>\d+\.\d{2})\s+sec\s+"
-    r"(?P<x>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<y>\d+(?:\.\d+)?)\s+(?P<yu>[KMGT]?)bits/sec(?P<rest>.*)$"
+    r"(?P<x>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<y>\d+(?:\.\d+)?)\s+(?P<yu>[KMGT]?)(?P<yk>bits|Bytes)/sec(?P<rest>.*)$"
 )
 CONNECTED = re.compile(r"^\[\s*(?P<id>\d+)\]\s+local\s+\S+\s+port\s+\d+\s+connected to\s+\S+\s+port\s+\d+")
 START = re.compile(r"^(Connecting to host |Accepted connection from )")
 ERROR = re.compile(r"^iperf3: (error - .*)$")
+# -V: "CPU Utilization: local/sender 27.8% (0.4%u/27.4%s), remote/receiver 33.8% (0.6%u/33.3%s)"
+CPU = re.compile(r"CPU Utilization: local/\w+ (?P<ht>[\d.]+)% \((?P<hu>[\d.]+)%u/(?P<hs>[\d.]+)%s\), "
+                 r"remote/\w+ (?P<rt>[\d.]+)% \((?P<ru>[\d.]+)%u/(?P<rs>[\d.]+)%s\)")
 UDP_LOSS = re.compile(r"(?P<j>\d+(?:\.\d+)?)\s+ms\s+(?P<l>-?\d+)/(?P<t>\d+)\s+\((?P<p>[-\d.eE+]+)%\)")
 TCP_SENDER = re.compile(r"^\s*(?P<retr>\d+)(?:\s+(?P<cw>\d+(?:\.\d+)?)\s+(?P<cwu>[KMGT]?)Bytes)?")
 
@@ -56,6 +60,7 @@ class _Doc:
     lines: list[_Line] = field(default_factory=list)
     error: str = ""
     done: bool = False
+    cpu: dict[str, float] = field(default_factory=dict)  # -V's CPU line, as -J's cpu_utilization_percent
 
 
 def _parse(text: str) -> _Doc:
@@ -68,6 +73,9 @@ def _parse(text: str) -> _Doc:
             doc.done = True
         if m := ERROR.match(line):
             doc.error = doc.error or m[1]
+        if m := CPU.search(line):
+            names = {"ht": "host_total", "hu": "host_user", "hs": "host_system", "rt": "remote_total", "ru": "remote_user", "rs": "remote_system"}
+            doc.cpu = {names[k]: float(v) for k, v in m.groupdict().items()}
         if m := CONNECTED.match(line):
             doc.streams.append(m["id"])
             continue
@@ -84,8 +92,24 @@ def _parse(text: str) -> _Doc:
         final = next((w for w in ("sender", "receiver") if rest.rstrip().endswith(w)), "")
         doc.udp = doc.udp or bool(final and UDP_LOSS.search(rest))
         doc.lines.append(_Line(m["id"], forward, float(m["a"]), float(m["b"]), int(round(float(m["x"]) * _BYTES[m["xu"]])),
-                               float(m["y"]) * _BITS[m["yu"]], rest, final, "(omitted)" in rest))
+                               _rate(m["y"], m["yu"], m["yk"]), rest, final, "(omitted)" in rest))
     return doc
+
+
+# iperf3 --timestamps' default stamp (strftime "%c "): "Sat Nov 28 01:37:22 2026 "
+STAMP = re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4} ", re.M)
+
+
+def unstamped(text: str) -> str:
+    """The text without iperf3 --timestamps' default stamps (the same lines, in place); a
+    stamp of another --timestamps=FORMAT is not guessed at."""
+    return STAMP.sub("", text) if STAMP.match(text.lstrip("\ufeff")) else text
+
+
+def _rate(value: str, unit: str, kind: str) -> float:
+    """bits/s of a printed rate: -f k/m/g/t (the default) print bits, powers of 1000; -f
+    K/M/G/T print bytes, powers of 1024 ("1140827 KBytes/sec" is 9.35 Gbit/s)."""
+    return float(value) * (_BITS[unit] if kind == "bits" else 8 * _BYTES[unit])
 
 
 def _check(path: Path, text: str, doc: _Doc) -> None:
@@ -131,27 +155,38 @@ def _read(doc: _Doc) -> TestResult:
         sender_bps = snd.bps if snd else total(s.sender_bps for s in streams)
         receiver_bps = rcv.bps if rcv else total(s.receiver_bps for s in streams)
         retr = [s.retransmits for s in streams if s.retransmits is not None]
+        sent_bytes = snd.nbytes if snd else total(s.sender_bytes for s in streams)
+        got_bytes = rcv.nbytes if rcv else total(s.receiver_bytes for s in streams)
+        loss = _udp_loss(streams) if doc.udp else {}
         if forward:
             res.sender_bps, res.receiver_bps = sender_bps, receiver_bps
-            res.sender_bytes = snd.nbytes if snd else total(s.sender_bytes for s in streams)  # type: ignore[assignment]
-            res.receiver_bytes = rcv.nbytes if rcv else total(s.receiver_bytes for s in streams)  # type: ignore[assignment]
+            res.sender_bytes, res.receiver_bytes = sent_bytes, got_bytes  # type: ignore[assignment]
             res.retransmits = sum(retr) if retr and not doc.udp else None
             cw = [s.max_cwnd for s in streams if s.max_cwnd]
             res.max_cwnd = max(cw) if cw else None
-            if doc.udp:
-                u = [s for s in streams if s.packets is not None]
-                lost, packets = sum(s.lost_packets or 0 for s in u), sum(s.packets or 0 for s in u)
-                if u:
-                    res.lost_packets, res.packets = lost, packets
-                    res.lost_percent = 100.0 * lost / packets if packets else 0.0
-                    res.jitter_ms = sum(s.jitter_ms or 0.0 for s in u) / len(u)
+            for k, v in loss.items():
+                setattr(res, k, v)
         else:
             res.reverse_sender_bps, res.reverse_receiver_bps = sender_bps, receiver_bps
             res.reverse_retransmits = sum(retr) if retr and not doc.udp else None
+            # the other direction's bytes and UDP loss, as the -J reader keeps them
+            res.reverse = ReverseDirection(sender_bytes=sent_bytes, receiver_bytes=got_bytes, **loss)  # type: ignore[arg-type]
         res.streams += streams
         res.intervals += _intervals(ivals, ids, label, doc.udp)
     res.tool.num_streams = len({ln.sid for ln in finals if ln.sid != "SUM" and ln.forward})
+    res.tool_cpu = dict(doc.cpu)
     return res
+
+
+def _udp_loss(streams: list[StreamResult]) -> dict[str, float | int]:
+    """A direction's UDP receiver numbers from its streams' final receiver lines: the counts
+    summed, the loss from them (the text's percentage is rounded), iperf3's mean jitter."""
+    u = [s for s in streams if s.packets is not None]
+    if not u:
+        return {}
+    lost, packets = sum(s.lost_packets or 0 for s in u), sum(s.packets or 0 for s in u)
+    return {"lost_packets": lost, "packets": packets, "lost_percent": 100.0 * lost / packets if packets else 0.0,
+            "jitter_ms": sum(s.jitter_ms or 0.0 for s in u) / len(u)}
 
 
 def _stream(sid: str, label: str, finals: list[_Line], ivals: list[_Line]) -> StreamResult:
@@ -200,13 +235,15 @@ class Iperf3TextImporter(ImporterBase):
     describes = "iperf3 text"
 
     def detect(self, text: str) -> bool:
+        text = unstamped(text)
         return any(LINE.match(ln.rstrip()) for ln in text.splitlines()) and bool(re.search(r"^(Connecting to host |Accepted connection from |-+\nServer listening on \d)", text, re.M))
 
     def split(self, text: str) -> list[tuple[str, str]]:
         """Each test starts at "Connecting to host" (a client's log) or "Accepted connection
         from" (a server's); what comes before it since the last test is its header."""
         lines = text.splitlines(keepends=True)
-        starts = [i for i, ln in enumerate(lines) if START.match(ln)]
+        bare = unstamped(text).splitlines(keepends=True)  # line for line, without --timestamps' stamps
+        starts = [i for i, ln in enumerate(bare) if START.match(ln)]
         if len(starts) <= 1:
             return [("", text)]
         out: list[tuple[str, str]] = []
@@ -216,12 +253,14 @@ class Iperf3TextImporter(ImporterBase):
             body = lines[i:nxt]
             # the test ends at "iperf Done." (client) or its last report line (server);
             # the lines after it belong to the next test's header
-            end = next((k + 1 for k in range(len(body) - 1, -1, -1) if body[k].strip() == "iperf Done." or LINE.match(body[k].rstrip())), len(body))
+            plain = bare[i:nxt]
+            end = next((k + 1 for k in range(len(body) - 1, -1, -1) if plain[k].strip() == "iperf Done." or LINE.match(plain[k].rstrip())), len(body))
             out.append(("".join(lines[prev_end:i]), "".join(body[:end])))
             prev_end = i + end
         return out
 
     def read(self, path: Path, text: str, hints: Hints) -> TestResult:
+        given, text = text, unstamped(text)
         doc = _parse(text)
         _check(path, text, doc)
         res = _read(doc)
@@ -238,7 +277,9 @@ class Iperf3TextImporter(ImporterBase):
             if not doc.bidir and not doc.reverse:
                 res.sender_bps = res.sender_bps if any(ln.final == "sender" for ln in doc.lines) else None
         res.warnings.append("read from iperf3's text output: rates have three significant digits, no RTT")
-        res.client, res.server = side(path, text), None
+        if given != text:
+            res.warnings.append("iperf3 --timestamps: the time stamp before each line was left out")
+        res.client, res.server = side(path, given), None
         return res
 
 

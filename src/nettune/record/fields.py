@@ -150,7 +150,7 @@ class Measures(BaseModel):
     @property
     def total_bps(self) -> float | None:
         """Receiver throughput of both directions (just the main one unless bidir)."""
-        return total_throughput(self.receiver_bps, self.reverse_receiver_bps)
+        return total_throughput(self.receiver_bps, self.reverse_receiver_bps, self.reverse_sender_bps)
 
     @property
     def retrans_per_gb(self) -> float | None:
@@ -219,11 +219,14 @@ class IdleColumns(BaseModel):
     why: Annotated[str | None, Row("", "why no sample", by=PROBES, doc="no sample: the reason")] = None
 
 
-def total_throughput(receiver_bps: float | None, reverse_receiver_bps: float | None) -> float | None:
+def total_throughput(receiver_bps: float | None, reverse_receiver_bps: float | None,
+                     reverse_sender_bps: float | None = None) -> float | None:
     """The one definition of a test's total throughput, for live results and stored runs
     alike: what the receiver got in the main direction plus, in a bidir test, what the
-    other direction's receiver got. None when the main direction has no rate (a failure)."""
-    if receiver_bps is None:
+    other direction's receiver got. None when the main direction has no rate (a failure),
+    and when the other direction ran (its sender's rate is known) but what arrived there is
+    not (a server's log of a bidir test): the main direction alone would be too low."""
+    if receiver_bps is None or reverse_receiver_bps is None and reverse_sender_bps is not None:
         return None
     return float(receiver_bps) + float(reverse_receiver_bps or 0.0)
 
