@@ -162,8 +162,9 @@ def test_check_fails_a_slower_rerun_and_passes_an_unchanged_one(tmp_path):
     assert res["points"][0]["verdict"] == "improved" and [r["label"] for r in res["improved"]] == [res["points"][0]["label"]]
     assert "improved" in up.stdout
 
-    err = nettune("check", str(same), "--baseline", str(tmp_path / "nothing.db"), "--db", str(new_db))
+    err = nettune("check", str(same), "--baseline", str(tmp_path / "nothing.db"), "--db", str(new_db), "--out", str(tmp_path / "err.json"))
     assert err.returncode == 2 and err.stderr.startswith("error:") and "Traceback" not in err.stderr
+    assert json.loads((tmp_path / "err.json").read_text())["verdict"] == "error"  # written on every exit, into --out (not the cwd)
     assert not lab_leftovers()
 
 
