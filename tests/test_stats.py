@@ -229,3 +229,21 @@ def test_repeat_fields_rejected_with_one_line(body, words):
     with pytest.raises(SpecError) as e:
         parse_study(STUDY + body, "s.toml")
     assert words in str(e.value) and "\n" not in str(e.value) and "repeat" in str(e.value)
+
+
+def test_an_interval_of_a_quantity_that_cannot_be_negative_stops_at_zero():
+    """Two runs of 11.8 and 15.6 Gbit/s: Student's t at N=2 reaches -10.4; throughput cannot,
+    so the interval is cut at 0 (found in a study D trial: 'best: 13.7 Gbit/s (95% CI -10.3
+    to 37.6, N=2)'); the upper end and the precision (half width) are the t interval's.
+    Signed values (differences) keep their negative end."""
+    import statistics
+
+    from nettune.analysis.stats import summarize, t_critical
+
+    s = summarize([11.8, 15.6])
+    hw = t_critical(2) * statistics.stdev([11.8, 15.6]) / math.sqrt(2)
+    assert s.ci_low == 0.0 and s.ci_high == pytest.approx(13.7 + hw) and s.half_width == pytest.approx(hw)
+    d = summarize([11.8, 15.6], signed=True)
+    assert d.ci_low == pytest.approx(13.7 - hw) and d.ci_low < 0
+    assert summarize([-1.0, 3.0]).ci_low < 0  # a negative value: not a non-negative quantity, left as it is
+    assert summarize([30.0, 31.0, 32.0]).ci_low == pytest.approx(31.0 - t_critical(3) * 1.0 / math.sqrt(3))  # away from 0: unchanged

@@ -79,9 +79,15 @@ def t_critical(n: int, level: float = LEVEL) -> float:
     return float(sst.t.ppf(0.5 + level / 2, n - 1))
 
 
-def summarize(values: Sequence[float], level: float = LEVEL, method: str = "t") -> Summary:
+def summarize(values: Sequence[float], level: float = LEVEL, method: str = "t", signed: bool = False) -> Summary:
     """N, centre, spread and the 95% interval: Student's t, or with `method` "log-t" / "bca"
-    the interval analysis/intervals.py gives skewed runs (its `choose` picks the method)."""
+    the interval analysis/intervals.py gives skewed runs (its `choose` picks the method).
+
+    The values are measurements, and every metric nettune stores is a quantity that cannot
+    be negative (rates, times, counts, CPU, energy): an interval reaching below zero (two
+    runs 11.8 and 15.6 Gbit/s give a t interval of -10.4 to 37.8) is cut at 0, which keeps
+    its coverage (the mean cannot lie below 0). `signed`: values that may be negative
+    (differences), left uncut."""
     xs = [float(v) for v in values]
     n = len(xs)
     if n == 0:
@@ -101,6 +107,8 @@ def summarize(values: Sequence[float], level: float = LEVEL, method: str = "t") 
         if got is not None:
             (lo, hi), used = got, method
             hw = (hi - lo) / 2  # the "±" of an asymmetric interval: half its width
+    if not signed and lo < 0 <= srt[0]:
+        lo = 0.0
     return Summary(n, mean, median, stdev, srt[0], srt[-1], cv, lo, hi, hw, mad_outliers(xs), used)
 
 
