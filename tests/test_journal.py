@@ -106,14 +106,18 @@ def test_run_restores_in_reverse_order_and_the_journal_closes(tmp_path):
     assert Journal().open_sessions() == []
 
 
-def test_restore_after_kill_puts_back_the_original_through_the_chain(tmp_path):
+def test_restore_after_kill_puts_back_the_first_original_in_one_write(tmp_path):
+    """orig->a, a->b: the restore writes orig once, never a in between (it wrote a, then orig,
+    and printed both: "b -> a", "a -> orig"); the older change shares the newest's outcome."""
     crash_after(tmp_path, study_text(tmp_path), points=2)
     assert (tmp_path / "setting").read_text() == "b"
     dead, alive = pending()
     assert len(dead) == 1 and not alive and len(dead[0].changes) == 2  # orig->a, a->b
     out, _ = restore_pending()
     assert (tmp_path / "setting").read_text() == "orig"
-    assert [r for r, _ in out.lines] == ["restored", "restored"] and not out.failed
+    assert [r for r, _ in out.lines] == ["restored"] and not out.failed
+    assert "b -> orig" in out.lines[0][1] and "-> a" not in out.lines[0][1], out.lines
+    assert [r["result"] for r in Journal().records() if r["op"] == "done"] == ["restored", "restored"]  # both changes closed
     assert Journal().open_sessions() == []
     out, _ = restore_pending()  # idempotent
     assert out.lines == []

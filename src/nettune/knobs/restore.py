@@ -77,9 +77,10 @@ def restore_changes(
     boots = BootBatch()  # boot-time changes configured back, waiting for their host's one reboot
     left: set[tuple[str, str]] = set()
     ch = Chains.of(changes)
-    # a setting that disrupts (a VM restart, a link reset) and was changed several times goes
-    # straight back to its first original: one restart, not one per change; its older changes
-    # follow the newest's outcome
+    # a setting changed several times goes straight back to its first original: one write (for
+    # a setting that disrupts, one VM restart or link reset), never the values in between (a
+    # sysctl changed twice was set to its middle value, then to the original); its older
+    # changes follow the newest's outcome. Boot-time settings are batched per reboot instead.
     collapsed: dict[tuple[str, str], str] = {}  # slot -> "restored" | "failed"
     for rec in reversed(changes):
         loc = rec.loc
@@ -116,7 +117,7 @@ def restore_changes(
         if slot in left:
             journal.done(session, rec.seq, "left", "a later value was changed by someone else")
             continue
-        chain = ch.count[slot] > 1 and ch.newest[slot] == rec.seq and not kind.at_boot and kind.disruption(loc) is not None
+        chain = ch.count[slot] > 1 and ch.newest[slot] == rec.seq and not kind.at_boot
         original = ch.first[slot] if chain else rec.original
         made = rec.made
         try:
