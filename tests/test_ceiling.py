@@ -33,7 +33,9 @@ def test_ceiling_is_measured_with_repeats_stored_and_used(tmp_path):
         run = data.runs[0]
     facts = data.facts["client"]
     assert facts["machine"] == machine and "iperf2" in facts["loopback_ceiling"] and len(facts["ceilings"]["loopback"]["iperf2"]["2"]) == 2
-    assert "loopback ceiling at -P 2" in run.extra["engine_choice"]["reason"]
+    why = run.extra["engine_choice"]["reason"]  # shown faster there, or the ceilings said to be too close to tell
+    assert ("fastest on this host's loopback ceiling at -P 2" in why and "shown faster" in why) or \
+        ("loopback ceilings at -P 2 cannot tell" in why and "by the rules" in why), why
     text = nettune("analyze", "nettune-t-ceil", "--db", str(db), "--format", "json", check=True).stdout
     findings = " ".join(json.loads(text)["findings"])
     assert "circular" in findings and "within noise of the ceiling" not in findings  # a loopback study is its ceiling's own path

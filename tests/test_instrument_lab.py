@@ -93,7 +93,8 @@ def test_the_dry_run_chooses_the_engine_the_run_uses_with_and_without_stored_cei
         if case == "ceilings":  # made-up ceilings under which fan-out wins: the dry run must read them as the run does
             machine = subprocess.run(["uname", "-n"], capture_output=True, text=True).stdout.strip()
             with StoreWriter(db) as s:
-                s.add_ceilings(machine, [{"config": config_label(c, n), "engine": c, "processes": n, "streams": p, "bps": bps}
+                s.add_ceilings(machine, [{"config": config_label(c, n), "engine": c, "processes": n, "streams": p,
+                                            "values": [bps * 0.98, bps, bps * 1.02]}
                                            for p in (1, 2) for c, n, bps in (("iperf3", 1, 10e9), ("iperf3", 2, 90e9), ("iperf2", 1, 20e9))])
         dry = nettune("run", str(f), "--dry-run", "--db", str(db), check=True).stdout
         run = nettune("run", str(f), "--db", str(db), check=True).stdout

@@ -10,7 +10,10 @@ prints and stores with every test.
 The branches, in order:
 1. loopback ceilings stored for the client's machine at this stream count (given only for
    a loopback path: a loopback ceiling predicts nothing about a lab's or a NIC's): the
-   configuration that went fastest there (of those installed);
+   configuration that went fastest there (of those installed), when its runs show it
+   faster than every other measured one (Welch, p < 0.05, two runs or more each); when
+   they cannot tell it from another, the rules below decide among those within noise
+   (and say so), never a "fastest" that is a coin toss;
 2. iperf3 >= 3.16 (one thread per stream): iperf3, one process (more only past 128 streams);
 3. a process count the study fixed: iperf3 over that many processes;
 4. iperf3 before 3.16 with several streams on a machine of several cores (one process
@@ -24,6 +27,7 @@ The branches, in order:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .iperf3 import MAX_STREAMS
@@ -71,13 +75,13 @@ def config_label(engine: str, processes: int) -> str:
     return engine + (f" x{processes}" if processes > 1 else "")
 
 
-def choose(streams: int, versions: dict[str, str], cores: int, ceilings: dict[str, dict[int, float]] | None = None,
+def choose(streams: int, versions: dict[str, str], cores: int, ceilings: Mapping[str, Mapping[int, float | list[float]]] | None = None,
            processes: int | None = None, machine_cores: int | None = None) -> Choice:
     """The configuration for a test of `streams` streams. versions: engine -> version on
     every host of the workload ("" or absent: not usable there). cores: the cores the
     client may use (half the machine's when its server runs there too); machine_cores:
-    the machine's (default: cores). ceilings: config label -> {streams: bits/s} on the
-    client's machine, for a loopback path only. processes: a number the study fixed for
+    the machine's (default: cores). ceilings: config label -> {streams: every run's bits/s}
+    on the client's machine, for a loopback path only. processes: a number the study fixed for
     iperf3 (None: auto)."""
     v3, v2 = versions.get("iperf3", ""), versions.get("iperf2", "")
     if not v3 and not v2:
@@ -86,11 +90,25 @@ def choose(streams: int, versions: dict[str, str], cores: int, ceilings: dict[st
     p3 = processes if processes is not None else auto_processes("iperf3", v3, streams, cores)
     candidates = ([("iperf3", 1), ("iperf3", max(p3, 2) if streams > 1 and not threaded(v3) else p3)] if v3 else []) + ([("iperf2", 1)] if v2 else [])
     measured = _from_ceilings(streams, candidates, ceilings or {})
+    ruled = _by_rules(streams, v3, v2, cores, machine, p3, processes)
     if measured:
-        (engine, procs), bps, at, seen = measured
-        others = "; ".join(f"{k} {b / 1e9:.1f}" for k, b in seen if k != config_label(engine, procs))
-        return Choice(engine, procs, f"fastest on this host's loopback ceiling at -P {at}: {config_label(engine, procs)} "
-                      f"{bps / 1e9:.1f} Gbit/s" + (f" (vs {others})" if others else ""), v3 if engine == "iperf3" else v2)
+        best, at, seen, tied = measured
+        shown = "; ".join(f"{config_label(*c)} {_mean(v) / 1e9:.1f} Gbit/s (N={len(v)})" for c, v in seen.items())
+        if not tied:
+            return Choice(best[0], best[1], f"fastest on this host's loopback ceiling at -P {at}: {shown}; shown faster than the "
+                          "others (Welch, p < 0.05)", v3 if best[0] == "iperf3" else v2)
+        near = {best, *tied}
+        if (ruled.engine, ruled.processes) in near or (ruled.engine, ruled.processes) not in seen:
+            return Choice(ruled.engine, ruled.processes, f"this host's loopback ceilings at -P {at} cannot tell "
+                          f"{' and '.join(config_label(*c) for c in sorted(near))} apart ({shown}): by the rules, {ruled.reason}",
+                          ruled.version)
+        return Choice(best[0], best[1], f"fastest on this host's loopback ceiling at -P {at}: {shown}; within noise of "
+                      f"{', '.join(config_label(*c) for c in tied)}", v3 if best[0] == "iperf3" else v2)
+    return ruled
+
+
+def _by_rules(streams: int, v3: str, v2: str, cores: int, machine: int, p3: int, processes: int | None) -> Choice:
+    """Branches 2 to 6 of the module doc: the choice without ceilings."""
     if v3 and threaded(v3):
         why = f"iperf3 {v3} runs each stream in its own thread"
         if p3 > 1:
@@ -110,18 +128,43 @@ def choose(streams: int, versions: dict[str, str], cores: int, ceilings: dict[st
     return Choice("iperf2", 1, "iperf3 is not installed on every host; iperf2 runs each stream in its own thread", v2)
 
 
-def _from_ceilings(streams: int, candidates: list[tuple[str, int]], ceilings: dict[str, dict[int, float]]
-                   ) -> tuple[tuple[str, int], float, int, list[tuple[str, float]]] | None:
-    """The candidate with the highest ceiling at the measured -P nearest `streams` (the
-    largest measured one when `streams` is beyond them), if at least two were measured."""
-    seen: dict[tuple[str, int], tuple[float, int]] = {}
+def _runs(v: float | list[float]) -> list[float]:
+    return [float(x) for x in v] if isinstance(v, (list, tuple)) else [float(v)]
+
+
+def _mean(v: list[float]) -> float:
+    return sum(v) / len(v)
+
+
+def _shown_slower(a: list[float], b: list[float]) -> bool:
+    """a's runs are shown slower than b's (Welch, p < 0.05); never from fewer than two runs."""
+    if len(a) < 2 or len(b) < 2 or _mean(a) >= _mean(b):
+        return False
+    from scipy import stats  # noqa: PLC0415 - only when ceilings are stored
+
+    if len(set(a)) < 2 and len(set(b)) < 2:
+        return True  # no spread on either side: the difference is all there is
+    return bool(stats.ttest_ind(a, b, equal_var=False).pvalue < 0.05)
+
+
+def _from_ceilings(streams: int, candidates: list[tuple[str, int]], ceilings: Mapping[str, Mapping[int, float | list[float]]]
+                   ) -> tuple[tuple[str, int], int, dict[tuple[str, int], list[float]], list[tuple[str, int]]] | None:
+    """(the candidate with the highest mean ceiling at the measured -P nearest `streams`
+    (the largest measured one when `streams` is beyond them), that -P, each measured
+    candidate's runs, those its runs do not show slower than the best), if at least two
+    were measured at one -P."""
+    found: dict[tuple[str, int], dict[int, list[float]]] = {}
     for cand in dict.fromkeys(candidates):
         by_p = ceilings.get(config_label(*cand)) or {}
-        if not by_p:
-            continue
-        at = min(by_p, key=lambda p: (abs(p - streams), -p))
-        seen[cand] = (by_p[at], at)
+        if by_p:
+            found[cand] = {int(k): _runs(v) for k, v in by_p.items() if _runs(v)}
+    ps = {p for by_p in found.values() for p in by_p}
+    if not ps:
+        return None
+    at = min(ps, key=lambda p: (abs(p - streams), -p))
+    seen = {c: by_p[at] for c, by_p in found.items() if at in by_p}
     if len(seen) < 2:
         return None
-    best = max(seen, key=lambda c: seen[c][0])
-    return best, seen[best][0], seen[best][1], [(config_label(*c), b) for c, (b, _) in seen.items()]
+    best = max(seen, key=lambda c: _mean(seen[c]))
+    tied = [c for c in seen if c != best and not _shown_slower(seen[c], seen[best])]
+    return best, at, seen, tied

@@ -102,7 +102,8 @@ def choose_engines(resolved: list[ResolvedPoint], target: HostSet, db: ResultSto
             # a loopback ceiling predicts a loopback path only: not a lab's veths on the
             # same cores (measured: iperf2 won on loopback, one iperf3 process on the lab),
             # nor a path between machines (their NICs, not the loopback, carry it)
-            ceil = db.ceilings(answers.machine(client)) if db is not None and rp.target.over_loopback else {}
+            runs = db.ceiling_runs(answers.machine(client)).get("loopback", {}) if db is not None and rp.target.over_loopback else {}
+            ceil = {config: {int(p): v for p, v in by_p.items()} for config, by_p in runs.items()}
             c = choose(streams, versions, cores, ceil, wl.processes if isinstance(wl.processes, int) else None, machine_cores)
         else:
             v = answers.version(str(wl.engine), client)
