@@ -315,3 +315,19 @@ def test_keys_in_global_known_hosts_files_are_pinned_too(tmp_path):
     assert trust.record is False and trust.known_hosts is not None  # the key is pinned: strict checking, nothing asked
     assert trust.known_hosts.match("198.18.0.4", "198.18.0.4", None)[0]
     assert trust.pinned_file == f"{tmp_path}/none_here"  # a key still to add goes to the user file ssh would write
+
+
+@pytest.mark.parametrize("text", [
+    "Host x\n  ProxyJump none\n  ProxyCommand ssh -W %h:%p gw\n",     # `ProxyJump none` first does not stop a ProxyCommand
+    "Host x\n  ProxyCommand ssh -W %h:%p gw  # via gw\n",               # sh ends the command at its comment
+])
+def test_proxycommand_after_proxyjump_none_and_with_a_comment_is_a_jump(tmp_path, text):
+    """Found by tests/test_reach_differential.py: nettune dropped the ProxyCommand after
+    `ProxyJump none` (no hop: a direct connection where ssh goes through gw), and refused a
+    ProxyCommand ending in a shell comment."""
+    cfg = write(tmp_path, text)
+    with allow_local_commands():
+        got = resolve("x", cfg)
+    assert [h["name"] for h in got["jump"]] == ["gw"]
+    if SSH:
+        assert ssh_g(cfg, "x")["proxycommand"].startswith("ssh -W %h:%p gw")  # type: ignore[index]

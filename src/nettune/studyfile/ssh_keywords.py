@@ -103,8 +103,9 @@ def _append_file(certificates: bool) -> Callable[..., None]:
 
 def _command(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
     """ProxyCommand, LocalCommand, RemoteCommand, KnownHostsCommand: the rest of the line
-    (a ProxyCommand after a ProxyJump is ignored, as ssh does)."""
-    if not (name == "ProxyCommand" and "ProxyJump" in o.v):
+    (a ProxyCommand after a ProxyJump is ignored, as ssh does; not after `ProxyJump none`,
+    which ssh 9.2 keeps for ProxyJump alone: `ssh -G` then shows the later ProxyCommand)."""
+    if not (name == "ProxyCommand" and str(o.v.get("ProxyJump", "none")).lower() != "none"):
         o.keep(name, rest.lstrip(" \t\r\n="), active)
     words.clear()
 
