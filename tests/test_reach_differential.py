@@ -31,6 +31,13 @@ def _truth(t: dict) -> dict:
     return {"error": f"jump host: {failed[0]}"} if failed else t
 
 
+def _refused_rightly(t: dict, n: dict) -> bool:
+    """`ProxyJump none  # note`: ssh 9.2 jumps through a host named "none" (ssh -G: `proxyjump
+    none`), which nettune refuses to guess at (ssh_resolve.py)."""
+    return "'none' followed by a comment" in n.get("refused", "") and any(
+        h.get("proxyjump") == "none" or "error" in h for h in [t, *t.get("jump", [])])
+
+
 def test_random_ssh_configs_resolve_as_ssh_g_says(tmp_path):
     cases = tmp_path / "cases"
     for seed in range(SEED, SEED + (N or 40)):
@@ -39,6 +46,8 @@ def test_random_ssh_configs_resolve_as_ssh_g_says(tmp_path):
     bad = []
     for case, hosts in res.items():
         for h, r in hosts.items():
+            if _refused_rightly(r["truth"], r["nettune"]):
+                continue
             for m in compare(_truth(r["truth"]), r["nettune"], f"{case}: {h}"):
                 bad.append(m + "\n    config:\n      " + (cases / case / "config").read_text().replace("\n", "\n      "))
     assert not bad, "\n".join(bad[:20]) + f"\n({len(bad)} mismatches)"
@@ -62,7 +71,7 @@ def test_random_ansible_inventories_resolve_as_ansible_and_ssh_say(tmp_path):
                 pass
             continue
         for host, hr in r["hosts"].items():
-            if not hr.get("left_out"):
+            if not hr.get("left_out") and not _refused_rightly(hr["truth"], hr["nettune"]):
                 bad += compare(_truth(hr["truth"]), hr["nettune"], f"{where}: {host}")
                 if "fields" in hr["nettune"]:
                     become = str(hr["become"]).lower() in ("true", "yes", "1", "on")

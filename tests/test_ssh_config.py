@@ -331,3 +331,21 @@ def test_proxycommand_after_proxyjump_none_and_with_a_comment_is_a_jump(tmp_path
     assert [h["name"] for h in got["jump"]] == ["gw"]
     if SSH:
         assert ssh_g(cfg, "x")["proxycommand"].startswith("ssh -W %h:%p gw")  # type: ignore[index]
+
+
+def test_connecttimeout_none_leaves_it_unset_and_proxyjump_none_with_a_comment_is_refused(tmp_path):
+    """Found by tests/test_reach_differential.py. `ConnectTimeout none` is ssh's "unset": a
+    later line still sets it (nettune kept none: no timeout where ssh waits 30 s). And ssh
+    9.2 reads `ProxyJump none  # note` as a jump host named "none" (it compares the value,
+    comment included, with "none"), where nettune connected directly: now refused in one line."""
+    cfg = write(tmp_path, "Host x\n  ConnectTimeout none\nHost *\n  ConnectTimeout 30\n")
+    assert resolve("x", cfg)["connect_timeout"] == 30.0
+    if SSH:
+        assert ssh_g(cfg, "x")["connecttimeout"] == "30"  # type: ignore[index]
+    cfg = write(tmp_path, "Host x\n  ProxyJump none  # no jump host\n", "config2")
+    with pytest.raises(SshConfigError, match=r"line 2: ProxyJump none  # no jump host: .*cannot tell"):
+        resolve("x", cfg)
+    if SSH:
+        assert ssh_g(cfg, "x")["proxyjump"] == "none"  # type: ignore[index]
+    cfg = write(tmp_path, "Host x\n  ProxyJump none\n", "config3")
+    assert resolve("x", cfg)["jump"] == []

@@ -165,6 +165,10 @@ def _defaults(destination: str, host: str, opts: Options, ev: Evaluation, config
     elif agent is not None and agent.lower() == "ssh_auth_sock":
         agent = None
     jump = opts.get("ProxyJump")
+    if jump is not None and jump.lower() != "none" and jump.split("#", 1)[0].strip().lower() == "none":
+        raise SshConfigError(f"{opts.where('ProxyJump')}: ProxyJump {jump}: OpenSSH 9.2 takes 'none' followed by a comment as a "
+                             "jump host named 'none' (`ssh -G` shows `proxyjump none`), newer ones may not; nettune cannot tell "
+                             "which is meant: remove the comment (no jump host), or name the jump host")
     if jump is not None and jump.lower() == "none":
         jump = None
     command = opts.get("ProxyCommand")
