@@ -10,21 +10,22 @@ import json
 import random
 from pathlib import Path
 
-NAMES = ["web1", "web2.corp", "db", "gw", "jump1", "Bastion", "10.0.0.5", "app.example.com", "cache-01"]
-PATTERNS = ["web*", "*.corp", "db", "gw", "jump?", "Bastion", "bastion", "10.0.0.*", "*.example.com", "cache-0[1]", "*", "web1,db",
+NAMES = ["web1", "web2.corp", "db", "gw", "jump1", "Bastion", "10.0.0.5", "app.example.com", "cache-01", "localhost", "LocalHost"]
+PATTERNS = ['"web1"', "LOCALHOST", "localhost", "WEB*", "web*", "*.corp", "db", "gw", "jump?", "Bastion", "bastion", "10.0.0.*", "*.example.com", "cache-0[1]", "*", "web1,db",
             "!db", "!web*", "app*", "*1"]
 HOSTNAMES = ["%h.example", "10.1.2.3", "real-%h", "web1", "BIG.Example.ORG", "0x7f.1", "::1", "%h", "gw.internal", "%%h", "127.1"]
 USERS = ["alice", "bob", "root", "deploy@corp.example", "u%h", "Admin"]
 PORTS = ["22", "2222", "2200", "ssh", "1", "65535", "022"]
-KEYS = ["~/.ssh/id_%h", "~/.ssh/k1", "%d/.ssh/k2", "~/.ssh/id_ed25519", "~/.ssh/k_%r", "~/.ssh/k_%p", "~/.ssh/id_rsa",
+KEYS = ["${HOME}/.ssh/k1", "~/.ssh/id_%C", "${NETTUNE_UNSET_VAR}/k", "~/.ssh/id_%k", "~/.ssh/id_%i", "~/.ssh/id_%h", "~/.ssh/k1", "%d/.ssh/k2", "~/.ssh/id_ed25519", "~/.ssh/k_%r", "~/.ssh/k_%p", "~/.ssh/id_rsa",
         "~/.ssh/k_%n", '"~/.ssh/key 3"', "~/.ssh/k_%u", "~/.ssh/k_%l"]
 JUMPS = ["gw", "alice@gw:2200", "gw,jump1", "none", "jump1", "root@10.0.0.5", "Bastion", "ssh://bob@gw:2022", "gw:2201,alice@jump1"]
 PROXIES = ["ssh -W %h:%p gw", "ssh -q -W %h:%p alice@gw", "exec ssh -W %h:%p jump1", "ssh -W [%h]:%p -p 2202 gw", "none"]
-KNOWN = ["~/.ssh/kh1 ~/.ssh/kh_%h", "none", "/dev/null", "~/.ssh/known_hosts", "~/.ssh/kh1"]
+KNOWN = ["~/.ssh/kh_%k", "%d/.ssh/kh_%r ~/.ssh/kh1", "~/.ssh/kh1 ~/.ssh/kh_%h", "none", "/dev/null", "~/.ssh/known_hosts", "~/.ssh/kh1"]
 STRICT = ["yes", "accept-new", "ask", "no", "off", "true"]
 TIMEOUTS = ["5", "0", "1m", "30s", "none"]
 MATCHES = ["host web1", "host *.corp,db", "originalhost web*", "user alice", "user root", "final", "canonical", "all",
-           "exec true", "!host db", "host gw final", "originalhost Bastion", "host 10.1.2.3", "localuser root", "host real-*"]
+           "exec true", "!host db", "host gw final", "originalhost Bastion", "host 10.1.2.3", "localuser root", "host real-*",
+           "host localhost canonical", "user bob,alice", "exec \"test %h = gw\"", "!final", "host=web1", "originalhost localhost"]
 
 
 def _directive(r: random.Random) -> str:
@@ -35,7 +36,8 @@ def _directive(r: random.Random) -> str:
         ("GlobalKnownHostsFile", ["/etc/ssh/gkh", "none"]), ("StrictHostKeyChecking", STRICT), ("ConnectTimeout", TIMEOUTS),
         ("CanonicalizeHostname", ["yes", "no", "always"]), ("CanonicalDomains", ["corp example.com", "none"]),
         ("CanonicalizeMaxDots", ["0", "1", "3"]), ("CanonicalizeFallbackLocal", ["yes", "no"]), ("HostKeyAlias", ["alias-%h"]),
-        ("ServerAliveInterval", ["10"]), ("ForwardAgent", ["yes"]), ("Compression", ["yes"]),
+        ("ServerAliveInterval", ["10"]), ("IgnoreUnknown", ["UseKeychain,AddKeysToAgentX"]), ("UseKeychain", ["yes"]),
+        ("IdentityAgent", ["%d/.agent-%r"]), ("Include", ["/etc/ssh/nettune-nope.conf", "inc.conf"]), ("ForwardAgent", ["yes"]), ("Compression", ["yes"]),
     ])
     value = r.choice(values)
     key = r.choice([kw, kw.lower(), kw.upper()])
@@ -83,7 +85,11 @@ def ssh_case(seed: int, into: Path) -> list[str]:
     for k in r.sample(keys, len(keys) // 2):
         (into / k).write_text("a stand-in private key\n")
         (into / k).chmod(0o600)
-    hosts = r.sample(NAMES, r.randint(3, 6)) + ["WEB1", "unlisted.example"]
+    hosts: list = r.sample(NAMES, r.randint(3, 6)) + ["WEB1", "unlisted.example"]
+    for h in r.sample(NAMES, 2):  # a study's own user, port or jump win, as ssh -l/-p/-J
+        given = {k: r.choice(v) for k, v in (("user", ["carol", "root"]), ("port", [2022, 22]), ("jump", ["gw", "none", "alice@jump1:2200"]))
+                 if r.random() < 0.5}
+        hosts.append([h, given])
     (into / "hosts.json").write_text(json.dumps(hosts))
     return hosts
 

@@ -42,6 +42,8 @@ def expand(path: str, g: dict[str, Any], original: str) -> str:
         path = HOME + path[1:]
     tokens = {"d": HOME, "u": "root", "h": g.get("hostname", ""), "r": g.get("user", ""), "p": g.get("port", ""),
               "n": original, "i": str(os.getuid()), "%": "%", "l": socket.gethostname(), "L": socket.gethostname().split(".")[0]}
+    tokens["k"] = g.get("hostkeyalias") or original  # ssh.c: HostKeyAlias, else the destination as typed
+    path = re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), m.group(0)), path)
     return re.sub(r"%(.)", lambda m: tokens.get(m.group(1), m.group(0)), path)
 
 
@@ -122,7 +124,13 @@ def ssh_cases(root: str) -> dict[str, Any]:
         shutil.copytree(case, dot)
         for p in [dot, *dot.rglob("*")]:
             p.chmod(0o700 if p.is_dir() else 0o600 if "stand-in" in p.read_text(errors="replace") else 0o644)
-        out[case.name] = ssh_main(json.loads((dot / "hosts.json").read_text()))
+        hosts = json.loads((dot / "hosts.json").read_text())
+        out[case.name] = ssh_main([h for h in hosts if isinstance(h, str)])
+        for h, given in (h for h in hosts if not isinstance(h, str)):  # with a study's user/port/jump: ssh -l/-p/-J
+            from nettune.studyfile.ssh_config import resolve
+
+            args = [a for flag, k in (("-l", "user"), ("-p", "port"), ("-J", "jump")) if k in given for a in (flag, str(given[k]))]
+            out[case.name][f"{h} {' '.join(args)}"] = {"truth": truth(args, h), "nettune": ours(lambda h=h, g=given: resolve(h, None, dict(g)))}
     return out
 
 

@@ -349,3 +349,13 @@ def test_connecttimeout_none_leaves_it_unset_and_proxyjump_none_with_a_comment_i
         assert ssh_g(cfg, "x")["proxyjump"] == "none"  # type: ignore[index]
     cfg = write(tmp_path, "Host x\n  ProxyJump none\n", "config3")
     assert resolve("x", cfg)["jump"] == []
+
+
+def test_percent_k_in_file_names_is_the_name_as_typed(tmp_path):
+    """Found by tests/test_reach_differential.py: in UserKnownHostsFile, IdentityFile and
+    IdentityAgent, ssh's %k is HostKeyAlias, else the destination as typed (ssh.c's
+    host_arg), not the HostName; nettune read host keys from kh_real.example, ssh from kh_x."""
+    cfg = write(tmp_path, f"Host x\n  HostName Real.Example\n  UserKnownHostsFile {tmp_path}/kh_%k\n")
+    assert resolve("x", cfg)["more_known_hosts"][0] == f"{tmp_path}/kh_x"
+    if SSH:
+        assert ssh_g(cfg, "x")["userknownhostsfile"] == f"{tmp_path}/kh_x"  # type: ignore[index]

@@ -148,6 +148,7 @@ def _defaults(destination: str, host: str, opts: Options, ev: Evaluation, config
     opts.v.setdefault("User", user)
     opts.v.setdefault("Port", port)
     tok = tokens(opts, host, destination)
+    tok["k"] = str(opts.get("HostKeyAlias") or destination)  # ssh.c: in file names, the destination as typed (Match exec: the host)
     explicit = bool(opts.identity_files)
     files = []
     for f in opts.identity_files or DEFAULT_IDENTITIES:
