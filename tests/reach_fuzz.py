@@ -110,7 +110,12 @@ AVARS = {
     "ansible_ssh_private_key_file": ["~/.ssh/k1", "/root/.ssh/k2"],
     "ansible_group_priority": [1, 5, 10],
     "nettune_role": ["hypervisor", "test"],
-    "color": ["red", "blue", "green"],
+    "color": ["red", "blue", "green", "a b", "'quoted'", "1.5", "[1, 2]", "{'k': 1}", "yes", "None", "0x10", "~/x"],
+    "ansible_connection": ["ssh", "local", "paramiko"],
+    "ansible_become_user": ["root", "postgres"],
+    "ansible_private_key_file": ["~/.ssh/id_rsa"],
+    "ansible_ssh_timeout": [7],
+    "ansible_host_key_checking": [False, "false", True],
 }
 
 
@@ -129,7 +134,8 @@ def ansible_case(seed: int, into: Path) -> Path:
     into.mkdir(parents=True)
     groups = r.sample(GROUPS, r.randint(2, 4))
     children = {g: [c for c in groups if c != g and groups.index(c) > groups.index(g) and r.random() < 0.3] for g in groups}
-    pool = ["h1", "h2", "web[01:03]", "db-[a:b]", "10.0.0.7", "h3:2201", "node[1:5:2].lab", "x_1"]
+    pool = ["h1", "h2", "web[01:03]", "db-[a:b]", "10.0.0.7", "h3:2201", "node[1:5:2].lab", "x_1", "[2001:db8::1]:2202", "2001:db8::2",
+            "web[9:11]", "Up.Case", "h1:2203"]
     members = {g: r.sample(pool, r.randint(0, 3)) for g in groups}
     gvars = {g: _vars(r, r.randint(0, 3), True) for g in groups}
     all_vars = _vars(r, r.randint(0, 2), False)
@@ -152,7 +158,8 @@ def ansible_case(seed: int, into: Path) -> Path:
         path = into / r.choice(["hosts.yml", "inventory.yaml"])
         path.write_text(y.safe_dump(inv, sort_keys=False))
     else:
-        lines = [f"{h} " + " ".join(f"{k}={_ini_value(v)}" for k, v in hostvars.get(h, {}).items()) for h in r.sample(pool, 1)]
+        lines = ["# an inventory", ""] if r.random() < 0.5 else []
+        lines += [f"{h} " + " ".join(f"{k}={_ini_value(v)}" for k, v in hostvars.get(h, {}).items()) for h in r.sample(pool, 1)]
         for g in groups:
             lines.append(f"[{g}]")
             lines += [(f"{h} " + " ".join(f"{k}={_ini_value(v)}" for k, v in hostvars.get(h, {}).items())).rstrip() for h in members[g]]

@@ -56,7 +56,7 @@ def truth(args: list[str], dest: str, depth: int = 0) -> dict[str, Any]:
         return g
     t = {"hostname": g["hostname"], "user": g["user"], "port": int(g["port"]),
          "identityfile": [expand(f, g, dest) for f in g.get("identityfile", [])],
-         "knownhosts": [expand(f, g, dest) for f in g.get("userknownhostsfile", "").split() if f.lower() != "none"]
+         "knownhosts": [f for f in g.get("userknownhostsfile", "").split() if f.lower() != "none"]  # ssh -G shows them expanded
          + [expand(f, g, dest) for f in g.get("globalknownhostsfile", "").split() if f.lower() != "none"],
          "strict": g.get("stricthostkeychecking"), "connecttimeout": g.get("connecttimeout"),
          "identitiesonly": g.get("identitiesonly"), "proxycommand": g.get("proxycommand"),
@@ -167,7 +167,7 @@ def ansible_main(inventory: str, through_ansible_inventory: bool = True) -> dict
         dest = conn.get_option("host")
         fields = to_host(host, hv, __import__("pathlib").Path(inventory))
         cl, nettune_dest = fields.pop("_ssh", (None, None))
-        out["hosts"][host] = {"argv": argv, "dest": dest, "truth": truth(argv[1:], dest), "become": hv.get("ansible_become"),
+        out["hosts"][host] = {"argv": argv, "dest": dest, "truth": truth(argv[1:], dest), "become": hv.get("ansible_become"), "become_user": hv.get("ansible_become_user"),
                               "nettune": ours(lambda: {**resolve(host, None, dict(fields), cl, nettune_dest), "dest": nettune_dest})}
     for reader_allowed in (True, False) if through_ansible_inventory else (False,):
         from nettune.studyfile.local_commands import allow_local_commands

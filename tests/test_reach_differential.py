@@ -74,7 +74,8 @@ def test_random_ansible_inventories_resolve_as_ansible_and_ssh_say(tmp_path):
             if not hr.get("left_out") and not _refused_rightly(hr["truth"], hr["nettune"]):
                 bad += compare(_truth(hr["truth"]), hr["nettune"], f"{where}: {host}")
                 if "fields" in hr["nettune"]:
-                    become = str(hr["become"]).lower() in ("true", "yes", "1", "on")
+                    # becoming another user than root is noted as not honoured (docs/targets.md), not sudo
+                    become = str(hr["become"]).lower() in ("true", "yes", "1", "on") and hr.get("become_user") in (None, "root")
                     if hr["nettune"]["fields"].get("sudo", False) != become:
                         bad.append(f"{where}: {host}: become {hr['become']!r} but nettune sudo {hr['nettune']['fields'].get('sudo')}")
         try:

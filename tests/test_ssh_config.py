@@ -359,3 +359,14 @@ def test_percent_k_in_file_names_is_the_name_as_typed(tmp_path):
     assert resolve("x", cfg)["more_known_hosts"][0] == f"{tmp_path}/kh_x"
     if SSH:
         assert ssh_g(cfg, "x")["userknownhostsfile"] == f"{tmp_path}/kh_x"  # type: ignore[index]
+
+
+def test_match_not_final_asks_for_the_final_pass_too(tmp_path):
+    """Found by tests/test_reach_differential.py: ssh 9.2 makes the final pass after any
+    `Match final`, negated or not, so `Match canonical` blocks then apply (Port 2222 here);
+    nettune skipped the pass for `Match !final` and connected to port 22."""
+    cfg = write(tmp_path, "Match !final\n  User bob\nMatch canonical\n  Port 2222\n")
+    got = resolve("x", cfg)
+    assert (got["user"], got["port"]) == ("bob", 2222)
+    if SSH:
+        assert ssh_g(cfg, "x")["port"] == "2222"  # type: ignore[index]

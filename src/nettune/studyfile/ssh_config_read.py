@@ -202,7 +202,7 @@ class Reader:
                 return result and not negate
             attributes += 1
             if name in ("canonical", "final"):
-                if name == "final" and not negate:
+                if name == "final":  # `Match !final` too: ssh 9.2 asks for the final pass on either (readconf.c)
                     p.want_final = True
                 if p.final == negate:
                     result = False
