@@ -10,10 +10,10 @@ import json
 import random
 from pathlib import Path
 
-NAMES = ["web1", "web2.corp", "db", "gw", "jump1", "Bastion", "10.0.0.5", "app.example.com", "cache-01", "localhost", "LocalHost"]
+NAMES = ["localhost.", "web1", "web2.corp", "db", "gw", "jump1", "Bastion", "10.0.0.5", "app.example.com", "cache-01", "localhost", "LocalHost"]
 PATTERNS = ['"web1"', "LOCALHOST", "localhost", "WEB*", "web*", "*.corp", "db", "gw", "jump?", "Bastion", "bastion", "10.0.0.*", "*.example.com", "cache-0[1]", "*", "web1,db",
             "!db", "!web*", "app*", "*1"]
-HOSTNAMES = ["%h.example", "10.1.2.3", "real-%h", "web1", "BIG.Example.ORG", "0x7f.1", "::1", "%h", "gw.internal", "%%h", "127.1"]
+HOSTNAMES = ["localhost.", "LOCALHOST", "%h.example", "10.1.2.3", "real-%h", "web1", "BIG.Example.ORG", "0x7f.1", "::1", "%h", "gw.internal", "%%h", "127.1"]
 USERS = ["alice", "bob", "root", "deploy@corp.example", "u%h", "Admin"]
 PORTS = ["22", "2222", "2200", "ssh", "1", "65535", "022"]
 KEYS = ["${HOME}/.ssh/k1", "~/.ssh/id_%C", "${NETTUNE_UNSET_VAR}/k", "~/.ssh/id_%k", "~/.ssh/id_%i", "~/.ssh/id_%h", "~/.ssh/k1", "%d/.ssh/k2", "~/.ssh/id_ed25519", "~/.ssh/k_%r", "~/.ssh/k_%p", "~/.ssh/id_rsa",
@@ -34,7 +34,7 @@ def _directive(r: random.Random) -> str:
         ("IdentitiesOnly", ["yes", "no"]), ("IdentityAgent", ["none", "~/.agent.sock", "SSH_AUTH_SOCK"]),
         ("ProxyJump", JUMPS), ("ProxyJump", JUMPS), ("ProxyCommand", PROXIES), ("UserKnownHostsFile", KNOWN),
         ("GlobalKnownHostsFile", ["/etc/ssh/gkh", "none"]), ("StrictHostKeyChecking", STRICT), ("ConnectTimeout", TIMEOUTS),
-        ("CanonicalizeHostname", ["yes", "no", "always"]), ("CanonicalDomains", ["corp example.com", "none"]),
+        ("CanonicalizeHostname", ["yes", "no", "always"]), ("CanonicalDomains", ["corp example.com", "none", "localdomain"]), ("CanonicalizePermittedCNAMEs", ["*:*.example.com", "*.corp:canon.*,gw.*", "none"]), ("CanonicalizeHostname", ["yes", "always"]),
         ("CanonicalizeMaxDots", ["0", "1", "3"]), ("CanonicalizeFallbackLocal", ["yes", "no"]), ("HostKeyAlias", ["alias-%h"]),
         ("ServerAliveInterval", ["10"]), ("IgnoreUnknown", ["UseKeychain,AddKeysToAgentX"]), ("UseKeychain", ["yes"]),
         ("IdentityAgent", ["%d/.agent-%r"]), ("Include", ["/etc/ssh/nettune-nope.conf", "inc.conf"]), ("ForwardAgent", ["yes"]), ("Compression", ["yes"]),
@@ -90,6 +90,9 @@ def ssh_case(seed: int, into: Path) -> list[str]:
         given = {k: r.choice(v) for k, v in (("user", ["carol", "root"]), ("port", [2022, 22]), ("jump", ["gw", "none", "alice@jump1:2200"]))
                  if r.random() < 0.5}
         hosts.append([h, given])
+    if r.random() < 0.5:  # names that resolve, some by an alias (what a CNAME is to ssh), in the oracle's namespace only
+        (into / "etc_hosts").write_text("127.0.0.1 localhost\n198.18.0.50 canon.example.com web1 db.corp web2.corp\n"
+                                        "198.18.0.51 gw.example.com gw jump1.corp\n198.18.0.52 db\n")
     (into / "hosts.json").write_text(json.dumps(hosts))
     return hosts
 
@@ -104,7 +107,10 @@ AVARS = {
     "ansible_ssh_host": ["10.9.9.9"],
     "ansible_ssh_port": [2022],
     "ansible_become": [True, "yes", False],
-    "ansible_ssh_common_args": ["-o ProxyJump=gw", "-J alice@gw:2200", "-o StrictHostKeyChecking=accept-new", "-o User=carol -p 2300"],
+    "ansible_ssh_common_args": ["-o ProxyJump=gw", "-J alice@gw:2200", "-o StrictHostKeyChecking=accept-new", "-o User=carol -p 2300",
+                                "-o IdentitiesOnly=yes -i ~/.ssh/k2", "-o ProxyCommand='ssh -W %h:%p gw'", "-oPort=2600 -lerin",
+                                "-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no", "-o 'ProxyJump none'", "-q -4 -o ConnectTimeout=3"],
+    "ansible_ssh_args": ["-o ControlMaster=no", "-C -o Port=2500", "", "-o User=frank"],
     "ansible_ssh_extra_args": ["-o Port=2400", "-l dave"],
     "ansible_timeout": [5, 30],
     "ansible_ssh_private_key_file": ["~/.ssh/k1", "/root/.ssh/k2"],

@@ -124,6 +124,8 @@ def ssh_cases(root: str) -> dict[str, Any]:
         shutil.copytree(case, dot)
         for p in [dot, *dot.rglob("*")]:
             p.chmod(0o700 if p.is_dir() else 0o600 if "stand-in" in p.read_text(errors="replace") else 0o644)
+        if (dot / "etc_hosts").exists():  # names and aliases to resolve, in this private mount namespace only
+            subprocess.run(["mount", "--bind", str(dot / "etc_hosts"), "/etc/hosts"], check=True)
         hosts = json.loads((dot / "hosts.json").read_text())
         out[case.name] = ssh_main([h for h in hosts if isinstance(h, str)])
         for h, given in (h for h in hosts if not isinstance(h, str)):  # with a study's user/port/jump: ssh -l/-p/-J
@@ -131,6 +133,8 @@ def ssh_cases(root: str) -> dict[str, Any]:
 
             args = [a for flag, k in (("-l", "user"), ("-p", "port"), ("-J", "jump")) if k in given for a in (flag, str(given[k]))]
             out[case.name][f"{h} {' '.join(args)}"] = {"truth": truth(args, h), "nettune": ours(lambda h=h, g=given: resolve(h, None, dict(g)))}
+        if (dot / "etc_hosts").exists():
+            subprocess.run(["umount", "/etc/hosts"], check=True)
     return out
 
 

@@ -370,3 +370,36 @@ def test_match_not_final_asks_for_the_final_pass_too(tmp_path):
     assert (got["user"], got["port"]) == ("bob", 2222)
     if SSH:
         assert ssh_g(cfg, "x")["port"] == "2222"  # type: ignore[index]
+
+
+def _fake_resolver(monkeypatch, names: dict[str, str]):
+    """The resolver's answers (name -> canonical name), so no DNS query leaves the machine;
+    tests/test_reach_differential.py checks the same against ssh -G with a real /etc/hosts."""
+    import socket
+
+    from nettune.studyfile import ssh_config_read
+
+    def getaddrinfo(name, port, *a, **k):
+        if name.rstrip(".") not in names:
+            raise socket.gaierror(-2, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, names[name.rstrip(".")], ("198.18.0.50", 0))]
+    monkeypatch.setattr(ssh_config_read.socket, "getaddrinfo", getaddrinfo)
+
+
+def test_canonicalize_permitted_cnames_follows_aliases_and_refuses_unknown_names(tmp_path, monkeypatch):
+    """Found by tests/test_reach_differential.py: nettune ignored CanonicalizePermittedCNAMEs.
+    ssh looks the name up, takes the resolver's canonical name when a rule allows it (then the
+    final pass matches that name), and refuses a name that does not resolve; `ProxyJump none`
+    still counts as a jump for canonicalization (ssh.c's direct test), `ProxyCommand none` not."""
+    _fake_resolver(monkeypatch, {"db.corp": "canon.example.com", "web1": "web1"})
+    cfg = write(tmp_path, "CanonicalizeHostname yes\nCanonicalDomains corp\nCanonicalizePermittedCNAMEs *.corp:*.example.com\n"
+                          "Host canon.example.com\n  User canon\n")
+    got = resolve("db", cfg)
+    assert (got["address"], got["user"]) == ("canon.example.com", "canon")
+    assert resolve("web1", cfg)["address"] == "web1"
+    with pytest.raises(SshConfigError, match="Could not resolve hostname nowhere"):
+        resolve("nowhere", cfg)
+    cfg = write(tmp_path, "CanonicalizeHostname yes\nCanonicalDomains corp\nProxyJump none\n", "config2")
+    assert resolve("db", cfg)["address"] == "db"  # not canonicalized: ssh takes it as jumping
+    cfg = write(tmp_path, "CanonicalizeHostname yes\nCanonicalDomains corp\nProxyCommand none\n", "config3")
+    assert resolve("db", cfg)["address"] == "db.corp"
