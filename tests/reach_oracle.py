@@ -42,6 +42,7 @@ def expand(path: str, g: dict[str, Any], original: str) -> str:
         path = HOME + path[1:]
     tokens = {"d": HOME, "u": "root", "h": g.get("hostname", ""), "r": g.get("user", ""), "p": g.get("port", ""),
               "n": original, "i": str(os.getuid()), "%": "%", "l": socket.gethostname(), "L": socket.gethostname().split(".")[0]}
+    tokens["C"] = g.get("_C", "%C")  # ssh's own %C (truth(): ControlPath=%C, which ssh -G prints expanded)
     tokens["k"] = g.get("hostkeyalias") or original  # ssh.c: HostKeyAlias, else the destination as typed
     path = re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), m.group(0)), path)
     return re.sub(r"%(.)", lambda m: tokens.get(m.group(1), m.group(0)), path)
@@ -54,6 +55,8 @@ def truth(args: list[str], dest: str, depth: int = 0) -> dict[str, Any]:
     g = ssh_g([*args, dest])
     if "error" in g:
         return g
+    if any("%C" in f for f in g.get("identityfile", [])):
+        g["_C"] = ssh_g(["-o", "ControlPath=%C", *args, dest]).get("controlpath", "%C")
     t = {"hostname": g["hostname"], "user": g["user"], "port": int(g["port"]),
          "identityfile": [expand(f, g, dest) for f in g.get("identityfile", [])],
          "knownhosts": [f for f in g.get("userknownhostsfile", "").split() if f.lower() != "none"]  # ssh -G shows them expanded

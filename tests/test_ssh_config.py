@@ -403,3 +403,21 @@ def test_canonicalize_permitted_cnames_follows_aliases_and_refuses_unknown_names
     assert resolve("db", cfg)["address"] == "db"  # not canonicalized: ssh takes it as jumping
     cfg = write(tmp_path, "CanonicalizeHostname yes\nCanonicalDomains corp\nProxyCommand none\n", "config3")
     assert resolve("db", cfg)["address"] == "db.corp"
+
+
+def test_a_missing_dash_i_file_is_not_used_as_ssh_does(tmp_path):
+    """Found by tests/test_reach_differential.py (ansible_ssh_common_args "-o IdentitiesOnly=yes
+    -i ~/.ssh/k2"): ssh warns about an -i file that does not exist and leaves it out, so its
+    own default keys are offered; nettune kept it as the only key and would have failed."""
+    from nettune.studyfile.ssh_resolve import CommandLine, evaluate
+
+    (tmp_path / "present").write_text("a stand-in key\n")
+    cfg = write(tmp_path, f"Host x\n  IdentityFile {tmp_path}/present\n  IdentitiesOnly yes\n")
+    r = evaluate("x", cfg, CommandLine([("i", str(tmp_path / "missing"))]))
+    assert r.identity_files == [str(tmp_path / "present")]
+    got = resolve("x", cfg, None, CommandLine([("i", str(tmp_path / "present"))]))
+    assert got["key"] == str(tmp_path / "present") and not got.get("more_keys")
+    if SSH:
+        r = subprocess.run([SSH, "-G", "-F", str(cfg), "-i", str(tmp_path / "missing"), "x"], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=30)
+        assert "not accessible" in r.stderr and str(tmp_path / "missing") not in r.stdout

@@ -5,6 +5,7 @@ tokens and `${VAR}` in file names. `ssh -G` prints the same values (compared in
 tests/test_ssh_conformance.py)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +78,8 @@ def _command_line(cl: CommandLine, opts: Options) -> None:
                     raise Bad(f"Bad port '{value}'")
                 opts.v.setdefault("Port", port)
             elif flag == "i":
+                if not os.path.exists(tilde_expand(value)):
+                    continue  # ssh.c: "Warning: Identity file ... not accessible", and the file is not used
                 if value not in opts.identity_files:
                     opts.identity_files.append(value)
             elif flag == "J":
@@ -192,8 +195,6 @@ def _defaults(destination: str, host: str, opts: Options, ev: Evaluation, config
 
 def _legacy_env(value: str) -> str:
     """IdentityAgent $NAME (the old form): that variable's value."""
-    import os  # noqa: PLC0415
-
     if value.startswith("$") and not value.startswith("${"):
         if value[1:] not in os.environ:
             raise SshConfigError(f"IdentityAgent {value}: the environment variable is not set")
