@@ -98,7 +98,7 @@ def ssh_case(seed: int, into: Path) -> list[str]:
 
 
 # -- Ansible -----------------------------------------------------------------------
-GROUPS = ["web", "db", "prod", "staging", "east", "all_web"]
+GROUPS = ["web", "db", "prod", "staging", "east", "all_web", "web-east", "ungrouped"]
 AVARS = {
     "ansible_host": ["10.0.0.1", "10.0.0.2", "web1.example", "gw"],
     "ansible_port": [22, 2222, "2200"],

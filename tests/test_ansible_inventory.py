@@ -285,3 +285,21 @@ def test_ansible_ssh_spellings_win_as_in_ansibles_ssh_plugin(tmp_path, no_ssh_co
     cl, dest = fields.pop("_ssh")
     got = resolve("h", None, fields, cl, dest)
     assert (got["address"], got["user"], got["port"], got["connect_timeout"]) == ("198.18.0.1", "deploy", 2201, 5.0)
+
+
+def test_ungrouped_made_a_child_loses_hosts_as_in_ansible(tmp_path):
+    """Found by tests/test_reach_differential.py: Ansible takes a host out of `ungrouped` when
+    it is in any other group, counting the groups above `ungrouped` when an inventory makes it
+    a child; a host then in no group is gone, and one still written in another group keeps
+    only the variables of the groups left (Host.remove_group). nettune's own reader listed
+    h1 and gave web9 the variables of `web`."""
+    inv = tmp_path / "hosts"
+    inv.write_text("[web]\nweb9\n[web:vars]\nansible_user=webuser\n[web:children]\nweb-east\n[web-east]\nx1\n"
+                   "[web-east:children]\nungrouped\n[ungrouped]\nweb9\nh1\n[all:vars]\ncolor=blue\n")
+    got = static_list(inv)
+    assert sorted(got["_meta"]["hostvars"]) == ["web9", "x1"]
+    assert got["_meta"]["hostvars"]["web9"] == {"color": "blue"}
+    assert got["_meta"]["hostvars"]["x1"] == {"color": "blue", "ansible_user": "webuser"}
+    assert got["web"]["hosts"] == ["web9"] and "hosts" not in got.get("ungrouped", {})
+    if EXE:
+        assert real_list(inv) == json.loads(json.dumps(got))
