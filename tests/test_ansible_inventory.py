@@ -263,3 +263,43 @@ def test_naming_a_host_the_inventory_reaches_locally_is_an_error(tmp_path):
     with pytest.raises(SpecError) as e:
         hosts_of(study(tmp_path, inv, hosts="[target.hosts.localhost]\nrole = \"test\""))
     assert "ansible_connection=local" in str(e.value) and 'kind = "local"' in str(e.value)
+
+
+def test_ansible_ssh_spellings_win_as_in_ansibles_ssh_plugin(tmp_path, no_ssh_config):
+    """Found by tests/test_reach_differential.py: where a host has both spellings (say
+    ansible_user from a group, ansible_ssh_user from another), Ansible's ssh plugin uses the
+    ansible_ssh_ one (its option's vars list ends with it: the last one set wins; for the
+    timeout PlayContext's magic-variable order puts ansible_ssh_timeout first). nettune took
+    ansible_user, ansible_port, ansible_host, ansible_timeout."""
+    from nettune.studyfile.ansible_inventory import to_host
+    from nettune.studyfile.ssh_config import resolve
+
+    hv = {"ansible_user": "deploy", "ansible_ssh_user": "bob", "ansible_port": 2201, "ansible_ssh_port": 2022,
+          "ansible_host": "198.18.0.1", "ansible_ssh_host": "198.18.0.2", "ansible_timeout": 5, "ansible_ssh_timeout": 7}
+    fields = to_host("h", hv, tmp_path / "hosts.ini")
+    cl, dest = fields.pop("_ssh")
+    got = resolve("h", None, fields, cl, dest)
+    assert (got["address"], got["user"], got["port"], got["connect_timeout"]) == ("198.18.0.2", "bob", 2022, 7.0)
+    only = {"ansible_user": "deploy", "ansible_port": 2201, "ansible_host": "198.18.0.1", "ansible_timeout": 5}
+    fields = to_host("h", only, tmp_path / "hosts.ini")
+    cl, dest = fields.pop("_ssh")
+    got = resolve("h", None, fields, cl, dest)
+    assert (got["address"], got["user"], got["port"], got["connect_timeout"]) == ("198.18.0.1", "deploy", 2201, 5.0)
+
+
+def test_ungrouped_made_a_child_loses_hosts_as_in_ansible(tmp_path):
+    """Found by tests/test_reach_differential.py: Ansible takes a host out of `ungrouped` when
+    it is in any other group, counting the groups above `ungrouped` when an inventory makes it
+    a child; a host then in no group is gone, and one still written in another group keeps
+    only the variables of the groups left (Host.remove_group). nettune's own reader listed
+    h1 and gave web9 the variables of `web`."""
+    inv = tmp_path / "hosts"
+    inv.write_text("[web]\nweb9\n[web:vars]\nansible_user=webuser\n[web:children]\nweb-east\n[web-east]\nx1\n"
+                   "[web-east:children]\nungrouped\n[ungrouped]\nweb9\nh1\n[all:vars]\ncolor=blue\n")
+    got = static_list(inv)
+    assert sorted(got["_meta"]["hostvars"]) == ["web9", "x1"]
+    assert got["_meta"]["hostvars"]["web9"] == {"color": "blue"}
+    assert got["_meta"]["hostvars"]["x1"] == {"color": "blue", "ansible_user": "webuser"}
+    assert got["web"]["hosts"] == ["web9"] and "hosts" not in got.get("ungrouped", {})
+    if EXE:
+        assert real_list(inv) == json.loads(json.dumps(got))

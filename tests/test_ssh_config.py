@@ -315,3 +315,109 @@ def test_keys_in_global_known_hosts_files_are_pinned_too(tmp_path):
     assert trust.record is False and trust.known_hosts is not None  # the key is pinned: strict checking, nothing asked
     assert trust.known_hosts.match("198.18.0.4", "198.18.0.4", None)[0]
     assert trust.pinned_file == f"{tmp_path}/none_here"  # a key still to add goes to the user file ssh would write
+
+
+@pytest.mark.parametrize("text", [
+    "Host x\n  ProxyJump none\n  ProxyCommand ssh -W %h:%p gw\n",     # `ProxyJump none` first does not stop a ProxyCommand
+    "Host x\n  ProxyCommand ssh -W %h:%p gw  # via gw\n",               # sh ends the command at its comment
+])
+def test_proxycommand_after_proxyjump_none_and_with_a_comment_is_a_jump(tmp_path, text):
+    """Found by tests/test_reach_differential.py: nettune dropped the ProxyCommand after
+    `ProxyJump none` (no hop: a direct connection where ssh goes through gw), and refused a
+    ProxyCommand ending in a shell comment."""
+    cfg = write(tmp_path, text)
+    with allow_local_commands():
+        got = resolve("x", cfg)
+    assert [h["name"] for h in got["jump"]] == ["gw"]
+    if SSH:
+        assert ssh_g(cfg, "x")["proxycommand"].startswith("ssh -W %h:%p gw")  # type: ignore[index]
+
+
+def test_connecttimeout_none_leaves_it_unset_and_proxyjump_none_with_a_comment_is_refused(tmp_path):
+    """Found by tests/test_reach_differential.py. `ConnectTimeout none` is ssh's "unset": a
+    later line still sets it (nettune kept none: no timeout where ssh waits 30 s). And ssh
+    9.2 reads `ProxyJump none  # note` as a jump host named "none" (it compares the value,
+    comment included, with "none"), where nettune connected directly: now refused in one line."""
+    cfg = write(tmp_path, "Host x\n  ConnectTimeout none\nHost *\n  ConnectTimeout 30\n")
+    assert resolve("x", cfg)["connect_timeout"] == 30.0
+    if SSH:
+        assert ssh_g(cfg, "x")["connecttimeout"] == "30"  # type: ignore[index]
+    cfg = write(tmp_path, "Host x\n  ProxyJump none  # no jump host\n", "config2")
+    with pytest.raises(SshConfigError, match=r"line 2: ProxyJump none  # no jump host: .*cannot tell"):
+        resolve("x", cfg)
+    if SSH:
+        assert ssh_g(cfg, "x")["proxyjump"] == "none"  # type: ignore[index]
+    cfg = write(tmp_path, "Host x\n  ProxyJump none\n", "config3")
+    assert resolve("x", cfg)["jump"] == []
+
+
+def test_percent_k_in_file_names_is_the_name_as_typed(tmp_path):
+    """Found by tests/test_reach_differential.py: in UserKnownHostsFile, IdentityFile and
+    IdentityAgent, ssh's %k is HostKeyAlias, else the destination as typed (ssh.c's
+    host_arg), not the HostName; nettune read host keys from kh_real.example, ssh from kh_x."""
+    cfg = write(tmp_path, f"Host x\n  HostName Real.Example\n  UserKnownHostsFile {tmp_path}/kh_%k\n")
+    assert resolve("x", cfg)["more_known_hosts"][0] == f"{tmp_path}/kh_x"
+    if SSH:
+        assert ssh_g(cfg, "x")["userknownhostsfile"] == f"{tmp_path}/kh_x"  # type: ignore[index]
+
+
+def test_match_not_final_asks_for_the_final_pass_too(tmp_path):
+    """Found by tests/test_reach_differential.py: ssh 9.2 makes the final pass after any
+    `Match final`, negated or not, so `Match canonical` blocks then apply (Port 2222 here);
+    nettune skipped the pass for `Match !final` and connected to port 22."""
+    cfg = write(tmp_path, "Match !final\n  User bob\nMatch canonical\n  Port 2222\n")
+    got = resolve("x", cfg)
+    assert (got["user"], got["port"]) == ("bob", 2222)
+    if SSH:
+        assert ssh_g(cfg, "x")["port"] == "2222"  # type: ignore[index]
+
+
+def _fake_resolver(monkeypatch, names: dict[str, str]):
+    """The resolver's answers (name -> canonical name), so no DNS query leaves the machine;
+    tests/test_reach_differential.py checks the same against ssh -G with a real /etc/hosts."""
+    import socket
+
+    from nettune.studyfile import ssh_config_read
+
+    def getaddrinfo(name, port, *a, **k):
+        if name.rstrip(".") not in names:
+            raise socket.gaierror(-2, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, names[name.rstrip(".")], ("198.18.0.50", 0))]
+    monkeypatch.setattr(ssh_config_read.socket, "getaddrinfo", getaddrinfo)
+
+
+def test_canonicalize_permitted_cnames_follows_aliases_and_refuses_unknown_names(tmp_path, monkeypatch):
+    """Found by tests/test_reach_differential.py: nettune ignored CanonicalizePermittedCNAMEs.
+    ssh looks the name up, takes the resolver's canonical name when a rule allows it (then the
+    final pass matches that name), and refuses a name that does not resolve; `ProxyJump none`
+    still counts as a jump for canonicalization (ssh.c's direct test), `ProxyCommand none` not."""
+    _fake_resolver(monkeypatch, {"db.corp": "canon.example.com", "web1": "web1"})
+    cfg = write(tmp_path, "CanonicalizeHostname yes\nCanonicalDomains corp\nCanonicalizePermittedCNAMEs *.corp:*.example.com\n"
+                          "Host canon.example.com\n  User canon\n")
+    got = resolve("db", cfg)
+    assert (got["address"], got["user"]) == ("canon.example.com", "canon")
+    assert resolve("web1", cfg)["address"] == "web1"
+    with pytest.raises(SshConfigError, match="Could not resolve hostname nowhere"):
+        resolve("nowhere", cfg)
+    cfg = write(tmp_path, "CanonicalizeHostname yes\nCanonicalDomains corp\nProxyJump none\n", "config2")
+    assert resolve("db", cfg)["address"] == "db"  # not canonicalized: ssh takes it as jumping
+    cfg = write(tmp_path, "CanonicalizeHostname yes\nCanonicalDomains corp\nProxyCommand none\n", "config3")
+    assert resolve("db", cfg)["address"] == "db.corp"
+
+
+def test_a_missing_dash_i_file_is_not_used_as_ssh_does(tmp_path):
+    """Found by tests/test_reach_differential.py (ansible_ssh_common_args "-o IdentitiesOnly=yes
+    -i ~/.ssh/k2"): ssh warns about an -i file that does not exist and leaves it out, so its
+    own default keys are offered; nettune kept it as the only key and would have failed."""
+    from nettune.studyfile.ssh_resolve import CommandLine, evaluate
+
+    (tmp_path / "present").write_text("a stand-in key\n")
+    cfg = write(tmp_path, f"Host x\n  IdentityFile {tmp_path}/present\n  IdentitiesOnly yes\n")
+    r = evaluate("x", cfg, CommandLine([("i", str(tmp_path / "missing"))]))
+    assert r.identity_files == [str(tmp_path / "present")]
+    got = resolve("x", cfg, None, CommandLine([("i", str(tmp_path / "present"))]))
+    assert got["key"] == str(tmp_path / "present") and not got.get("more_keys")
+    if SSH:
+        r = subprocess.run([SSH, "-G", "-F", str(cfg), "-i", str(tmp_path / "missing"), "x"], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=30)
+        assert "not accessible" in r.stderr and str(tmp_path / "missing") not in r.stdout

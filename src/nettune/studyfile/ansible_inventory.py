@@ -133,6 +133,9 @@ def _truthy(v: Any) -> bool:
 
 
 def _first(hv: dict[str, Any], *names: str) -> Any:
+    """The value Ansible's ssh plugin uses: where a host has both spellings, the ansible_ssh_
+    one wins (the plugin's option lists end with it, and the last one set is taken; for the
+    timeout, PlayContext's magic-variable order puts it first), so callers name it first."""
     for k in names:
         if hv.get(k) not in (None, ""):
             return hv[k]
@@ -227,7 +230,7 @@ def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
     hkc = _first(hv, "ansible_ssh_host_key_checking", "ansible_host_key_checking")
     if hkc is not None and not _truthy(hkc):
         cl.args.append(("o", "StrictHostKeyChecking=no"))
-    port = _first(hv, "ansible_port", "ansible_ssh_port")
+    port = _first(hv, "ansible_ssh_port", "ansible_port")
     if port is not None:
         cl.args.append(("o", f"Port={_plain('ansible_port', port, name, path)}"))
     key = _first(hv, "ansible_ssh_private_key_file", "ansible_private_key_file")
@@ -237,10 +240,10 @@ def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
         cl.args += [("o", "KbdInteractiveAuthentication=no"),
                     ("o", "PreferredAuthentications=gssapi-with-mic,gssapi-keyex,hostbased,publickey"),
                     ("o", "PasswordAuthentication=no")]
-    user = _first(hv, "ansible_user", "ansible_ssh_user")
+    user = _first(hv, "ansible_ssh_user", "ansible_user")
     if user is not None:
         cl.args.append(("o", f'User="{_plain("ansible_user", user, name, path)}"'))
-    timeout = _first(hv, "ansible_timeout", "ansible_ssh_timeout")
+    timeout = _first(hv, "ansible_ssh_timeout", "ansible_timeout")
     cl.args.append(("o", f"ConnectTimeout={_plain('ansible_timeout', timeout, name, path) if timeout is not None else 10}"))
     for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
         if hv.get(var):
@@ -248,7 +251,7 @@ def to_host(name: str, hv: dict[str, Any], path: Path) -> dict[str, Any]:
             cl.args += got.args
             cl.config = got.config or cl.config
             extra += notes
-    dest = _first(hv, "ansible_host", "ansible_ssh_host")
+    dest = _first(hv, "ansible_ssh_host", "ansible_host")
     out["_ssh"] = (cl, _plain("ansible_host", dest, name, path) if dest is not None else name)
     if ignored + extra:
         out["ignored"] = ignored + extra

@@ -58,19 +58,48 @@ def read_inventory(path: Path) -> Inventory:
     inv = Inventory()
     read_source(inv, path)
     for name in list(inv.groups):  # a group with no parent is a child of all (ungrouped too)
-        if name != "all" and not any(name in g["children"] for g in inv.groups.values()):
+        if name == "ungrouped" or (name != "all" and not any(name in g["children"] for g in inv.groups.values())):  # Ansible: all > ungrouped, always
             inv.add_child("all", name)
-    member_of: dict[str, set[str]] = {h: set() for h in inv.hosts}
-    for g, body in inv.groups.items():
-        for h in body["hosts"]:
-            member_of[h].add(g)
-    for h, gs in member_of.items():
-        if gs - {"all", "ungrouped"}:
-            if h in inv.groups["ungrouped"]["hosts"]:
-                inv.groups["ungrouped"]["hosts"].remove(h)
-        elif h not in inv.groups["ungrouped"]["hosts"]:
-            inv.groups["ungrouped"]["hosts"].append(h)
+    # Ansible's reconcile_inventory: a host in `ungrouped` and in any other group, counting the
+    # groups above its own (so also above `ungrouped` itself, when an inventory makes it a
+    # child), leaves `ungrouped`; one left in no group is gone from the inventory
+    ungrouped = inv.groups["ungrouped"]["hosts"]
+    for h in list(inv.hosts):
+        gs = set(groups_of(inv, h)) - {"all"}
+        if "ungrouped" in gs:
+            if gs - {"ungrouped"} and h in ungrouped:
+                ungrouped.remove(h)
+                if not any(h in body["hosts"] for body in inv.groups.values()):
+                    del inv.hosts[h]
+                else:
+                    inv.var_groups[h] = _leave(inv, gs | {"all"}, "ungrouped")
+        elif not gs:
+            ungrouped.append(h)
     return inv
+
+
+def _leave(inv: Inventory, groups: set[str], group: str) -> set[str]:
+    """Ansible's Host.remove_group: the group goes, and so does each group above it (all
+    excepted) that no group left has above it; the host's variables then come from the
+    groups left only, though it is still listed in the groups it was written in."""
+    groups.discard(group)
+    above = lambda g: set(groups_of_group(inv, g)) - {g}  # noqa: E731
+    for old in sorted(above(group) - {"all"}):
+        if old in groups and not any(old in above(c) for c in groups):
+            _leave(inv, groups, old)
+    return groups
+
+
+def groups_of_group(inv: Inventory, group: str) -> list[str]:
+    """The group and every group above it."""
+    out, todo = {group}, [group]
+    while todo:
+        g = todo.pop()
+        for p, body in inv.groups.items():
+            if g in body["children"] and p not in out:
+                out.add(p)
+                todo.append(p)
+    return sorted(out)
 
 
 def depths(inv: Inventory) -> dict[str, int]:
@@ -91,20 +120,13 @@ def depths(inv: Inventory) -> dict[str, int]:
 
 def groups_of(inv: Inventory, host: str) -> list[str]:
     """Every group the host is in, directly or through children (all included)."""
-    direct = {g for g, body in inv.groups.items() if host in body["hosts"]}
-    out, todo = set(direct), list(direct)
-    while todo:
-        g = todo.pop()
-        for p, body in inv.groups.items():
-            if g in body["children"] and p not in out:
-                out.add(p)
-                todo.append(p)
-    return sorted(out | {"all"})
+    direct = [g for g, body in inv.groups.items() if host in body["hosts"]]
+    return sorted({a for g in direct for a in groups_of_group(inv, g)} | {"all"})
 
 
 def host_vars(inv: Inventory, path: Path, host: str, depth: dict[str, int]) -> dict[str, Any]:
     base = path if path.is_dir() else path.parent
-    groups = sorted((g for g in groups_of(inv, host) if g != "all"), key=lambda g: (depth[g], inv.groups[g]["priority"], g))
+    groups = sorted((g for g in inv.var_groups.get(host, groups_of(inv, host)) if g != "all"), key=lambda g: (depth[g], inv.groups[g]["priority"], g))
     merged: dict[str, Any] = dict(inv.groups["all"]["vars"])
     for g in groups:
         merged.update(inv.groups[g]["vars"])

@@ -41,6 +41,7 @@ class Inventory:
     def __init__(self) -> None:
         self.groups: dict[str, dict[str, Any]] = {}
         self.hosts: dict[str, dict[str, Any]] = {}
+        self.var_groups: dict[str, set[str]] = {}  # a host whose variables come from fewer groups (ansible_listing._leave)
         self.group("all")
         self.group("ungrouped")
 

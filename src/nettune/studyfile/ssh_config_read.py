@@ -202,7 +202,7 @@ class Reader:
                 return result and not negate
             attributes += 1
             if name in ("canonical", "final"):
-                if name == "final" and not negate:
+                if name == "final":  # `Match !final` too: ssh 9.2 asks for the final pass on either (readconf.c)
                     p.want_final = True
                 if p.final == negate:
                     result = False
@@ -286,36 +286,74 @@ def _printable(text: str) -> str:
 
 def canonical_host(name: str, opts: Options) -> str:
     """ssh's host name after the first pass: an address in its canonical form, a name
-    lowercased and, with CanonicalizeHostname, completed from CanonicalDomains."""
+    lowercased and, with CanonicalizeHostname, completed from CanonicalDomains; with
+    CanonicalizePermittedCNAMEs, a name the resolver calls by another (a CNAME, an /etc/hosts
+    alias) that a rule allows is replaced by it, and a name that does not resolve is refused,
+    as ssh.c (resolve_canonicalize, check_follow_cname) does."""
     numeric = is_numeric_address(name)
     if numeric is not None:
         return numeric
     name = name.lower()
     mode = opts.get("CanonicalizeHostname", 0)
-    direct = str(opts.get("ProxyCommand") or "none").lower() == "none" and str(opts.get("ProxyJump") or "none").lower() == "none"
-    if not mode or (not direct and mode != 2):
-        return name
+    # ssh.c: `ProxyJump none` still counts as a jump here (its jump_host is set), `ProxyCommand none` does not
+    direct = str(opts.get("ProxyCommand") or "none").lower() == "none" and opts.get("ProxyJump") is None
+    if mode and (direct or mode == 2):
+        found = _canonicalize(name, opts, direct)
+        if found is not None:
+            return found
+    rules = [r for r in opts.get("CanonicalizePermittedCNAMEs") or [] if r.lower() != "none"]
+    if rules and (direct or mode == 2):  # ssh looks the bare name up, to follow its CNAME
+        cname = _canonname(name)
+        if cname is None:
+            if direct:
+                raise SshConfigError(f'ssh: Could not resolve hostname {name} (CanonicalizePermittedCNAMEs makes ssh look it up before '
+                                     "connecting, and it refuses a name that does not resolve)")
+            return name
+        return _follow_cname(name, cname, opts, direct)
+    return name
+
+
+def _canonicalize(name: str, opts: Options, direct: bool) -> str | None:
+    """The canonical name, or None when none resolves (ssh's resolve_canonicalize)."""
     if name.endswith("."):
-        return name[:-1] if _resolves(name) else _not_found(name, opts)
+        cname = _canonname(name)
+        return _follow_cname(name[:-1], cname, opts, direct) if cname is not None else _not_found(name, opts)
     if name.count(".") > int(opts.get("CanonicalizeMaxDots", 1)):
-        return name
+        return None
     for domain in opts.get("CanonicalDomains") or []:
         if domain.lower() == "none":
             break
         full = f"{name}.{domain}"
-        if _resolves(full + "."):
-            return full
+        cname = _canonname(full + ".")
+        if cname is not None:
+            return _follow_cname(full, cname, opts, direct)
     return _not_found(name, opts)
 
 
-def _resolves(name: str) -> bool:
-    try:
-        return bool(socket.getaddrinfo(name, None, type=socket.SOCK_STREAM))
-    except (OSError, UnicodeError):
-        return False
-
-
-def _not_found(name: str, opts: Options) -> str:
-    if opts.get("CanonicalizeFallbackLocal", 1):
+def _follow_cname(name: str, cname: str, opts: Options, direct: bool) -> str:
+    """ssh's check_follow_cname: the resolver's name for `name` when a rule allows it."""
+    mode = opts.get("CanonicalizeHostname", 0)
+    if not cname or cname == name or not mode or (not direct and mode != 2):
         return name
+    for rule in opts.get("CanonicalizePermittedCNAMEs") or []:
+        source, _, target = rule.partition(":")
+        if match_pattern_list(name, source.lower(), lower=True) == 1 and match_pattern_list(cname, target.lower(), lower=True) == 1:
+            return cname
+    return name
+
+
+def _canonname(name: str) -> str | None:
+    """The resolver's canonical name for `name` (lowercased), "" when it gives none; None
+    when the name does not resolve."""
+    try:
+        got = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM, flags=socket.AI_CANONNAME)
+    except (OSError, UnicodeError):
+        return None
+    return next((a[3] for a in got if a[3]), "").lower()
+
+
+def _not_found(name: str, opts: Options) -> None:
+    """Nothing resolved: ssh goes on with the name as it is (None), unless told not to."""
+    if opts.get("CanonicalizeFallbackLocal", 1):
+        return None
     raise SshConfigError(f"ssh: Could not resolve host \"{name}\" (CanonicalizeHostname with CanonicalizeFallbackLocal no: ssh refuses to connect)")

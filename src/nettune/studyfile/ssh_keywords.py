@@ -103,8 +103,9 @@ def _append_file(certificates: bool) -> Callable[..., None]:
 
 def _command(o: Options, name: str, words: list[str], rest: str, active: bool) -> None:
     """ProxyCommand, LocalCommand, RemoteCommand, KnownHostsCommand: the rest of the line
-    (a ProxyCommand after a ProxyJump is ignored, as ssh does)."""
-    if not (name == "ProxyCommand" and "ProxyJump" in o.v):
+    (a ProxyCommand after a ProxyJump is ignored, as ssh does; not after `ProxyJump none`,
+    which ssh 9.2 keeps for ProxyJump alone: `ssh -G` then shows the later ProxyCommand)."""
+    if not (name == "ProxyCommand" and str(o.v.get("ProxyJump", "none")).lower() != "none"):
         o.keep(name, rest.lstrip(" \t\r\n="), active)
     words.clear()
 
@@ -130,7 +131,11 @@ def _jump(o: Options, name: str, words: list[str], rest: str, active: bool) -> N
     value = rest.lstrip(" \t\r\n=")
     parse_jump(value)  # syntax is checked even where it does not apply
     if active and "ProxyJump" not in o.v and "ProxyCommand" not in o.v:
-        o.v["ProxyJump"] = value.split("#", 1)[0].rstrip()
+        bare = value.split("#", 1)[0].rstrip()
+        # ssh 9.2 compares the whole value with "none": `ProxyJump none  # note` is a jump host
+        # named "none" there; kept whole, so ssh_resolve refuses it rather than guess
+        o.v["ProxyJump"] = value.rstrip() if bare.lower() == "none" and bare != value.rstrip() else bare
+        o.origin.setdefault("ProxyJump", o.at)
     words.clear()
 
 

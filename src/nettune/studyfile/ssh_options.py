@@ -67,4 +67,5 @@ def time_value(o: Options, name: str, words: list[str], rest: str, active: bool)
     value = -1 if arg == "none" else convtime(arg)
     if value is None:
         raise Bad("invalid time value.")
-    o.keep(name, value, active)
+    if value != -1:  # `none` is ssh's "unset" (-1): a later line may still set it
+        o.keep(name, value, active)

@@ -22,7 +22,7 @@ _HARMLESS = set("46aACgkKqTtvxXY")
 def proxy_as_jump(command: str, host: str, port: int, user: str, original: str) -> tuple[CommandLine, str] | None:
     """(the inner ssh's command line, its destination) when `command` is `ssh ... -W %h:%p X`."""
     try:
-        words = shlex.split(command)
+        words = shlex.split(_shell_comment_cut(command))
     except ValueError:
         return None
     if words[:1] == ["exec"]:
@@ -69,6 +69,27 @@ def proxy_as_jump(command: str, host: str, port: int, user: str, original: str) 
         u, _, dest = dest.rpartition("@")
         cl.args.append(("l", u))
     return cl, dest
+
+
+def _shell_comment_cut(command: str) -> str:
+    """The command without its shell comment: ssh runs it with `$SHELL -c "exec ..."`, where an
+    unquoted `#` starting a word begins a comment (`ssh -W %h:%p gw  # via gw` reaches gw)."""
+    quote, i = "", 0
+    while i < len(command):
+        c = command[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"':
+                i += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1
+        elif c == "#" and (i == 0 or command[i - 1] in " \t"):
+            return command[:i]
+        i += 1
+    return command
 
 
 def _expand(word: str, tokens: dict[str, str]) -> str | None:

@@ -5,6 +5,7 @@ tokens and `${VAR}` in file names. `ssh -G` prints the same values (compared in
 tests/test_ssh_conformance.py)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +78,8 @@ def _command_line(cl: CommandLine, opts: Options) -> None:
                     raise Bad(f"Bad port '{value}'")
                 opts.v.setdefault("Port", port)
             elif flag == "i":
+                if not os.path.exists(tilde_expand(value)):
+                    continue  # ssh.c: "Warning: Identity file ... not accessible", and the file is not used
                 if value not in opts.identity_files:
                     opts.identity_files.append(value)
             elif flag == "J":
@@ -148,6 +151,7 @@ def _defaults(destination: str, host: str, opts: Options, ev: Evaluation, config
     opts.v.setdefault("User", user)
     opts.v.setdefault("Port", port)
     tok = tokens(opts, host, destination)
+    tok["k"] = str(opts.get("HostKeyAlias") or destination)  # ssh.c: in file names, the destination as typed (Match exec: the host)
     explicit = bool(opts.identity_files)
     files = []
     for f in opts.identity_files or DEFAULT_IDENTITIES:
@@ -165,6 +169,10 @@ def _defaults(destination: str, host: str, opts: Options, ev: Evaluation, config
     elif agent is not None and agent.lower() == "ssh_auth_sock":
         agent = None
     jump = opts.get("ProxyJump")
+    if jump is not None and jump.lower() != "none" and jump.split("#", 1)[0].strip().lower() == "none":
+        raise SshConfigError(f"{opts.where('ProxyJump')}: ProxyJump {jump}: OpenSSH 9.2 takes 'none' followed by a comment as a "
+                             "jump host named 'none' (`ssh -G` shows `proxyjump none`), newer ones may not; nettune cannot tell "
+                             "which is meant: remove the comment (no jump host), or name the jump host")
     if jump is not None and jump.lower() == "none":
         jump = None
     command = opts.get("ProxyCommand")
@@ -187,8 +195,6 @@ def _defaults(destination: str, host: str, opts: Options, ev: Evaluation, config
 
 def _legacy_env(value: str) -> str:
     """IdentityAgent $NAME (the old form): that variable's value."""
-    import os  # noqa: PLC0415
-
     if value.startswith("$") and not value.startswith("${"):
         if value[1:] not in os.environ:
             raise SshConfigError(f"IdentityAgent {value}: the environment variable is not set")
