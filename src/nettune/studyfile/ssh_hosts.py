@@ -167,6 +167,12 @@ class SshTargetSpec(Strict, RoleHosts):
                 merged = {name: dict(fields) for name, fields in load_inventory(path).items()}
         elif data.get("group"):
             raise ValueError("group is set but there is no inventory; add inventory = \"hosts.ini\" (an Ansible inventory)")
+        for name in [n for n in merged if not HOST_NAME.match(n) and n not in own]:
+            # an inventory host the study cannot name (an IPv6 address as its name): left out with
+            # the way to use it, not the whole study refused (a name in [target.hosts] still is)
+            left_out[name] = (f"{name!r} is not a name nettune can give a host (letters, digits, '.', '-' or '_', at most 64): "
+                              f"to use it, name it in the inventory and give the address apart (e.g. h1 ansible_host={name})")
+            del merged[name]
         for name, fields in own.items():
             if name in left_out:
                 raise ValueError(f"hosts.{name}: the inventory says {left_out[name]}; nettune reaches hosts over SSH (kind = \"local\" tests this machine)")
@@ -181,7 +187,8 @@ class SshTargetSpec(Strict, RoleHosts):
     @model_validator(mode="after")
     def _check(self) -> "SshTargetSpec":
         if not self.hosts:
-            raise ValueError("no hosts: add [target.hosts.NAME] tables or an inventory file")
+            why = "; ".join(f"{h}: {w}" for h, w in self.left_out.items())
+            raise ValueError("no hosts: add [target.hosts.NAME] tables or an inventory file" + (f" (left out: {why})" if why else ""))
         for h in self.hosts:
             if not HOST_NAME.match(h):
                 raise ValueError(f"host name {h!r}: use letters, digits, '.', '-' or '_' (at most 64)")
