@@ -167,6 +167,9 @@ def test_run_with_knobs_records_them_and_persist_writes_files(tmp_path):
     assert "ethtool -K $IFACE gro off" in sh and "ip link set dev $IFACE txqueuelen 4000" in sh
     assert os.access(server / "apply.sh", os.X_OK)
     assert (out / "README.txt").exists()
+    by_file = tmp_path / "persist-by-file"  # the study file names its study (it said: no study '.../study.toml')
+    nettune("persist", str(spec), "--point", "gro=off", "--out", str(by_file), "--db", str(db), check=True)
+    assert (by_file / "server" / "apply.sh").read_text() == sh
     r = nettune("persist", "tk-cli", "--point", "gro=maybe", "--out", str(out), "--db", str(db))
     assert r.returncode == 2 and "no point" in r.stderr
 

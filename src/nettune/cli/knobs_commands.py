@@ -114,7 +114,7 @@ def show(
 @app.command()
 @user_errors
 def persist(
-    study: str = typer.Argument(..., help="Study name (its latest run) or id in the results database."),
+    study: str = typer.Argument(..., help="Study name (its latest run), id in the results database, or its study file."),
     point: Optional[str] = typer.Option(None, "--point", help="The point to persist: KEY=VAL,KEY=VAL (its sweep parameters)."),
     out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
     db: str = DB_OPT,
@@ -126,6 +126,9 @@ def persist(
 
     if (point is None) == (not best):
         raise NettuneError("persist: give --point KEY=VAL,... or --best (the winner of a search study), one of them")
+    from .history_check import study_ref  # a study file names its study, as `history` and `check` read it
+
+    study = study_ref(study)[0]
     with open_store(db) as store:
         answer = _winner(store, study) if point is None else None
         want = parse_point(point) if point is not None else _winner_point(answer)
