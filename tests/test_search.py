@@ -178,6 +178,11 @@ def test_the_ablation_puts_each_factor_back_to_its_default():
     assert by["streams"].verdict == "mattered"
     if "mtu" in by:
         assert by["mtu"].verdict == "not shown"
+    # a winner that differs from the defaults in one factor only: its ablation is the defaults,
+    # said so rather than read as a second finding
+    plan, led, a, m = search({"streams": [1, 2, 4, 8]}, lambda v: {"total": 1e9 * v["streams"]}, method="grid", budget=60, cv=0.02)
+    (only,) = a.factors
+    assert a.winner.params["streams"] == 8 and only.verdict == "mattered" and "that is the defaults: the verdict above" in only.text
 
 
 @pytest.mark.parametrize("extra, field, words", [

@@ -237,6 +237,8 @@ def _factors(setting: Setting, ledger: Ledger, winner: Config, start: int | None
                 text += f"; the optimizer ranked {name} high ({imp:.2f}) but putting it back did not show a difference"
             elif imp is not None and imp < LOW and verdict == "mattered":
                 text += f"; the optimizer ranked {name} low ({imp:.2f}): among the configurations measured it mattered little"
+        if cfg == setting.space.baseline:  # the winner differs from the defaults in this factor only
+            text += " (that is the defaults: the verdict above, seen from the winner)"
         out.append(Factor(name, change, imp, verdict, text))
     return out
 
