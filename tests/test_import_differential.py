@@ -292,3 +292,16 @@ def test_iperf3_text_verbose_keeps_the_tools_cpu_line():
     want = dict(zip(("host_total", "host_user", "host_system", "remote_total", "remote_user", "remote_system"), map(float, m.groups())))
     assert res.tool_cpu == want
     assert one(I3 / "text_tcp_p4" / "client.stdout").tool_cpu == {}  # no -V: nothing to tell
+
+
+def test_iperf2_text_cut_after_a_connection_line_is_refused(tmp_path):
+    """A -r client log cut after the second direction's connection line (before any of its
+    report lines) was imported as a complete test of the first direction alone (found by
+    cutting the saved -r log at every line end, as tests/test_bad_import.py does)."""
+    whole = (I2 / "text_tradeoff_L" / "client.stdout").read_text()
+    lines = whole.splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if "port 27507 connected with" in ln)
+    cut = tmp_path / "cut.out"
+    cut.write_text("".join(lines[:at + 2]))  # the connection line and its [ ID] header
+    assert "cut off: 1 connection(s) have no report line" in refusal(cut)
+    assert one(I2 / "text_tradeoff_L" / "client.stdout").receiver_bps  # the whole log is still read

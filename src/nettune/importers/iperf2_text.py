@@ -63,6 +63,11 @@ class Iperf2TextImporter(ImporterBase):
         client = client and not pasted  # whose lines they are is not said
         _check_complete(path, rows, hints, client)
         conns = [CONNECTED.match(ln.strip()) for ln in lines]
+        # a connection with no report line at all: cut off before it reported (a -r log cut
+        # after the second direction's connection kept only the first: one direction imported)
+        silent = {int(c["id"]) for c in conns if c} - {r.tid for r in rows}
+        if silent and not pasted:
+            raise NettuneError(f"{path}: cut off: {len(silent)} connection(s) have no report line")
         flags = " ".join(c["flags"] for c in conns if c)
         udp = any(" UDP port" in ln for ln in lines if CONNECTS_TO.match(ln) or LISTENS.match(ln)) or any("jitter" in r.ext or "datagrams" in r.ext for r in rows)
         bidir = "(full-duplex)" in flags or dual
