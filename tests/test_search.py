@@ -364,6 +364,10 @@ def test_the_dry_run_of_a_search_counts_and_times_the_search_not_the_grid(tmp_pa
     assert "= 12 tests" not in out and "run order:" not in out, out
     assert "the search runs at most 14 tests" in out
     assert "up to 9 tests; 2 tests left for the search itself)" in out  # 3 for the defaults, 9 held for the end phase
+    # a timed command of no declared duration: its length is unknown, said so (it was counted
+    # at the network default of 10 s a test: "30 tests, about 5m18s" for sleeps under 0.3 s)
+    assert "their time unknown until the command's first run" in out and "2m" not in out, out
+    assert "expected time: unknown until the command's first run" in out and "at most about" not in out, out
 
 
 def test_persist_best_cautions_when_the_winner_was_not_shown_better():

@@ -43,10 +43,10 @@ def print_plan(study: Study, text: str, file: str, db: str | Path | None = None)
     else:
         from ..commands.search_plan import search_lines
         from ..plan.points import expand_and_check
-        from ..run.search_trials import search_size
+        from ..run.search_trials import search_length_unknown, search_size
 
         resolved = expand_and_check(study, text, file)
-        print_dry_run(plan, search_size(study, resolved, text, file))
+        print_dry_run(plan, (*search_size(study, resolved, text, file), search_length_unknown(study, resolved)))
         for line in search_lines(study, resolved, text, file):
             console.print(escape(line), highlight=False)
     more = KIND_PLANS.get(study.target.kind)  # a target kind's own part of the plan
@@ -54,9 +54,10 @@ def print_plan(study: Study, text: str, file: str, db: str | Path | None = None)
         more(study, text, file, plan)
 
 
-def print_dry_run(plan: DryRun, search: tuple[int, float] | None = None) -> None:
-    """The plan; `search`: a [search]'s most tests and their seconds, which replace the
-    grid's count, time and order (the search measures a part of the grid, in its own order)."""
+def print_dry_run(plan: DryRun, search: tuple[int, float, bool] | None = None) -> None:
+    """The plan; `search`: a [search]'s most tests, their seconds and whether a test's length
+    is unknown before it runs, which replace the grid's count, time and order (the search
+    measures a part of the grid, in its own order)."""
     pairs = f" x {plan.host_pairs} host pairs ({plan.host_pairs} tests per point and run)" if plan.host_pairs is not None else ""
     if search is None:
         console.print(f"[bold]{escape(plan.name)}[/]: {plan.points} points x {plan.runs_per_point} runs{pairs} = {plan.tests} tests, "
@@ -64,12 +65,14 @@ def print_dry_run(plan: DryRun, search: tuple[int, float] | None = None) -> None
         long = f" [yellow](more than {plan.max_hours} hours: `nettune run` needs --allow-long)[/]" if plan.too_long else ""
         console.print(f"expected time: {plan.expected}" + long, highlight=False)
     else:
-        tests, seconds = search
+        tests, seconds, unknown = search
         console.print(f"[bold]{escape(plan.name)}[/]: a search of at most {tests} tests over {plan.points} candidate points{pairs}, "
                       f"in the order the search decides; target {plan.target_kind}", highlight=False)
         long = (f" [yellow](more than {plan.max_hours} hours: `nettune run` needs --allow-long)[/]"
                 if seconds > plan.max_hours * 3600 else "")
-        console.print(f"expected time: at most about {human_seconds(seconds)}" + long, highlight=False)
+        when = (f"unknown until the command's first run (only the overhead counted: about {human_seconds(seconds)})" if unknown
+                else f"at most about {human_seconds(seconds)}")
+        console.print(f"expected time: {when}" + long, highlight=False)
     width = max(console.width, 40)
     if len(plan.sequence) > 1 and search is None:  # the tests in the order the run takes them
         words = [f"#{i}" + (f"x{n}" if n > 1 else "") for i, n in plan.sequence[:SEQUENCE_SHOWN]]

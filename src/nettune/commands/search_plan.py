@@ -10,12 +10,15 @@ from .eta import human_seconds
 
 def search_lines(study: Study, resolved: list[ResolvedPoint], text: str, file: str) -> list[str]:
     """The search's plan: method, objective, budget, defaults, and its most tests and time."""
-    from ..run.search_trials import search_size  # noqa: PLC0415 - scipy and optuna: only for a search
+    from ..run.search_trials import search_length_unknown, search_size  # noqa: PLC0415 - scipy and optuna: only for a search
     from ..search.session import plan_search  # noqa: PLC0415
 
     tests, seconds = search_size(study, resolved, text, file)
     plan = plan_search(study, text, file)
-    return plan.describe() + [f"the search runs at most {tests} tests, about {human_seconds(seconds)} (not the grid's "
+    when = (f"about {human_seconds(seconds)}" if not search_length_unknown(study, resolved) else
+            f"their time unknown until the command's first run (only the overhead counted: about {human_seconds(seconds)}; "
+            "[workload] duration = SECONDS counts it)")
+    return plan.describe() + [f"the search runs at most {tests} tests, {when} (not the grid's "
                               f"{len(resolved)} points: those are its candidates)"]
 
 

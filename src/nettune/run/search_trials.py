@@ -21,6 +21,7 @@ from ..studyfile.models import Study
 from .engine_choice import choose_engines
 from .point_runner import PointRunner
 from .workloads import workload_run
+from .workloads.base import OVERHEAD_GUESS
 
 
 class RunMeasurer:
@@ -113,8 +114,16 @@ def drive_search(runner: PointRunner, text: str, file: str) -> Answer:
 
 
 def search_size(study: Study, resolved: list[ResolvedPoint], text: str, file: str) -> tuple[int, float]:
-    """(the most tests the search may run, their expected seconds) for the progress bar."""
+    """(the most tests the search may run, their expected seconds) for the progress bar; a
+    timed command of undeclared length counts its overhead only, as plan_time does (its
+    length is unknown until it has run: `search_length_unknown` says so)."""
     wl = resolved[0].workload
-    per = workload_run(wl).test_seconds(wl)
+    kind = workload_run(wl)
+    per = kind.test_seconds(wl) if kind.length_declared(study.workload) else OVERHEAD_GUESS
     plan = plan_search(study, text, file, per)
     return int(plan.tests()), plan.budget.seconds if plan.budget.seconds is not None else plan.tests() * per
+
+
+def search_length_unknown(study: Study, resolved: list[ResolvedPoint]) -> bool:
+    """Is a test's length unknown before the first one runs (a timed command without duration)?"""
+    return not workload_run(resolved[0].workload).length_declared(study.workload)
