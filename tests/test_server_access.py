@@ -369,7 +369,7 @@ def test_dry_run_shows_the_options_not_the_secrets(tmp_path: Path) -> None:
     assert "IPERF3_PASSWORD=<password> iperf3 -c" in out and "--username '<user>'" in out
     f2 = study_file(tmp_path, "h5-dry2", 'engine = "iperf2"\nduration = 1\n')
     out2 = dry_run(f2)
-    assert out2.count("--permit-key=<key>") == 2 and "-B 198.19.216.10" in out2
+    assert out2.count("--permit-key=<key>") == 3 and "-B 198.19.216.10" in out2  # server, client, and the warm-up test's client
     f3 = study_file(tmp_path, "h5-dry3", "duration = 1\nauth = false\n")
     out3 = dry_run(f3)
     assert "--username" not in out3 and "IPERF3_PASSWORD" not in out3 and "auth = false" in out3
