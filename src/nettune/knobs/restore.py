@@ -7,9 +7,10 @@ For every pending change (in reverse order):
   - anything else: someone else changed it since; leave it and warn (and leave the
     older changes of the same setting alone too).
 Every outcome is journaled, so a restore interrupted half way is simply run again.
-A setting changed several times whose change disrupts (a VM restart, a link reset) goes
-straight from the newest value back to the first original, once; its older changes share
-that outcome (restored, or pending with it). Boot-time changes (Kind.at_boot) are put back in the configuration in that same order,
+A setting changed several times goes straight from the newest value back to the first
+original, in one write (one VM restart or link reset for a setting that disrupts), never
+through the values in between; its older changes share that outcome (restored, or pending
+with it). Boot-time changes (Kind.at_boot) are put back in the configuration in that same order,
 then each host is rebooted once for all of them (boot_batch.py) and each is journaled
 only once the reboot showed its original in force.
 
