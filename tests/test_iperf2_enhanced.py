@@ -77,20 +77,6 @@ def test_reverse_takes_tcp_info_from_the_server_which_sends() -> None:
     assert res.extra["read_count"] > 0  # the client reads
 
 
-def test_a_1s_server_is_not_done_at_its_interval_rows() -> None:
-    """A 1 s test at -i 1 prints 0-1 twice per stream: the interval row, then the final. The
-    server was called done at the interval rows and stopped before its finals: the run then
-    stored the interval's numbers, or (bidir under load) had no receiver report at all."""
-    wl, c, s, _ = load("live_tcp_t1")
-    assert float(wl.duration) == 1.0
-    lines = s.stdout.splitlines(keepends=True)
-    first_sum = next(i for i, ln in enumerate(lines) if ln.startswith("[SUM] 0.0000-1.0000"))
-    assert not ENGINE.server_done(wl, "".join(lines[:first_sum + 1]))  # the interval rows only
-    assert ENGINE.server_done(wl, s.stdout)
-    res = ENGINE.parse(wl, c, s)
-    assert res.ok and res.receiver_bps == 56938732630  # the final [SUM] (0-1.0013 s), not the interval's 56922835528
-
-
 def test_full_duplex_stores_both_directions() -> None:
     wl, c, s, _ = load("live_fullduplex")
     res = ENGINE.parse(wl, c, s)

@@ -182,20 +182,13 @@ class Iperf2Engine(NetworkEngineBase):
 
     def server_done(self, wl: Workload, stdout: str) -> bool:
         """True once the server has printed a final row for every stream it serves, so
-        the driver can stop it (it never exits by itself). When the first interval (-i)
-        covers most of the test (a 1 s test at -i 1 prints 0-1 twice: the interval, then
-        the final), a stream is done at its second such row: stopped at the first, the
-        server lost its finals under load (seen on the lab: 'no receiver-side report' for
-        1 to 2 of 30 bidir tests of 1 s while both cores were busy)."""
+        the driver can stop it (it never exits by itself)."""
         rows, _ = report_rows(stdout, wl.protocol == "udp")
         rows = [r for r in rows if "relay" not in r.ext]
         need = int(wl.parallel) * (2 if wl.bidir is True else 1)
-        duration, interval = float(wl.duration), float(interval_arg(wl))
-        long_enough = 0.75 * duration
-        # only the text server gets -i (server_argv); a CSV one prints its finals alone
-        per_stream = 2 if is_text(stdout) and long_enough <= interval <= duration else 1
-        seen = Counter((r.src_port, r.dst_port, r.tid) for r in rows if r.tid >= 0 and r.start < 0.05 and r.end >= long_enough)
-        return sum(1 for n in seen.values() if n >= per_stream) >= need
+        long_enough = 0.75 * float(wl.duration)
+        done = {(r.src_port, r.dst_port, r.tid) for r in rows if r.tid >= 0 and r.start < 0.05 and r.end >= long_enough}
+        return len(done) >= need
 
     def parse(self, wl: Workload, client: SideOutput, server: SideOutput) -> TestResult:
         dur = wl.duration if isinstance(wl.duration, (int, float)) else None
