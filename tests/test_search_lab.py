@@ -125,6 +125,14 @@ def _kill_after(p: subprocess.Popen, db: Path, name: str, more: int) -> bool:
     return False
 
 
+
+def _start_run(tmp_path: Path, f: Path, db: Path, logs: list[str], *extra: str) -> subprocess.Popen:
+    """`nettune run F --db DB EXTRA` in the background, its output in a new log named in `logs`."""
+    log = open(tmp_path / f"out{len(logs)}.txt", "w")
+    logs.append(log.name)
+    return subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(db), *extra],
+                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, COLUMNS="250"))
+
 @needs_root
 @needs_iperf3
 def test_peak_search_killed_and_resumed_without_repeating_a_trial(tmp_path):
@@ -133,13 +141,10 @@ def test_peak_search_killed_and_resumed_without_repeating_a_trial(tmp_path):
     f.write_text(lab_study(name, 5292, "198.19.222.0/24", "rate = [10, 20, 40, 60, 80, 120]",
                            'method = "peak"\nobjective = "receiver"\nbudget = 22\nseed = 1', unit="M"))
     db = tmp_path / "r.db"
-    logs = []
+    logs: list[str] = []
 
     def start(*extra: str) -> subprocess.Popen:
-        log = open(tmp_path / f"out{len(logs)}.txt", "w")
-        logs.append(log.name)
-        return subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(db), *extra],
-                                stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, COLUMNS="250"))
+        return _start_run(tmp_path, f, db, logs, *extra)
 
     seen = []
     p = start()
@@ -194,13 +199,10 @@ def test_resume_continues_the_runs_of_the_defaults_left_as_found(tmp_path):
                  '[knobs]\n"sysctl:net.ipv4.tcp_wmem" = "4096 {w} 4194304"\n'
                  '[search]\nmethod = "grid"\nbudget = 30\nseed = 1\nconfirm = 2\n')
     db = tmp_path / "r.db"
-    logs = []
+    logs: list[str] = []
 
     def start(*extra: str) -> subprocess.Popen:
-        log = open(tmp_path / f"out{len(logs)}.txt", "w")
-        logs.append(log.name)
-        return subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(db), *extra],
-                                stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, COLUMNS="250"))
+        return _start_run(tmp_path, f, db, logs, *extra)
 
     p = start()
     assert _kill_after(p, db, name, 1), "the search ended before the kill"
