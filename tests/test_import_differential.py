@@ -305,3 +305,12 @@ def test_iperf2_text_cut_after_a_connection_line_is_refused(tmp_path):
     cut.write_text("".join(lines[:at + 2]))  # the connection line and its [ ID] header
     assert "cut off: 1 connection(s) have no report line" in refusal(cut)
     assert one(I2 / "text_tradeoff_L" / "client.stdout").receiver_bps  # the whole log is still read
+    # cut after the first direction's final line, before the connection back: a whole-looking
+    # one-way test, told by the listener the log opens with (CI's hypothesis run found it)
+    done = next(i for i, ln in enumerate(lines) if "0.0000-2.0324" in ln)
+    cut.write_text("".join(lines[:done + 1]))
+    assert "with one direction's report only" in refusal(cut)
+    # and every other line end before the last
+    for n in range(1, len(lines)):
+        cut.write_text("".join(lines[:n]))
+        assert refusal(cut), n

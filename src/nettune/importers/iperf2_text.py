@@ -68,6 +68,11 @@ class Iperf2TextImporter(ImporterBase):
         silent = {int(c["id"]) for c in conns if c} - {r.tid for r in rows}
         if silent and not pasted:
             raise NettuneError(f"{path}: cut off: {len(silent)} connection(s) have no report line")
+        if client and dual and {r.direction for r in rows if r.tid >= 0} != {"c2s", "s2c"}:
+            # a -d/-r client opens its own listener for the connection back: a log cut after
+            # the first direction's final line (-r) looks like a whole one-way test
+            raise NettuneError(f"{path}: a -d/-r client's log (it opens its own listener) with one direction's report only: "
+                               "cut off, or the server never connected back")
         flags = " ".join(c["flags"] for c in conns if c)
         udp = any(" UDP port" in ln for ln in lines if CONNECTS_TO.match(ln) or LISTENS.match(ln)) or any("jitter" in r.ext or "datagrams" in r.ext for r in rows)
         bidir = "(full-duplex)" in flags or dual
