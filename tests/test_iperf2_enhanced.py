@@ -16,7 +16,7 @@ from nettune.studyfile.models import Workload
 from fixtures_util import FIXTURES, close
 
 ENGINE = Iperf2Engine()
-LIVE = ["live_tcp_p2", "live_udp", "live_reverse", "live_fullduplex", "live_tcp_t1"]
+LIVE = ["live_tcp_p2", "live_udp", "live_reverse", "live_fullduplex", "live_tcp_t1", "live_tcp_p2_late_sum"]
 
 
 def load(mode: str) -> tuple[Workload, SideOutput, SideOutput, dict]:
@@ -75,6 +75,21 @@ def test_reverse_takes_tcp_info_from_the_server_which_sends() -> None:
     assert res.ok and all(st.direction == "forward" for st in res.streams)
     assert res.retransmits is not None and res.max_cwnd and res.rtt_mean_us  # the server's -e writer columns
     assert res.extra["read_count"] > 0  # the client reads
+
+
+def test_a_last_interval_sum_that_runs_past_its_streams_is_their_interval() -> None:
+    """Under load, 2.1.8's [SUM] of the last interval ends at the sum's own close
+    ("0.5000-1.0074") while its streams' rows say 0.5000-1.0000: it was stored as a third
+    interval with no streams (CI's series round trip at -P 2 -i 0.5)."""
+    wl, c, s, _ = load("live_tcp_p2_late_sum")
+    sums = [ln.split()[1] for ln in c.stdout.splitlines() if ln.startswith("[SUM]")]
+    assert sums[1].startswith("0.5000-") and sums[1] != "0.5000-1.0000"  # what the fixture is for
+    res = ENGINE.parse(wl, c, s)
+    assert res.ok, res.error
+    assert [(iv.start, iv.end) for iv in res.intervals] == [(0.0, 0.5), (0.5, 1.0)]
+    for iv in res.intervals:
+        assert len(iv.streams) == 2 and iv.bps == pytest.approx(sum(st.bps for st in iv.streams), rel=1e-3)
+    assert close(res.sender_bps, float(next(ln for ln in c.stdout.splitlines() if ln.startswith("[SUM] 0.0000-1")).split()[5]), 1e-6)
 
 
 def test_full_duplex_stores_both_directions() -> None:
