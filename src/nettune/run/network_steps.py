@@ -8,6 +8,7 @@ No fixed sleeps: every wait polls and is bounded.
 """
 from __future__ import annotations
 
+import signal
 import time
 from typing import Protocol
 
@@ -44,12 +45,30 @@ def port_raced(why: str, wanted: int | str | None) -> bool:
     return not wanted and "address already in use" in why.lower()
 
 
+# what a process that faulted dies of (never what nettune stops one with: TERM, then KILL)
+_CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE}
+
+
+def crashed(side: SideOutput) -> str | None:
+    """The signal a process died of when it faulted ("SIGSEGV"), else None. A shell that
+    ran it says 128+N; a local or SSH process, -N."""
+    code = side.exit_code
+    for sig in _CRASH_SIGNALS:
+        if code in (-sig, 128 + sig):
+            return sig.name
+    return None
+
+
 def retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput) -> str | None:
-    """Why a fresh server may succeed: someone else's test holds this one (busy), or
-    another connection ended the one-off server before our client reached it (client
-    None: before our client even started)."""
+    """Why a fresh server may succeed: someone else's test holds this one (busy), another
+    connection ended the one-off server before our client reached it (client None: before
+    our client even started), or the server crashed (iperf 2.1.8's server segfaults now and
+    then on a --full-duplex connection after the warm-up's: 1 test in 150 on the lab with
+    both cores busy; tests/test_run_lab.py shows a crashed server is retried)."""
     if client is not None and engine.busy(client):
         return "server busy"
+    if sig := crashed(server):
+        return f"the server crashed ({sig})"
     if engine.taken(client, server):
         return "another connection ended the one-off server before our client reached it"
     return None
