@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..engines.iperf2 import Iperf2Engine
-from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, REPORT, is_text, log_role, parse_text_rows
+from ..engines.iperf2_enhanced import CONNECTED, CONNECTS_TO, LISTENS, REPORT, SERVER_REPORT, is_text, log_role, parse_text_rows
 from ..engines.iperf2_reader import Row
 from ..engines.result import TestResult
 from ..errors import NettuneError
@@ -16,6 +16,7 @@ from .base import Hints, ImporterBase, side, workload
 from .one_side import SEQUENTIAL, one_side
 
 CLIENT_START = re.compile(r"^-+\n(?=Client connecting to )", re.M)
+DASHES = re.compile(r"^-{20,}\s*$")
 # what only iperf2's text has (a report pasted without its banner still says so), and what
 # only iperf3's has: a file of report lines is read as iperf2's only with the one, not the other
 IPERF2_MARKS = re.compile(r"^\[ ID\] Interval\s+Transfer\s+Bandwidth|^\[\s*(?:\d+|SUM)\]\s+\d+\.\d-\s*\d+\.\d sec|Server Report:"
@@ -62,6 +63,7 @@ class Iperf2TextImporter(ImporterBase):
         client, port, dual = _role(lines)
         client = client and not pasted  # whose lines they are is not said
         _check_complete(path, rows, hints, client)
+        _check_blocks(path, lines)
         conns = [CONNECTED.match(ln.strip()) for ln in lines]
         # a connection with no report line at all: cut off before it reported (a -r log cut
         # after the second direction's connection kept only the first: one direction imported)
@@ -179,6 +181,22 @@ def _role(lines: list[str]) -> tuple[bool, int | None, bool]:
         # -d without -L: the client's listener ("Server listening on ... port S") comes after
         return True, int(first["port"]), any("ports" in m.groupdict() for m in heads[1:])
     return False, int(first["ports"]), any("port" in m.groupdict() for m in heads[1:])
+
+
+def _check_blocks(path: Path, lines: list[str]) -> None:
+    """What iperf2 prints in one piece, cut: a banner opened by a line of dashes and never
+    closed by one (a -r server's log cut as it began its connection back), or a UDP
+    sender's "Server Report:" heading without the report row it heads."""
+    if sum(1 for ln in lines if DASHES.match(ln)) % 2:
+        raise NettuneError(f"{path}: cut off: it ends inside a banner (a line of dashes opens one and none closes it)")
+    waiting: set[str] = set()
+    for ln in lines:
+        if m := SERVER_REPORT.match(ln.strip()):
+            waiting.add(m["id"])
+        elif (m := REPORT.match(ln.strip())) and m["id"] in waiting:
+            waiting.discard(m["id"])
+    if waiting:
+        raise NettuneError(f"{path}: cut off: a \"Server Report:\" heading without its report line")
 
 
 def _check_complete(path: Path, rows: list[Row], hints: Hints, client: bool) -> None:
