@@ -15,6 +15,7 @@ import threading
 import pytest
 
 import nettune.run.driver as driver
+import nettune.run.fanout_driver as fanout_driver
 from nettune.engines import get_engine
 from nettune.run.driver import run_test
 from nettune.studyfile.models import Workload
@@ -41,12 +42,12 @@ class CrashingHost(LocalHost):
         return proc
 
 
-def _run(engine: str, bidir: bool, crashes: int):
+def _run(engine: str, bidir: bool, crashes: int, processes: int = 1):
     """One 2 s test of `engine` on loopback whose first `crashes` servers crash."""
     e = get_engine(engine)
     p = subprocess.run(e.version_argv(), capture_output=True, text=True)
     server = CrashingHost(crashes)
-    res = run_test(e, Workload(engine=engine, duration=2, bidir=bidir, auth=False), server, LocalHost("client"), e.version(p.stdout + p.stderr))
+    res = run_test(e, Workload(engine=engine, duration=2, bidir=bidir, auth=False, processes=processes, parallel=processes), server, LocalHost("client"), e.version(p.stdout + p.stderr))
     for t in server.timers:
         t.join()
     return res
@@ -79,3 +80,13 @@ def test_when_every_server_crashes_the_error_says_so(engine, bidir, monkeypatch)
     res = _run(engine, bidir, crashes=2)
     assert not res.ok and res.error.startswith("the server crashed (SIGSEGV) during the test: "), res.error
     assert res.server.exit_code == -signal.SIGSEGV
+
+
+@needs_iperf3
+def test_fanned_out_every_server_crashing_is_said_per_process(monkeypatch):
+    """iperf3 fanned out over 2 processes: a crashed server of either is retried the same way,
+    and when every attempt crashes each process's error says its server crashed."""
+    monkeypatch.setattr(fanout_driver, "BUSY_RETRIES", 2)
+    res = _run("iperf3", False, crashes=4, processes=2)
+    assert not res.ok and res.error.count("the server crashed (SIGSEGV) during the test") == 2, res.error
+    assert any("the server crashed (SIGSEGV) (one of 2 processes), retried" in w for w in res.warnings), res.warnings

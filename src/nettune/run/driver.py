@@ -18,7 +18,7 @@ from ..probes.registry import process_probes, server_machine, window_probes
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Proc
 from .fanout_driver import run_fanout
-from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, crashed, failed_result, finish, hidden, pick_port, port_raced, retry_reason, wait_listening, wait_server
+from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, port_raced, retry_reason, say_crash, wait_listening, wait_server
 
 def run_test(
     engine: Engine,
@@ -137,11 +137,7 @@ def _run_test(engine: Engine, wl: Workload, server: Host, client: Host, tool_ver
         res.error = f"client did not finish within {budget:.0f}s and was stopped" + (f"; {res.error}" if res.error else "")
     elif res.ok and cli_side.exit_code not in (0, None):
         res.warnings.append(f"client exited with code {cli_side.exit_code}")
-    if sig := crashed(srv_side):  # said as it is, not as the report it left cut short
-        if res.ok:
-            res.warnings.append(f"the server crashed ({sig}) after its report")
-        else:
-            res.error = f"the server crashed ({sig}) during the test: {res.error}"
+    say_crash(res, srv_side)
     for p in probes:  # after both processes ended: a remote process's exact CPU is known now
         p.write(res)
     lost = [proc.lost for proc in (srv, cli) if proc.lost]

@@ -23,7 +23,7 @@ from ..probes.base import Probe
 from ..probes.registry import process_probes, server_machine, window_probes
 from ..studyfile.workload import Workload
 from ..targets.base import Host, Proc
-from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, port_raced, retry_reason, wait_listening, wait_server
+from .network_steps import BUSY_RETRIES, SERVER_START_TIMEOUT, failed_result, finish, hidden, pick_port, port_raced, retry_reason, say_crash, wait_listening, wait_server
 
 
 def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_version: str, machine: Host | None,
@@ -73,6 +73,7 @@ def run_fanout(engine: Engine, wl: Workload, server: Host, client: Host, tool_ve
         r.client, r.server = cside, sside
         if cside.timed_out:
             r.ok, r.error = False, f"client did not finish within {client_budget(wl):.0f}s and was stopped"
+        say_crash(r, sside)
         for p in probes[i][1]:
             p.write(r)
         parts.append(r)

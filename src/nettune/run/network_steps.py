@@ -59,12 +59,21 @@ def crashed(side: SideOutput) -> str | None:
     return None
 
 
+def say_crash(res: TestResult, server: SideOutput) -> None:
+    """A crashed server is said as it is, not as the report it left cut short."""
+    if sig := crashed(server):
+        if res.ok:
+            res.warnings.append(f"the server crashed ({sig}) after its report")
+        else:
+            res.error = f"the server crashed ({sig}) during the test: {res.error}"
+
+
 def retry_reason(engine: Engine, client: SideOutput | None, server: SideOutput) -> str | None:
     """Why a fresh server may succeed: someone else's test holds this one (busy), another
     connection ended the one-off server before our client reached it (client None: before
     our client even started), or the server crashed (iperf 2.1.8's server segfaults now and
-    then on a --full-duplex connection after the warm-up's: 1 test in 150 on the lab with
-    both cores busy; tests/test_run_lab.py shows a crashed server is retried)."""
+    then on a --full-duplex connection after the warm-up's: docs/engines.md; test in
+    tests/test_server_crash.py)."""
     if client is not None and engine.busy(client):
         return "server busy"
     if sig := crashed(server):
