@@ -309,8 +309,4 @@ def test_iperf2_text_cut_after_a_connection_line_is_refused(tmp_path):
     # one-way test, told by the listener the log opens with (CI's hypothesis run found it)
     done = next(i for i, ln in enumerate(lines) if "0.0000-2.0324" in ln)
     cut.write_text("".join(lines[:done + 1]))
-    assert "with one direction's report only" in refusal(cut)
-    # and every other line end before the last
-    for n in range(1, len(lines)):
-        cut.write_text("".join(lines[:n]))
-        assert refusal(cut), n
+    assert "with one direction's report only" in refusal(cut)  # every line end: tests/test_bad_import.py

@@ -177,7 +177,7 @@ def test_restore_after_kill_9_mid_sweep(sandbox, tmp_path):
     r = nettune("restore", check=True)
     # the second point's value straight back to the original: one write, never the first point's value in between
     assert "restored: server: sysctl:net.core.rmem_max: 2000000 -> 212992" in r.stdout
-    assert "-> 1000000" not in r.stdout and "1000000 ->" not in r.stdout.replace("2000000 ->", "")
+    assert "-> 1000000" not in r.stdout and "1000000 ->" not in r.stdout
     assert "restored: client: cc: reno -> cubic" in r.stdout
     assert seeded(sandbox) == original()
     assert Journal().open_sessions() == []

@@ -8,6 +8,7 @@ Short on purpose (CI time): UDP at fixed bitrates makes the lab's surface known 
 receiver gets what is sent), 1 s tests, small budgets."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -125,13 +126,13 @@ def _kill_after(p: subprocess.Popen, db: Path, name: str, more: int) -> bool:
     return False
 
 
-
 def _start_run(tmp_path: Path, f: Path, db: Path, logs: list[str], *extra: str) -> subprocess.Popen:
     """`nettune run F --db DB EXTRA` in the background, its output in a new log named in `logs`."""
     log = open(tmp_path / f"out{len(logs)}.txt", "w")
     logs.append(log.name)
     return subprocess.Popen([sys.executable, "-m", "nettune.cli", "run", str(f), "--db", str(db), *extra],
                             stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, COLUMNS="250"))
+
 
 @needs_root
 @needs_iperf3
@@ -142,9 +143,7 @@ def test_peak_search_killed_and_resumed_without_repeating_a_trial(tmp_path):
                            'method = "peak"\nobjective = "receiver"\nbudget = 22\nseed = 1', unit="M"))
     db = tmp_path / "r.db"
     logs: list[str] = []
-
-    def start(*extra: str) -> subprocess.Popen:
-        return _start_run(tmp_path, f, db, logs, *extra)
+    start = functools.partial(_start_run, tmp_path, f, db, logs)
 
     seen = []
     p = start()
@@ -200,9 +199,7 @@ def test_resume_continues_the_runs_of_the_defaults_left_as_found(tmp_path):
                  '[search]\nmethod = "grid"\nbudget = 30\nseed = 1\nconfirm = 2\n')
     db = tmp_path / "r.db"
     logs: list[str] = []
-
-    def start(*extra: str) -> subprocess.Popen:
-        return _start_run(tmp_path, f, db, logs, *extra)
+    start = functools.partial(_start_run, tmp_path, f, db, logs)
 
     p = start()
     assert _kill_after(p, db, name, 1), "the search ended before the kill"
